@@ -1,0 +1,115 @@
+// codec/reader.h: bounds-checked reads of Kafka primitive types from one frame.
+// The reader has a sticky error: after the first failure every read returns a
+// zero value and the Status keeps the first error. Lengths and counts are
+// checked against the bytes left before the caller may allocate anything.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "codec/status.h"
+#include "codec/types.h"
+
+namespace epochgate::codec {
+
+/// Reads big-endian fixed ints, varints, strings, bytes, arrays and tagged
+/// fields (FACTS.md section 1) from [data, data+size). Never reads past the end.
+class Reader {
+ public:
+  Reader(const uint8_t* data, size_t size) : begin_(data), pos_(data), end_(data + size) {}
+
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - pos_); }
+  size_t offset() const { return static_cast<size_t>(pos_ - begin_); }
+  const uint8_t* position() const { return pos_; }
+
+  /// Records an error (first one wins) and makes every later read fail.
+  void fail(Errc e, const char* field = "") {
+    if (status_.ok()) status_ = Status{e, static_cast<uint32_t>(offset()), field};
+    pos_ = end_;
+  }
+  /// Names the schema field being read, for error messages (static string).
+  void set_field(const char* field) { field_ = field; }
+
+  int8_t int8() { return static_cast<int8_t>(fixed<uint8_t>()); }
+  int16_t int16() { return static_cast<int16_t>(fixed<uint16_t>()); }
+  int32_t int32() { return static_cast<int32_t>(fixed<uint32_t>()); }
+  int64_t int64() { return static_cast<int64_t>(fixed<uint64_t>()); }
+  uint16_t uint16() { return fixed<uint16_t>(); }
+  uint32_t uint32() { return fixed<uint32_t>(); }
+  bool boolean() { return fixed<uint8_t>() != 0; }
+  double float64() {
+    uint64_t bits = fixed<uint64_t>();
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    return d;
+  }
+  Uuid uuid() {
+    Uuid u{};
+    if (need(16)) {
+      std::memcpy(u.data(), pos_, 16);
+      pos_ += 16;
+    }
+    return u;
+  }
+
+  /// Unsigned varint, at most 5 bytes (values up to 2^32-1).
+  uint32_t uvarint();
+  /// Zig-zag varint (int32) and varlong (int64), as in record bodies.
+  int32_t varint();
+  int64_t varlong();
+
+  /// STRING / COMPACT_STRING (non-nullable). Null on the wire is an error.
+  std::string string(bool compact);
+  /// NULLABLE_STRING / COMPACT_NULLABLE_STRING.
+  std::optional<std::string> nullable_string(bool compact);
+  /// BYTES / COMPACT_BYTES / (COMPACT_)NULLABLE_BYTES / records: a view, not a copy.
+  Bytes bytes(bool compact, bool nullable);
+
+  /// Array length: ARRAY (int32, -1 null) or COMPACT_ARRAY (uvarint N+1, 0 null).
+  /// Returns -1 for null (an error unless `nullable`), else a count that is
+  /// at most remaining() / min_element_size, so the caller can reserve safely.
+  int32_t array_length(bool compact, bool nullable, size_t min_element_size = 1);
+
+  /// Reads the header of a tagged-field section: the number of fields.
+  /// Bounded by remaining() (each field takes at least 2 bytes).
+  uint32_t tagged_count();
+  /// Reads one tag and its size, checks tag > previous (pass -1 first) and
+  /// that size fits. Returns false on error.
+  bool tag_header(int64_t previous_tag, uint32_t& tag, uint32_t& size);
+  /// Takes `size` raw bytes as a view (tagged field payload).
+  Bytes raw(uint32_t size);
+  /// Skips `size` bytes.
+  void skip(size_t size) {
+    if (need(size)) pos_ += size;
+  }
+
+ private:
+  bool need(size_t n) {
+    if (static_cast<size_t>(end_ - pos_) < n) {
+      fail(Errc::kTruncated, field_);
+      return false;
+    }
+    return true;
+  }
+  template <typename T>
+  T fixed() {
+    if (!need(sizeof(T))) return 0;
+    T v = 0;
+    for (size_t i = 0; i < sizeof(T); ++i) v = static_cast<T>((v << 8) | pos_[i]);
+    pos_ += sizeof(T);
+    return v;
+  }
+  int64_t string_length(bool compact, bool& is_null);
+
+  const uint8_t* begin_;
+  const uint8_t* pos_;
+  const uint8_t* end_;
+  const char* field_ = "";
+  Status status_;
+};
+
+}  // namespace epochgate::codec

@@ -1,0 +1,89 @@
+// metrics/proxy_metrics.h: every Prometheus metric epochgate exports, behind
+// typed methods so the data path never builds label maps. Labels are bounded:
+// api (the 95 known API keys, else "unknown"), node (broker node id, capped),
+// direction, side, reason, mode, source, trigger, result. All methods are
+// thread-safe (prometheus-cpp metrics are atomic) and cheap: children are
+// looked up once and cached.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace prometheus {
+class Registry;
+}
+
+namespace epochgate::metrics {
+
+/// Which way bytes flow: from clients to brokers, or back.
+enum class Direction { kClientToUpstream, kUpstreamToClient };
+/// Which end of a proxied pair a connection is.
+enum class Side { kClient, kUpstream };
+
+/// Typed front for the `epochgate_*` metrics (README "Metrics" lists them).
+class ProxyMetrics {
+ public:
+  /// Registers every family in `registry`; the registry must outlive this.
+  explicit ProxyMetrics(std::shared_ptr<prometheus::Registry> registry);
+  ~ProxyMetrics();
+  ProxyMetrics(const ProxyMetrics&) = delete;
+  ProxyMetrics& operator=(const ProxyMetrics&) = delete;
+
+  std::shared_ptr<prometheus::Registry> registry() const;
+
+  // Traffic. epochgate_requests_total{api}, epochgate_responses_total{api}
+  void request(int16_t api_key);
+  void response(int16_t api_key);
+  /// epochgate_bytes_total{direction}
+  void bytes(Direction d, uint64_t n);
+  /// epochgate_connections_active{side,node} (gauge), epochgate_connections_total{side,node}.
+  /// node -1 is the bootstrap listener / bootstrap upstream.
+  void connection_opened(Side s, int32_t node_id);
+  void connection_closed(Side s, int32_t node_id);
+  /// epochgate_upstream_connect_failures_total{node}
+  void upstream_connect_failure(int32_t node_id);
+  /// epochgate_upstream_latency_seconds{api}: request written upstream -> response read.
+  void upstream_latency(int16_t api_key, double seconds);
+  /// epochgate_proxy_latency_seconds: time epochgate itself held a request and its response.
+  void proxy_latency(double seconds);
+  /// epochgate_frame_errors_total{reason}: reason from codec::errc_name or a proxy reason
+  /// ("unexpected_correlation_id", "too_many_in_flight", ...). Bounded set, caller's duty.
+  void frame_error(std::string_view reason);
+  /// epochgate_unexpected_responses_total: responses to requests that expect none (acks=0).
+  void unexpected_response();
+  /// epochgate_backpressure_pauses_total{direction}: reads paused on a high watermark.
+  void backpressure_pause(Direction d);
+  /// epochgate_connections_closed_total{reason}: why epochgate closed a connection.
+  void connection_closed_reason(std::string_view reason);
+  /// epochgate_api_versions_capped_total: ApiVersions responses whose ranges were capped.
+  void api_versions_capped();
+  /// epochgate_addresses_rewritten_total{api}: broker endpoints rewritten in responses.
+  void addresses_rewritten(int16_t api_key, uint64_t n);
+
+  // Operations.
+  /// epochgate_config_reloads_total{result="success|failure"}
+  void config_reload(bool success);
+  /// epochgate_build_info{version} = 1 and epochgate_start_time_seconds, set once.
+  void set_build_info(std::string_view version, double start_time_seconds);
+
+  // Fencing (the fencing issue).
+  /// epochgate_fenced_partitions_total{api,reason,mode}
+  void fenced_partition(int16_t api_key, std::string_view reason, std::string_view mode);
+  /// epochgate_hints_total{source="synthesized|backfilled|rewritten"}
+  void hint(std::string_view source);
+  /// epochgate_epochs_injected_total
+  void epoch_injected(uint64_t n = 1);
+  /// epochgate_metadata_refreshes_total{trigger="periodic|urgent|startup"}
+  void metadata_refresh(std::string_view trigger);
+  /// epochgate_view_partitions (gauge)
+  void set_view_partitions(int64_t n);
+  /// epochgate_version_downgrades_total{api}: KIP-951 bridging (v10->v9, v16->v15).
+  void version_downgrade(int16_t api_key);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace epochgate::metrics

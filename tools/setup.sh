@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what epochgate needs on a fresh Debian 12 machine (as root, or with
+# sudo), builds librdkafka 2.15.1 into its cache, then configures and builds.
+# Idempotent: a second run only rebuilds what changed.
+#   tools/setup.sh [build-dir] [extra cmake args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+shift || true
+
+packages=(
+  build-essential cmake pkg-config git python3 npm
+  libuv1-dev libspdlog-dev libfmt-dev libyaml-cpp-dev prometheus-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev node-llhttp
+  kcat python3-kafka python3-confluent-kafka python3-prometheus-client python3-yaml
+  curl procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" = 0 ] || sudo_cmd=sudo
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+rdk=$(tools/build-librdkafka.sh)
+cmake -S . -B "$build" -DEPOCHGATE_LIBRDKAFKA_PREFIX="$rdk" "$@" >/dev/null
+cmake --build "$build" -j"$(nproc)"
