@@ -1,0 +1,101 @@
+// config/config.h: the effective configuration of one epochgate process, as
+// read from YAML (config/loader.h) and overridden by command-line flags.
+// Plain data: no I/O here. Durations are milliseconds, sizes bytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace epochgate::config {
+
+/// host:port pair as written in the config ("127.0.0.1:9092", "[::1]:9092").
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+  std::string to_string() const;
+  bool operator==(const HostPort&) const = default;
+};
+
+/// Fencing mode of a topic pattern (DESIGN.md section 7).
+enum class Mode { kEnforce, kObserve, kOff };
+const char* mode_name(Mode m);  // "enforce" | "observe" | "off"
+
+/// One policy rule: topics matching `topics` (glob: * and ?) get `mode` for
+/// the listed APIs (empty: every fenced API). First matching rule wins.
+struct PolicyRule {
+  std::string topics = "*";
+  std::vector<std::string> apis;  ///< "produce","fetch","list_offsets","offset_for_leader_epoch","share","persister"
+  Mode mode = Mode::kEnforce;
+};
+
+struct PolicyConfig {
+  Mode default_mode = Mode::kEnforce;
+  std::vector<PolicyRule> rules;
+  bool inject_epochs = true;        ///< write the view's epoch into CurrentLeaderEpoch -1
+  bool kip951_bridge = true;        ///< offer Produce v10 / Fetch v16 over older brokers
+  uint32_t max_staleness_ms = 300000;       ///< older view entries never fence
+  uint32_t refresh_before_fence_ms = 5000;  ///< older entries: refresh, then decide
+  uint32_t hold_timeout_ms = 500;           ///< longest a request waits for that refresh
+};
+
+struct RefresherConfig {
+  bool enabled = true;
+  uint32_t interval_ms = 30000;            ///< periodic Metadata for topics seen
+  uint32_t urgent_min_interval_ms = 100;   ///< rate limit for urgent refreshes
+  uint32_t request_timeout_ms = 5000;
+};
+
+struct LimitsConfig {
+  uint32_t max_frame_bytes = 104857600;        ///< Kafka's socket.request.max.bytes
+  uint32_t max_in_flight_per_connection = 1000;
+  uint32_t max_connections = 10000;            ///< client connections, all listeners
+  uint32_t high_watermark_bytes = 4u << 20;    ///< queued bytes that pause the other side
+  uint32_t low_watermark_bytes = 1u << 20;     ///< resume below this
+  uint32_t idle_timeout_ms = 600000;           ///< close client connections idle this long
+  uint32_t partial_frame_timeout_ms = 30000;   ///< a frame started but not finished
+  uint64_t buffer_budget_bytes = 1ull << 30;   ///< all connections' buffered bytes
+  uint32_t upstream_connect_timeout_ms = 10000;
+};
+
+struct BrokerPortsConfig {
+  std::string bind_host;          ///< empty: the bootstrap listener's host
+  uint16_t base = 0;              ///< port of node id n is base + n; 0 = ephemeral (tests)
+  std::map<int32_t, uint16_t> map;  ///< explicit ports for sparse node ids
+};
+
+struct AdminConfig {
+  bool enabled = true;
+  HostPort listen{"127.0.0.1", 9644};
+};
+
+struct LoggingConfig {
+  std::string level = "info";      ///< trace|debug|info|warn|error|critical|off
+  std::string format = "text";     ///< text | json
+  uint32_t rate_limit_per_sec = 10;  ///< per-fence / per-error lines per second per kind
+};
+
+/// The whole configuration. Defaults are what `epochgate` runs with and no file.
+struct Config {
+  HostPort listen{"127.0.0.1", 9092};     ///< bootstrap listener
+  std::string advertise_host;              ///< host in rewritten addresses; empty: listen.host
+  std::vector<HostPort> bootstrap_servers;  ///< upstream brokers
+  BrokerPortsConfig broker_ports;
+  uint32_t workers = 0;                    ///< event-loop threads; 0 = number of cores
+  uint32_t drain_timeout_ms = 30000;
+  AdminConfig admin;
+  LimitsConfig limits;
+  PolicyConfig policy;
+  RefresherConfig refresher;
+  LoggingConfig logging;
+  std::string source_file;                 ///< file it was loaded from, "" if none
+
+  /// Host to put in rewritten broker addresses.
+  const std::string& effective_advertise_host() const {
+    return advertise_host.empty() ? listen.host : advertise_host;
+  }
+};
+
+}  // namespace epochgate::config
