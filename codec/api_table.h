@@ -1,7 +1,8 @@
 // codec/api_table.h: facts about every Kafka API key 0-94 (name, valid and
 // flexible versions), so frames of APIs that are not decoded can still be
 // framed, matched by correlation id and given the right header version.
-// The table itself is generated from codec/schema/ (see tools/codegen/).
+// The table itself is generated from codec/schema/api_keys.schema by
+// codec/generator/generate.py (api_table.cc in the build tree).
 #pragma once
 
 #include <cstdint>
@@ -28,8 +29,8 @@ const ApiInfo* api_info(int16_t key);
 /// Unknown keys are treated as not flexible.
 bool is_flexible(int16_t key, int16_t version);
 
-/// Request header version for (key, version): 2 if flexible, else 1
-/// (v0 is only ControlledShutdown v0, which we treat as v1's prefix).
+/// Request header version for (key, version): 2 if flexible, else 1, and 0
+/// for ControlledShutdown v0 (the only request without a client id).
 int request_header_version(int16_t key, int16_t version);
 
 /// Response header version: 1 if flexible, else 0; ApiVersions is always 0 (KIP-511).

@@ -48,22 +48,26 @@ Status parse_request_header(const uint8_t* frame, size_t len, RequestHeader& out
   out.api_version = r.int16();
   out.correlation_id = r.int32();
   out.tagged_fields.clear();
-  // client_id stays a non-compact nullable string even in header v2.
-  int16_t n = r.int16();
-  if (r.ok()) {
-    if (n == -1) {
-      out.client_id.reset();
-    } else if (n < 0) {
-      r.fail(Errc::kNegativeLength, "ClientId");
-    } else if (static_cast<size_t>(n) > r.remaining()) {
-      r.fail(Errc::kLengthOverflow, "ClientId");
-    } else {
-      out.client_id = std::string_view(reinterpret_cast<const char*>(r.position()), n);
-      r.skip(n);
+  if (!r.ok()) return r.status();
+  out.header_version = request_header_version(out.api_key, out.api_version);
+  out.client_id.reset();
+  if (out.header_version >= 1) {
+    // client_id stays a non-compact nullable string even in header v2.
+    int16_t n = r.int16();
+    if (r.ok()) {
+      if (n == -1) {
+        out.client_id.reset();
+      } else if (n < 0) {
+        r.fail(Errc::kNegativeLength, "ClientId");
+      } else if (static_cast<size_t>(n) > r.remaining()) {
+        r.fail(Errc::kLengthOverflow, "ClientId");
+      } else {
+        out.client_id = std::string_view(reinterpret_cast<const char*>(r.position()), n);
+        r.skip(n);
+      }
     }
   }
   if (!r.ok()) return r.status();
-  out.header_version = request_header_version(out.api_key, out.api_version);
   if (out.header_version >= 2) read_tagged(r, out.tagged_fields);
   out.size = r.offset();
   return r.status();
@@ -74,11 +78,13 @@ void write_request_header(std::vector<uint8_t>& out, const RequestHeader& h) {
   w.int16(h.api_key);
   w.int16(h.api_version);
   w.int32(h.correlation_id);
-  if (h.client_id) {
-    w.int16(static_cast<int16_t>(h.client_id->size()));
-    w.raw(h.client_id->data(), h.client_id->size());
-  } else {
-    w.int16(-1);
+  if (h.header_version >= 1) {
+    if (h.client_id) {
+      w.int16(static_cast<int16_t>(h.client_id->size()));
+      w.raw(h.client_id->data(), h.client_id->size());
+    } else {
+      w.int16(-1);
+    }
   }
   if (h.header_version >= 2) write_tagged(w, h.tagged_fields);
 }

@@ -1,0 +1,88 @@
+// codec/message_io.h: whole-body decode and whole-frame encode for any
+// generated message type (codec/messages/*.h). Must never: throw, or accept a
+// body with bytes left over (those would be silently dropped on re-encode).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "codec/api_table.h"
+#include "codec/header.h"
+#include "codec/reader.h"
+#include "codec/status.h"
+#include "codec/writer.h"
+
+namespace epochgate::codec {
+
+/// Decodes a message body of `version` from [body, body+len) into `out`.
+/// Errors: whatever M::decode reports, or kTrailingBytes when bytes remain
+/// after the body (offset = where the garbage starts).
+template <class M>
+Status decode_body(const uint8_t* body, size_t len, int16_t version, M& out) {
+  Reader r(body, len);
+  Status s = out.decode(r, version);
+  if (!s.ok()) return s;
+  if (r.remaining() != 0) {
+    r.fail(Errc::kTrailingBytes, M::kName);
+    return r.status();
+  }
+  return s;
+}
+
+namespace detail {
+inline size_t begin_frame(std::vector<uint8_t>& out) {
+  size_t at = out.size();
+  out.insert(out.end(), 4, 0);
+  return at;
+}
+inline void end_frame(std::vector<uint8_t>& out, size_t at) {
+  uint32_t n = static_cast<uint32_t>(out.size() - at - 4);
+  out[at] = static_cast<uint8_t>(n >> 24);
+  out[at + 1] = static_cast<uint8_t>(n >> 16);
+  out[at + 2] = static_cast<uint8_t>(n >> 8);
+  out[at + 3] = static_cast<uint8_t>(n);
+}
+}  // namespace detail
+
+/// Appends a whole request frame to `out`: 4-byte big-endian size, request
+/// header, body of `version`. The header version is taken from the API table
+/// for (M::kApiKey, version), whatever `h.header_version` says; api_key and
+/// api_version are written as given in `h`.
+template <class M>
+void encode_frame(std::vector<uint8_t>& out, const RequestHeader& h, const M& m, int16_t version) {
+  static_assert(M::kIsRequest, "a request header needs a request message");
+  size_t at = detail::begin_frame(out);
+  int hv = request_header_version(M::kApiKey, version);
+  if (h.header_version == hv) {
+    write_request_header(out, h);
+  } else {
+    RequestHeader copy = h;
+    copy.header_version = hv;
+    write_request_header(out, copy);
+  }
+  Writer w(out);
+  m.encode(w, version);
+  detail::end_frame(out, at);
+}
+
+/// Appends a whole response frame: size, response header of the version the
+/// API table gives for (M::kApiKey, version) (ApiVersions: always v0), body.
+template <class M>
+void encode_frame(std::vector<uint8_t>& out, const ResponseHeader& h, const M& m, int16_t version) {
+  static_assert(!M::kIsRequest, "a response header needs a response message");
+  size_t at = detail::begin_frame(out);
+  int hv = response_header_version(M::kApiKey, version);
+  if (h.header_version == hv) {
+    write_response_header(out, h);
+  } else {
+    ResponseHeader copy = h;
+    copy.header_version = hv;
+    write_response_header(out, copy);
+  }
+  Writer w(out);
+  m.encode(w, version);
+  detail::end_frame(out, at);
+}
+
+}  // namespace epochgate::codec
