@@ -96,7 +96,8 @@ std::string command_summary() {
          "push-broker-errors B API ERR [COUNT] [RTT_MS] | "
          "push-partition-errors T P API ERR [COUNT] | clear-errors API | controller B | "
          "coordinator group|transaction KEY B | rebalance-delay MS | "
-         "share-offset-reset earliest|latest | track start|stop|clear|dump | brokers | help | quit";
+         "share-offset-reset earliest|latest | "
+         "share-isolation read_committed|read_uncommitted | track start|stop|clear|dump | brokers | help | quit";
 }
 
 std::string CommandShell::execute(const std::string& line, bool* quit) {
@@ -210,6 +211,12 @@ std::string CommandShell::execute(const std::string& line, bool* quit) {
     if (argc != 1 || (args[1] != "earliest" && args[1] != "latest"))
       return usage("share-offset-reset earliest|latest");
     cluster_.set_share_offset_reset(args[1] == "earliest" ? 1 : 0);
+    return "OK";
+  }
+  if (cmd == "share-isolation") {
+    if (argc != 1 || (args[1] != "read_committed" && args[1] != "read_uncommitted"))
+      return usage("share-isolation read_committed|read_uncommitted");
+    cluster_.set_share_isolation(args[1] == "read_committed" ? 1 : 0);
     return "OK";
   }
   if (cmd == "track") {

@@ -37,6 +37,7 @@ struct Options {
   std::string debug;
   int rebalance_delay_ms = -1;
   int share_offset_reset = -1;
+  int share_isolation = -1;
 };
 
 void usage(FILE* out) {
@@ -45,6 +46,7 @@ void usage(FILE* out) {
                "                             [--host HOST] [--log-level 0-7] [--debug CTX]\n"
                "                             [--rebalance-delay-ms MS]\n"
                "                             [--share-offset-reset earliest|latest]\n"
+               "                             [--share-isolation read_committed|read_uncommitted]\n"
                "Prints 'BOOTSTRAP host:port,...' then reads one command per line on stdin\n"
                "and answers each with one line 'OK [...]' or 'ERR <reason>'.\n"
                "Commands: %s\n",
@@ -105,6 +107,15 @@ bool parse_options(int argc, char** argv, Options* opt) {
       } else {
         return false;
       }
+    } else if (arg == "--share-isolation") {
+      if ((v = value("--share-isolation")) == nullptr) return false;
+      if (std::strcmp(v, "read_committed") == 0) {
+        opt->share_isolation = 1;
+      } else if (std::strcmp(v, "read_uncommitted") == 0) {
+        opt->share_isolation = 0;
+      } else {
+        return false;
+      }
     } else {
       std::fprintf(stderr, "epochgate-mockcluster: unknown argument %s\n", arg.c_str());
       return false;
@@ -145,6 +156,7 @@ int main(int argc, char** argv) {
   if (opt.host != "127.0.0.1") cluster->advertise_host(opt.host);
   if (opt.rebalance_delay_ms >= 0) cluster->set_rebalance_delay_ms(opt.rebalance_delay_ms);
   if (opt.share_offset_reset >= 0) cluster->set_share_offset_reset(opt.share_offset_reset);
+  if (opt.share_isolation >= 0) cluster->set_share_isolation(opt.share_isolation);
   for (const TopicSpec& topic : opt.topics) {
     const auto result = cluster->create_topic(topic.name, topic.partitions,
                                               topic.replication_factor);

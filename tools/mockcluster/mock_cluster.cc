@@ -195,6 +195,10 @@ void MockCluster::set_share_offset_reset(int reset) {
   rd_kafka_mock_sharegroup_set_auto_offset_reset(mock_, reset);
 }
 
+void MockCluster::set_share_isolation(int level) {
+  rd_kafka_mock_sharegroup_set_isolation_level(mock_, level);
+}
+
 void MockCluster::start_tracking() { rd_kafka_mock_start_request_tracking(mock_); }
 void MockCluster::stop_tracking() { rd_kafka_mock_stop_request_tracking(mock_); }
 void MockCluster::clear_tracking() { rd_kafka_mock_clear_requests(mock_); }

@@ -71,6 +71,8 @@ class MockCluster {
   void set_rebalance_delay_ms(int delay_ms);
   /// 0 = latest (the mock's default), 1 = earliest.
   void set_share_offset_reset(int reset);
+  /// Share groups: 0 = read_uncommitted (the mock's default), 1 = read_committed.
+  void set_share_isolation(int level);
 
   void start_tracking();
   void stop_tracking();
