@@ -1,0 +1,239 @@
+{{/*
+_helpers.tpl: names, labels, the rendered epochgate config, broker ports and
+the epochgate container, shared by the gateway templates and the sidecar
+templates (_sidecar.tpl).
+Every helper here takes a context with .Values (this chart's values) and
+.Release only, never .Chart: a client chart calls the sidecar templates from
+its own context, where .Chart is the client's.
+Must never: use a Helm function the offline renderer (tests/helm/render) lacks:
+include, tpl, toYaml, fromYaml, toJson, fromJson, required, plus sprig.
+*/}}
+
+{{/* Chart name, overridable: "epochgate". */}}
+{{- define "epochgate.name" -}}
+{{- default "epochgate" .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Name of the release's objects: <release>-epochgate, unless the release name already holds it. */}}
+{{- define "epochgate.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "epochgate.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of the config ConfigMap (also used by the sidecar's volume). */}}
+{{- define "epochgate.configMapName" -}}
+{{- printf "%s-config" (include "epochgate.fullname" . | trunc 56 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/* Labels that select this release's gateway pods. */}}
+{{- define "epochgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "epochgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Labels for every object of this chart. */}}
+{{- define "epochgate.labels" -}}
+{{ include "epochgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: epochgate
+{{- end -}}
+
+{{/* image reference: repository@digest, or repository:tag. */}}
+{{- define "epochgate.image" -}}
+{{- $img := .Values.image -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository (required "image.tag must be set" $img.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "epochgate.sidecarMode" -}}
+{{- if eq .Values.mode "sidecar" -}}true{{- end -}}
+{{- end -}}
+
+{{/* Host written into rewritten broker addresses. */}}
+{{- define "epochgate.advertiseHost" -}}
+{{- if include "epochgate.sidecarMode" . -}}
+127.0.0.1
+{{- else if .Values.advertiseHost -}}
+{{- .Values.advertiseHost -}}
+{{- else -}}
+{{- printf "%s.%s.svc" (include "epochgate.fullname" .) .Release.Namespace -}}
+{{- with .Values.clusterDomain }}.{{ . }}{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Listener of every broker node id in .Values.brokers.nodeIds, as YAML
+"ports: [{id, port, name}]": brokerPorts.map[id] if set, else
+brokerPorts.base + id. Fails on a port outside 1-65535 and on any port used
+twice (brokers, bootstrap, admin), so a clash never reaches the cluster.
+*/}}
+{{- define "epochgate.brokerPortList" -}}
+{{- $v := .Values -}}
+{{- $bootstrap := int $v.ports.bootstrap -}}
+{{- $admin := int $v.ports.admin -}}
+{{- if eq $bootstrap $admin -}}
+{{- fail (printf "ports.bootstrap and ports.admin are both %d" $bootstrap) -}}
+{{- end -}}
+{{- $seen := dict (toString $bootstrap) "ports.bootstrap" (toString $admin) "ports.admin" -}}
+ports:
+{{- range $raw := $v.brokers.nodeIds }}
+{{- $id := int $raw -}}
+{{- $key := toString $id -}}
+{{- $port := 0 -}}
+{{- if hasKey $v.brokerPorts.map $key -}}
+{{- $port = int (index $v.brokerPorts.map $key) -}}
+{{- else -}}
+{{- $port = add (int $v.brokerPorts.base) $id -}}
+{{- end -}}
+{{- if or (lt (int $port) 1) (gt (int $port) 65535) -}}
+{{- fail (printf "broker node id %d: port %d (brokerPorts.base + id) is outside 1-65535; give sparse ids a port in brokerPorts.map" $id (int $port)) -}}
+{{- end -}}
+{{- if hasKey $seen (toString $port) -}}
+{{- fail (printf "broker node id %d: port %d is already taken by %s" $id (int $port) (get $seen (toString $port))) -}}
+{{- end -}}
+{{- $_ := set $seen (toString $port) (printf "broker node id %d" $id) }}
+  - id: {{ $id }}
+    port: {{ $port }}
+    name: node-{{ $id }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The epochgate config file (README "Config"). The chart owns the listeners,
+the upstream and the admin address; everything under .Values.config is
+epochgate's own keys, copied as they are.
+*/}}
+{{- define "epochgate.config" -}}
+{{- $v := .Values -}}
+{{- $host := ternary "127.0.0.1" "0.0.0.0" (eq $v.mode "sidecar") -}}
+# Rendered by the epochgate chart (mode: {{ $v.mode }}). Edit the chart values, not this file.
+listen: "{{ $host }}:{{ int $v.ports.bootstrap }}"
+advertise_host: {{ include "epochgate.advertiseHost" . | quote }}
+bootstrap_servers:
+{{- range $v.kafka.bootstrapServers }}
+  - {{ . | quote }}
+{{- end }}
+broker_ports:
+  bind_host: {{ $host | quote }}
+  base: {{ int $v.brokerPorts.base }}
+{{- with $v.brokerPorts.map }}
+  map:
+{{- range $id, $port := . }}
+    {{ int $id }}: {{ int $port }}
+{{- end }}
+{{- end }}
+admin:
+  enabled: true
+  listen: "0.0.0.0:{{ int $v.ports.admin }}"
+{{- /* empty blocks (limits: {}) are left out: the defaults apply */}}
+{{- $cfg := dict -}}
+{{- range $k, $val := $v.config -}}
+{{- if or (not (kindIs "map" $val)) $val -}}
+{{- $_ := set $cfg $k $val -}}
+{{- end -}}
+{{- end }}
+{{ toYaml $cfg }}
+{{ end -}}
+
+{{/* Pod annotation that changes whenever the config does (rolls the pods). */}}
+{{- define "epochgate.configChecksum" -}}
+{{- if .Values.rollOnConfigChange -}}
+checksum/epochgate-config: {{ include "epochgate.config" . | sha256sum }}
+{{- end -}}
+{{- end -}}
+
+{{/* Seconds from SIGTERM to SIGKILL: preStop sleep + drain timeout + 10 s, or the value, checked. */}}
+{{- define "epochgate.terminationGracePeriodSeconds" -}}
+{{- $v := .Values -}}
+{{- $drain := div (add (int $v.config.drain_timeout_ms) 999) 1000 -}}
+{{- $need := add (int $v.preStopSleepSeconds) $drain -}}
+{{- if $v.terminationGracePeriodSeconds -}}
+{{- if le (int $v.terminationGracePeriodSeconds) (int $need) -}}
+{{- fail (printf "terminationGracePeriodSeconds %d must exceed preStopSleepSeconds + config.drain_timeout_ms (%d s), or draining pods are killed" (int $v.terminationGracePeriodSeconds) (int $need)) -}}
+{{- end -}}
+{{- int $v.terminationGracePeriodSeconds -}}
+{{- else -}}
+{{- add $need 10 -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The epochgate container. Takes a dict:
+  ctx:  context with .Values and .Release
+  kind: "gateway" | "sidecar" | "native-sidecar"
+*/}}
+{{- define "epochgate.container" -}}
+{{- $v := .ctx.Values -}}
+{{- $gateway := eq .kind "gateway" -}}
+{{- $adminName := ternary "admin" "eg-admin" $gateway -}}
+name: epochgate
+image: {{ include "epochgate.image" .ctx | quote }}
+imagePullPolicy: {{ $v.image.pullPolicy }}
+args: ["--config", "/etc/epochgate/epochgate.yaml"]
+{{- if eq .kind "native-sidecar" }}
+restartPolicy: Always
+{{- end }}
+ports:
+{{- if $gateway }}
+  - name: bootstrap
+    containerPort: {{ int $v.ports.bootstrap }}
+    protocol: TCP
+{{- range (include "epochgate.brokerPortList" .ctx | fromYaml).ports }}
+  - name: {{ .name }}
+    containerPort: {{ int .port }}
+    protocol: TCP
+{{- end }}
+{{- else }}
+{{- /* sidecar listeners bind 127.0.0.1: nothing outside the pod reaches them, so only the admin port is declared (probes, scraping) */}}
+{{- $_ := include "epochgate.brokerPortList" .ctx }}
+{{- end }}
+  - name: {{ $adminName }}
+    containerPort: {{ int $v.ports.admin }}
+    protocol: TCP
+startupProbe:
+  httpGet:
+    path: /healthz
+    port: {{ $adminName }}
+  periodSeconds: {{ $v.probes.startup.periodSeconds }}
+  failureThreshold: {{ $v.probes.startup.failureThreshold }}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: {{ $adminName }}
+  periodSeconds: {{ $v.probes.liveness.periodSeconds }}
+  timeoutSeconds: {{ $v.probes.liveness.timeoutSeconds }}
+  failureThreshold: {{ $v.probes.liveness.failureThreshold }}
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: {{ $adminName }}
+  periodSeconds: {{ $v.probes.readiness.periodSeconds }}
+  timeoutSeconds: {{ $v.probes.readiness.timeoutSeconds }}
+  failureThreshold: {{ $v.probes.readiness.failureThreshold }}
+{{- if and (ne .kind "native-sidecar") (gt (int $v.preStopSleepSeconds) 0) }}
+lifecycle:
+  preStop:
+    exec:
+      command: ["/bin/sleep", "{{ int $v.preStopSleepSeconds }}"]
+{{- end }}
+resources:
+  {{- toYaml (ternary $v.resources $v.sidecar.resources $gateway) | nindent 2 }}
+securityContext:
+  {{- toYaml $v.securityContext | nindent 2 }}
+volumeMounts:
+  - name: epochgate-config
+    mountPath: /etc/epochgate
+    readOnly: true
+{{- end -}}
