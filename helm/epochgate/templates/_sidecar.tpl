@@ -52,11 +52,11 @@ true
 {{- end -}}
 {{- $ctx := include "epochgate.sidecar.context" . | fromJson -}}
 {{- $native := include "epochgate.sidecar.native" . -}}
-{{- if and $native (eq $slot "initContainers") }}
+{{- if and $native (eq $slot "initContainers") -}}
 - {{ include "epochgate.container" (dict "ctx" $ctx "kind" "native-sidecar") | nindent 2 | trim }}
-{{- else if and (not $native) (eq $slot "containers") }}
+{{- else if and (not $native) (eq $slot "containers") -}}
 - {{ include "epochgate.container" (dict "ctx" $ctx "kind" "sidecar") | nindent 2 | trim }}
-{{- end }}
+{{- end -}}
 {{- end -}}
 
 {{/* env entry for the client container: the bootstrap address on localhost. */}}

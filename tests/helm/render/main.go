@@ -170,6 +170,11 @@ func readYAMLMap(p string) (map[string]interface{}, error) {
 
 func loadChart(dir string) (*chart, error) {
 	c := &chart{templates: map[string]string{}, files: files{}}
+	// charts/<name> may be a symlink (helm follows it); walk the real directory.
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
 	meta, err := readYAMLMap(filepath.Join(dir, "Chart.yaml"))
 	if err != nil {
 		return nil, err

@@ -1,0 +1,467 @@
+#!/usr/bin/python3
+"""tests/helm/chart_render_test.py: the Helm chart renders, in both modes and
+with several values files, into manifests a cluster would accept and that
+wire up what epochgate needs: the listeners its config opens are the ports
+the pod and Service expose, probes hit /healthz and /readyz on the admin
+port, the container runs as the image's non-root user on a read-only root,
+the config checksum matches the ConfigMap, and bad values are refused.
+
+Renders with tests/helm/render (text/template + sprig, Helm's rules), which
+the ctest fixture builds. One case per run:
+
+  chart_render_test.py --renderer BIN --repo DIR [--epochgate BIN] CASE
+
+With --epochgate (the built binary), every rendered config must also pass
+`epochgate --check-config`.
+Owns: the chart's observable contract. Must never: install anything.
+Needs python3-yaml (Debian), runs as /usr/bin/python3.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+class Ctx:
+    def __init__(self, args):
+        self.renderer = args.renderer
+        self.repo = args.repo
+        self.epochgate = args.epochgate
+        self.chart = os.path.join(args.repo, "helm", "epochgate")
+        self.client_chart = os.path.join(args.repo, "tests", "helm", "client-chart")
+        self.values_dir = os.path.join(args.repo, "tests", "helm", "values")
+        self.checked = 0
+
+    def render(self, chart, values=(), release="prod", namespace="kafka", kube="v1.30.0"):
+        cmd = [self.renderer, "--chart", chart, "--release", release, "--namespace", namespace,
+               "--kube-version", kube]
+        for v in values:
+            cmd += ["--values", v]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+
+    def manifests(self, chart, values=(), **kw):
+        r = self.render(chart, values, **kw)
+        check(r.returncode == 0, f"render failed: {r.stderr.strip()}")
+        docs = []
+        for doc in yaml.safe_load_all(r.stdout):
+            if doc is None:
+                continue
+            check(isinstance(doc, dict), f"manifest is not a mapping: {doc!r}")
+            for key in ("apiVersion", "kind", "metadata"):
+                check(key in doc, f"manifest without {key}: {doc}")
+            check(doc["metadata"].get("name"), f"{doc['kind']} without a name")
+            docs.append(doc)
+        names = [(d["kind"], d["metadata"]["name"]) for d in docs]
+        check(len(names) == len(set(names)), f"duplicate objects: {names}")
+        return docs
+
+    def value_file(self, name):
+        return os.path.join(self.values_dir, name)
+
+
+def by_kind(docs, kind):
+    return [d for d in docs if d["kind"] == kind]
+
+
+def one(docs, kind, component=None):
+    found = [d for d in by_kind(docs, kind)
+             if component is None
+             or d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == component]
+    check(len(found) == 1, f"expected one {kind} ({component}), found {len(found)}")
+    return found[0]
+
+
+def host_port(s):
+    host, _, port = s.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def chart_values(ctx, *files):
+    """The chart's values.yaml with override files on top (maps merged)."""
+    with open(os.path.join(ctx.chart, "values.yaml"), encoding="utf-8") as f:
+        vals = yaml.safe_load(f)
+
+    def merge(dst, src):
+        for k, v in src.items():
+            if isinstance(v, dict) and isinstance(dst.get(k), dict):
+                merge(dst[k], v)
+            else:
+                dst[k] = v
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            merge(vals, yaml.safe_load(f) or {})
+    return vals
+
+
+def config_of(docs, configmap_name):
+    cms = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] == configmap_name]
+    check(len(cms) == 1, f"no ConfigMap {configmap_name} among {[d['metadata']['name'] for d in by_kind(docs, 'ConfigMap')]}")
+    text = cms[0]["data"]["epochgate.yaml"]
+    cfg = yaml.safe_load(text)
+    check(isinstance(cfg, dict), "epochgate.yaml in the ConfigMap is not a mapping")
+    return text, cfg
+
+
+def check_config_with_binary(ctx, text):
+    if not ctx.epochgate:
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(text)
+        path = f.name
+    try:
+        r = subprocess.run([ctx.epochgate, "--check-config", path], capture_output=True,
+                           text=True, timeout=30, check=False)
+        check(r.returncode == 0, f"epochgate --check-config refused the rendered config:\n"
+                                 f"{r.stdout}{r.stderr}\n--- config ---\n{text}")
+        ctx.checked += 1
+    finally:
+        os.unlink(path)
+
+
+def expected_broker_ports(vals):
+    """node id -> port, by the product's rule: brokerPorts.map[id], else base + id."""
+    bp = vals["brokerPorts"]
+    return {int(i): int(bp.get("map", {}).get(str(i), bp["base"] + int(i)))
+            for i in vals["brokers"]["nodeIds"]}
+
+
+def image_user(ctx):
+    with open(os.path.join(ctx.repo, "Dockerfile"), encoding="utf-8") as f:
+        users = re.findall(r"^USER\s+(\d+)", f.read(), re.M)
+    check(users, "Dockerfile has no numeric USER")
+    return int(users[-1])
+
+
+def check_security(ctx, pod_spec, container, pod_level=True):
+    uid = image_user(ctx)
+    if pod_level:
+        psc = pod_spec.get("securityContext", {})
+        check(psc.get("runAsNonRoot") is True, "pod securityContext.runAsNonRoot is not true")
+        check(psc.get("seccompProfile", {}).get("type") == "RuntimeDefault", "pod seccomp is not RuntimeDefault")
+    sc = container.get("securityContext", {})
+    check(sc.get("runAsNonRoot") is True, "container runAsNonRoot is not true")
+    check(sc.get("runAsUser") == uid, f"container runAsUser {sc.get('runAsUser')} is not the image's USER {uid}")
+    check(sc.get("readOnlyRootFilesystem") is True, "root filesystem is not read-only")
+    check(sc.get("allowPrivilegeEscalation") is False, "privilege escalation allowed")
+    check(sc.get("capabilities", {}).get("drop") == ["ALL"], "capabilities not dropped: ALL")
+    check(sc.get("seccompProfile", {}).get("type") == "RuntimeDefault", "container seccomp is not RuntimeDefault")
+
+
+def check_probes(container, admin_port):
+    ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz"),
+                        ("startupProbe", "/healthz")):
+        get = container.get(probe, {}).get("httpGet")
+        check(get is not None, f"{probe} is not an httpGet")
+        check(get["path"] == path, f"{probe} path {get['path']} is not {path}")
+        port = ports.get(get["port"], get["port"])
+        check(port == admin_port, f"{probe} port {get['port']} is not the admin port {admin_port}")
+
+
+def check_config_mount(pod_spec, container, configmap_name):
+    mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+    check("/etc/epochgate" in mounts, "config not mounted at /etc/epochgate")
+    vols = {v["name"]: v for v in pod_spec.get("volumes", [])}
+    vol = vols.get(mounts["/etc/epochgate"])
+    check(vol is not None, f"volume {mounts['/etc/epochgate']} missing from the pod")
+    check(vol.get("configMap", {}).get("name") == configmap_name,
+          f"volume points at {vol.get('configMap')} instead of ConfigMap {configmap_name}")
+    args = container.get("args", [])
+    check("--config" in args and args[args.index("--config") + 1] == "/etc/epochgate/epochgate.yaml",
+          f"container args {args} do not load /etc/epochgate/epochgate.yaml")
+
+
+def check_checksum(annotations, text):
+    want = hashlib.sha256(text.encode()).hexdigest()
+    got = (annotations or {}).get("checksum/epochgate-config")
+    check(got == want, f"checksum annotation {got} is not sha256 of the ConfigMap's config {want}")
+
+
+def labels_select(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def check_gateway(ctx, docs, vals, namespace="kafka"):
+    """Everything a gateway install needs, checked against the values used."""
+    kinds = sorted(d["kind"] for d in docs)
+    for kind in ("ConfigMap", "Deployment", "Service", "PodDisruptionBudget"):
+        check(kind in kinds, f"no {kind} rendered (got {kinds})")
+    dep = one(docs, "Deployment", "gateway")
+    svc = one(docs, "Service", "gateway")
+    pod = dep["spec"]["template"]
+    spec = pod["spec"]
+    check(labels_select(dep["spec"]["selector"]["matchLabels"], pod["metadata"]["labels"]),
+          "Deployment selector does not match its pod labels")
+    check(labels_select(svc["spec"]["selector"], pod["metadata"]["labels"]),
+          "Service selector does not match the gateway pods")
+    pdb = one(docs, "PodDisruptionBudget")
+    check(labels_select(pdb["spec"]["selector"]["matchLabels"], pod["metadata"]["labels"]),
+          "PodDisruptionBudget selector does not match the gateway pods")
+    containers = spec["containers"]
+    check([c["name"] for c in containers] == ["epochgate"], "gateway pod should run only epochgate")
+    c = containers[0]
+    cm_name = spec["volumes"][0]["configMap"]["name"]
+    text, cfg = config_of(docs, cm_name)
+    check_config_mount(spec, c, cm_name)
+    check_config_with_binary(ctx, text)
+
+    # Listeners in the config = ports on the pod = ports on the Service.
+    brokers = expected_broker_ports(vals)
+    bhost, bport = host_port(cfg["listen"])
+    ahost, aport = host_port(cfg["admin"]["listen"])
+    check(bhost == "0.0.0.0" and ahost == "0.0.0.0", f"gateway listeners bind {bhost}/{ahost}, not 0.0.0.0")
+    check(bport == vals["ports"]["bootstrap"] and aport == vals["ports"]["admin"], "listen ports differ from values")
+    bp = cfg["broker_ports"]
+    check(bp["base"] == vals["brokerPorts"]["base"], "broker_ports.base differs from values")
+    for node, port in brokers.items():
+        cfg_port = bp.get("map", {}).get(node, bp["base"] + node)
+        check(cfg_port == port, f"config serves node {node} on {cfg_port}, chart exposes {port}")
+    cports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    check(len(cports) == len(c["ports"]), "duplicate container port names")
+    for name in cports:
+        check(len(name) <= 15 and PORT_NAME.match(name), f"invalid port name {name!r}")
+    want_pod = {bport, aport} | set(brokers.values())
+    check(set(cports.values()) == want_pod, f"pod ports {sorted(cports.values())} != {sorted(want_pod)}")
+    sports = {p["port"]: p for p in svc["spec"]["ports"]}
+    want_svc = {bport} | set(brokers.values())
+    check(set(sports) == want_svc, f"Service ports {sorted(sports)} != bootstrap + brokers {sorted(want_svc)}")
+    for port, p in sports.items():
+        check(cports.get(p["targetPort"]) == port,
+              f"Service port {port} targets {p['targetPort']}, which is not container port {port}")
+    adm = one(docs, "Service", "admin") if vals["adminService"]["enabled"] else None
+    if adm:
+        check(labels_select(adm["spec"]["selector"], pod["metadata"]["labels"]), "admin Service selects no gateway pod")
+        check([cports.get(p["targetPort"]) for p in adm["spec"]["ports"]] == [aport], "admin Service is not the admin port")
+
+    # Clients reach brokers at advertise_host:<port>, which must be this Service.
+    adv = vals["advertiseHost"] or f"{svc['metadata']['name']}.{namespace}.svc"
+    check(cfg["advertise_host"] == adv, f"advertise_host {cfg['advertise_host']} != {adv}")
+    check(cfg["bootstrap_servers"] == vals["kafka"]["bootstrapServers"], "bootstrap_servers differ from values")
+    for key, value in vals["config"].items():
+        if value not in ({}, None):
+            check(cfg.get(key) == value, f"config.{key} rendered as {cfg.get(key)!r}, values say {value!r}")
+
+    check_probes(c, aport)
+    check_security(ctx, spec, c)
+    check_checksum(pod["metadata"].get("annotations"), text)
+    grace = spec["terminationGracePeriodSeconds"]
+    pre = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", ["", "0"])[-1]
+    check(grace > int(pre) + cfg["drain_timeout_ms"] / 1000,
+          f"terminationGracePeriodSeconds {grace} does not cover preStop {pre}s + drain {cfg['drain_timeout_ms']} ms")
+    check(c.get("resources", {}).get("requests"), "no resource requests")
+    return dep, svc, cfg
+
+
+def case_gateway_defaults(ctx):
+    docs = ctx.manifests(ctx.chart)
+    vals = chart_values(ctx)
+    check_gateway(ctx, docs, vals)
+    kinds = sorted(d["kind"] for d in docs)
+    check(kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "Service"],
+          f"default install renders {kinds}")
+    with open(os.path.join(ctx.repo, "Dockerfile"), encoding="utf-8") as f:
+        exposed = {int(p) for line in re.findall(r"^EXPOSE\s+(.*)$", f.read(), re.M) for p in line.split()}
+    check({vals["ports"]["bootstrap"], vals["ports"]["admin"]} <= exposed,
+          f"chart ports not in the Dockerfile's EXPOSE {sorted(exposed)}")
+
+
+def case_gateway_sparse_node_ids(ctx):
+    f = ctx.value_file("sparse-node-ids.yaml")
+    docs = ctx.manifests(ctx.chart, [f])
+    vals = chart_values(ctx, f)
+    _, svc, cfg = check_gateway(ctx, docs, vals)
+    check(expected_broker_ports(vals) == {1001: 9101, 1002: 9102, 40: 19040}, "fixture changed")
+    check(cfg["broker_ports"]["map"] == {1001: 9101, 1002: 9102},
+          f"broker_ports.map rendered as {cfg['broker_ports'].get('map')} (node ids must be integer keys)")
+    check(cfg["limits"]["max_frame_bytes"] == 104857600, "large integers must stay integers")
+    check(svc["spec"]["type"] == "LoadBalancer", "service.type not applied")
+    check(cfg["advertise_host"] == "kafka-proxy.example.com", "advertiseHost not applied")
+
+
+def case_gateway_monitoring(ctx):
+    f = ctx.value_file("monitoring.yaml")
+    docs = ctx.manifests(ctx.chart, [f])
+    check_gateway(ctx, docs, chart_values(ctx, f))
+    sm = one(docs, "ServiceMonitor")
+    check(sm["apiVersion"] == "monitoring.coreos.com/v1", f"ServiceMonitor apiVersion {sm['apiVersion']}")
+    check(sm["metadata"]["labels"].get("release") == "kube-prometheus-stack", "serviceMonitor.labels not applied")
+    targets = [s for s in by_kind(docs, "Service")
+               if labels_select(sm["spec"]["selector"]["matchLabels"], s["metadata"]["labels"])]
+    check(len(targets) == 1, f"ServiceMonitor selects {len(targets)} Services, expected the admin one")
+    ep = sm["spec"]["endpoints"][0]
+    check(ep["path"] == "/metrics" and ep["interval"] == "15s", f"endpoint {ep}")
+    check(ep["port"] in [p["name"] for p in targets[0]["spec"]["ports"]], "endpoint port not on the admin Service")
+
+    dash = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["labels"].get("grafana_dashboard") == "1"]
+    check(len(dash) == 1, "no ConfigMap labelled grafana_dashboard: \"1\"")
+    check(dash[0]["metadata"]["namespace"] == "monitoring", "dashboard.namespace not applied")
+    board = json.loads(dash[0]["data"]["epochgate.json"])
+    panels = [p for p in board["panels"] if p["type"] != "row"]
+    exprs = [t["expr"] for p in panels for t in p.get("targets", [])]
+    check(all(p.get("targets") for p in panels), "a panel without queries")
+    used = {re.sub(r"_(bucket|sum|count)$", "", m) for e in exprs for m in re.findall(r"epochgate_[a-z_]+", e)}
+    for required in ("epochgate_requests_total", "epochgate_fenced_partitions_total", "epochgate_hints_total",
+                     "epochgate_upstream_latency_seconds", "epochgate_proxy_latency_seconds",
+                     "epochgate_connections_active", "epochgate_metadata_refreshes_total"):
+        check(required in used, f"dashboard has no panel on {required}")
+    check(any("histogram_quantile(0.99" in e and "upstream_latency" in e for e in exprs), "no upstream p99 panel")
+    check(any("histogram_quantile(0.99" in e and "proxy_latency" in e for e in exprs), "no proxy p99 panel")
+    # Every metric the dashboard queries must exist in epochgate's metrics code.
+    source = ""
+    mdir = os.path.join(ctx.repo, "metrics")
+    for name in sorted(os.listdir(mdir)):
+        if name.endswith((".h", ".cc")):
+            with open(os.path.join(mdir, name), encoding="utf-8") as f:
+                source += f.read()
+    unknown = sorted(m for m in used if not re.search(re.escape(m) + r"\b", source))
+    check(not unknown, f"dashboard queries metrics that metrics/ never defines: {unknown}")
+    ids = [p["id"] for p in board["panels"]]
+    check(len(ids) == len(set(ids)), "duplicate panel ids")
+
+
+def check_sidecar(ctx, values_files, native, kube):
+    docs = ctx.manifests(ctx.client_chart, values_files, release="shop", kube=kube)
+    kinds = sorted(d["kind"] for d in docs)
+    check(kinds == ["ConfigMap", "Deployment"], f"sidecar install renders {kinds} (no gateway objects expected)")
+    vals = chart_values(ctx)
+    with open(os.path.join(ctx.client_chart, "values.yaml"), encoding="utf-8") as f:
+        client_vals = yaml.safe_load(f)
+    overrides = [client_vals] + [yaml.safe_load(open(p, encoding="utf-8")) for p in values_files]
+    eg = vals
+
+    def merge(dst, src):
+        for k, v in src.items():
+            if isinstance(v, dict) and isinstance(dst.get(k), dict):
+                merge(dst[k], v)
+            else:
+                dst[k] = v
+    for o in overrides:
+        merge(eg, o.get("epochgate", {}))
+    dep = one(docs, "Deployment")
+    pod = dep["spec"]["template"]
+    spec = pod["spec"]
+    mains = {c["name"]: c for c in spec["containers"]}
+    inits = {c["name"]: c for c in spec.get("initContainers") or []}
+    if native:
+        check("epochgate" in inits and "epochgate" not in mains, "native sidecar must be an initContainers entry only")
+        c = inits["epochgate"]
+        check(c.get("restartPolicy") == "Always", "native sidecar without restartPolicy: Always")
+    else:
+        check("epochgate" in mains and "epochgate" not in inits, "sidecar must be a containers entry only")
+        c = mains["epochgate"]
+        check("restartPolicy" not in c, "plain sidecar must not set restartPolicy")
+    cm_name = spec["volumes"][0]["configMap"]["name"]
+    text, cfg = config_of(docs, cm_name)
+    check_config_mount(spec, c, cm_name)
+    check_config_with_binary(ctx, text)
+    bhost, bport = host_port(cfg["listen"])
+    check(bhost == "127.0.0.1" and cfg["advertise_host"] == "127.0.0.1"
+          and cfg["broker_ports"]["bind_host"] == "127.0.0.1", "sidecar listeners must stay on 127.0.0.1")
+    check(bport == eg["ports"]["bootstrap"], "sidecar bootstrap port differs from values")
+    _, aport = host_port(cfg["admin"]["listen"])
+    check(aport == eg["ports"]["admin"], "admin port differs from values")
+    env = {e["name"]: e["value"] for e in mains["app"].get("env", [])}
+    check(env.get(eg["sidecar"]["clientEnvName"]) == f"127.0.0.1:{bport}",
+          f"client env {env} does not point at 127.0.0.1:{bport}")
+    check_probes(c, aport)
+    check_security(ctx, spec, c)
+    check_checksum(pod["metadata"].get("annotations"), text)
+    all_ports = [p["name"] for x in list(mains.values()) + list(inits.values()) for p in x.get("ports", [])]
+    check(len(all_ports) == len(set(all_ports)), f"port names clash in the pod: {all_ports}")
+    check(spec["terminationGracePeriodSeconds"] > cfg["drain_timeout_ms"] / 1000, "client pod grace < drain timeout")
+
+
+def case_sidecar_container(ctx):
+    check_sidecar(ctx, [], native=False, kube="v1.27.0")
+
+
+def case_sidecar_native(ctx):
+    check_sidecar(ctx, [ctx.value_file("sidecar-native.yaml")], native=True, kube="v1.29.0")
+    r = ctx.render(ctx.client_chart, [ctx.value_file("sidecar-native.yaml")], kube="v1.28.4")
+    check(r.returncode != 0 and "needs Kubernetes 1.29" in r.stderr,
+          f"native sidecar on 1.28 should be refused, got rc={r.returncode} {r.stderr.strip()}")
+
+
+# Values that must be refused, with a fragment of the reason the user sees.
+REJECTED = [
+    ("mode: edge\n", "mode"),
+    ("config:\n  listen: 0.0.0.0:1\n", "Additional property listen is not allowed"),
+    ("config:\n  policy:\n    default_mode: strict\n", "default_mode"),
+    ("ports:\n  bootstrap: \"9092\"\n", "Invalid type"),
+    ("kafka:\n  bootstrapServers: []\n", "bootstrapServers"),
+    ("brokers:\n  nodeIds: [1, 1]\n", "unique"),
+    ("brokerPorts:\n  map:\n    \"2\": 9092\n", "already taken by ports.bootstrap"),
+    ("brokerPorts:\n  base: 65000\nbrokers:\n  nodeIds: [1, 900]\n", "outside 1-65535"),
+    ("ports:\n  admin: 9092\n", "ports.bootstrap and ports.admin are both 9092"),
+    ("terminationGracePeriodSeconds: 20\n", "must exceed"),
+    ("adminService:\n  enabled: false\nmetrics:\n  serviceMonitor:\n    enabled: true\n", "needs adminService"),
+    ("image:\n  tag: \"\"\n", "image.tag must be set"),
+]
+
+
+def case_values_rejected(ctx):
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (text, reason) in enumerate(REJECTED):
+            path = os.path.join(tmp, f"bad{i}.yaml")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            r = ctx.render(ctx.chart, [path])
+            check(r.returncode != 0, f"values accepted but should be refused:\n{text}")
+            check(reason in r.stderr, f"values\n{text}refused without saying {reason!r}: {r.stderr.strip()}")
+    r = ctx.render(ctx.chart, kube="v1.24.0")
+    check(r.returncode != 0 and "kubeVersion" in r.stderr, "Chart.yaml kubeVersion not enforced")
+
+
+def case_versions_match(ctx):
+    with open(os.path.join(ctx.chart, "Chart.yaml"), encoding="utf-8") as f:
+        meta = yaml.safe_load(f)
+    with open(os.path.join(ctx.repo, "CMakeLists.txt"), encoding="utf-8") as f:
+        project = re.search(r"project\(epochgate\s+VERSION\s+([0-9.]+)", f.read())
+    check(project, "no project(epochgate VERSION ...) in CMakeLists.txt")
+    vals = chart_values(ctx)
+    check(meta["appVersion"] == project.group(1) == vals["image"]["tag"],
+          f"appVersion {meta['appVersion']}, image.tag {vals['image']['tag']} and CMake VERSION "
+          f"{project.group(1)} must agree")
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--renderer", required=True)
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("--epochgate", default="")
+    ap.add_argument("case", choices=sorted(CASES))
+    args = ap.parse_args()
+    ctx = Ctx(args)
+    try:
+        CASES[args.case](ctx)
+    except Failure as e:
+        print(f"FAIL {args.case}: {e}")
+        return 1
+    extra = f", {ctx.checked} config(s) accepted by epochgate --check-config" if ctx.epochgate else ""
+    print(f"PASS {args.case}{extra}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
