@@ -41,6 +41,7 @@ std::string check_usage() {
          "  --rate R                  cap produce rate at R msg/s (duration mode default 1000)\n"
          "  --concurrent              consume while producing\n"
          "  --no-markers              no end-of-run marker records (consumer stops on count)\n"
+         "  --no-warmup               no warm-up record per partition before timing starts\n"
          "  --allow-duplicates        report duplicates without failing\n"
          "  --deadline-s S            consume deadline after producing ends (default 60)\n"
          "  --produce-timeout-s S     flush / transaction deadline (default 60)\n"
@@ -104,6 +105,8 @@ bool parse_check_options(int argc, char** argv, CheckOptions* out, std::string* 
       duration_rate_default = false;
     } else if (arg == "--concurrent") {
       o.concurrent = true;
+    } else if (arg == "--no-warmup") {
+      o.warmup = false;
     } else if (arg == "--no-markers") {
       o.markers = false;
     } else if (arg == "--allow-duplicates") {

@@ -22,6 +22,7 @@ struct CheckOptions {
   double duration_s = 0;           ///< > 0: produce steadily this long instead of `messages`
   double rate = 0;                 ///< messages/s cap; 0 = as fast as possible (1000 in duration mode)
   bool concurrent = false;         ///< start consuming before producing, run both at once
+  bool warmup = true;              ///< one flushed record per partition before timing starts
   bool markers = true;             ///< end-of-run marker per partition, so the consumer knows it saw everything
   bool allow_duplicates = false;   ///< duplicates are reported but do not fail the check
   double deadline_s = 60;          ///< consume deadline (s) after producing ends

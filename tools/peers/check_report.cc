@@ -111,6 +111,7 @@ std::string summary_json(const CheckOptions& o, const RunLedger& ledger,
   out += ",\"latency_ms\":{\"p50\":" + ms(percentile_ms(lat, 50)) +
          ",\"p99\":" + ms(percentile_ms(lat, 99)) +
          ",\"max\":" + ms(lat.empty() ? 0 : static_cast<double>(lat.back()) / 1000.0) + "}";
+  out += ",\"warmup_ms\":" + ms(ledger.warmup_ms());
   out += ",\"acked_by_partition\":" + int_map(ledger.acked_by_partition());
   out += ",\"acked_by_broker\":" + int_map(ledger.acked_by_broker());
   return out + "}";

@@ -24,8 +24,8 @@ CheckVerdict judge(const CheckOptions& options, const RunLedger& ledger, bool pr
 /// One JSON object on one line: produced, acked, failed, consumed, duplicates,
 /// missing, out_of_order, misplaced, unexpected, redelivered, ack_failures,
 /// consume_errors, seconds (wall, s), first_error, latency_ms {p50,p99,max}
-/// (delivery-report latency in ms), acked_by_partition, acked_by_broker,
-/// passed, reason.
+/// (delivery-report latency in ms, measured after the warm-up records),
+/// warmup_ms, acked_by_partition, acked_by_broker, passed, reason.
 std::string summary_json(const CheckOptions& options, const RunLedger& ledger,
                          const CheckVerdict& verdict, double seconds);
 

@@ -67,6 +67,7 @@ void account(RunLedger& ledger, const std::string& prefix, const rd_kafka_messag
     ledger.marker_seen(m->partition);
     return;
   }
+  if (rest.substr(0, 7) == "warmup:") return;
   const std::string digits(rest.substr(0, rest.find(':')));
   char* end = nullptr;
   const long seq = std::strtol(digits.c_str(), &end, 10);

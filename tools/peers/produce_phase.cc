@@ -29,10 +29,10 @@ struct DrContext {
 void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   auto* ctx = static_cast<DrContext*>(opaque);
   const auto seq = reinterpret_cast<intptr_t>(m->_private);
-  if (seq < 0) {  // end-of-run marker
+  if (seq < 0) {  // warm-up record or end-of-run marker
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       ++ctx->marker_failures;
-      ctx->ledger->set_first_error(std::string("marker: ") + rd_kafka_err2name(m->err));
+      ctx->ledger->set_first_error(std::string("marker/warm-up: ") + rd_kafka_err2name(m->err));
     }
     return;
   }
@@ -136,6 +136,20 @@ bool run_produce(const CheckOptions& o, RunLedger& ledger, const std::atomic<boo
     }
   }
 
+  // Warm-up: one record per partition, flushed before the clock starts, so
+  // delivery latencies measure steady state rather than connection set-up and
+  // the idempotent producer's first ProducerId request. Transactions already
+  // waited for their ProducerId in init_transactions.
+  if (ok && o.warmup && !transactional && partitions > 0) {
+    const auto warm_start = Clock::now();
+    for (int p = 0; p < partitions; ++p)
+      produce_one(rk, o.topic, p, nullptr, ledger.prefix() + "warmup:" + std::to_string(p),
+                  -1 - p, stop);
+    rd_kafka_flush(rk, timeout_ms);
+    ledger.set_warmup_ms(
+        std::chrono::duration<double, std::milli>(Clock::now() - warm_start).count());
+  }
+
   const auto start = Clock::now();
   const auto end = start + std::chrono::milliseconds(static_cast<int64_t>(o.duration_s * 1000));
   const std::string prefix = ledger.prefix();
@@ -186,6 +200,7 @@ bool run_produce(const CheckOptions& o, RunLedger& ledger, const std::atomic<boo
   }
 
   int markers = 0;
+  ctx.marker_failures = 0;  // warm-up failures were reported; markers start afresh
   if (want_markers && partitions > 0 && ok) {
     rd_kafka_error_t* e = transactional ? rd_kafka_begin_transaction(rk) : nullptr;
     for (int p = 0; e == nullptr && p < partitions; ++p) {

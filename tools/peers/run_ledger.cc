@@ -164,6 +164,16 @@ void RunLedger::set_first_error(const std::string& error) {
   if (first_error_.empty()) first_error_ = error;
 }
 
+void RunLedger::set_warmup_ms(double ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  warmup_ms_ = ms;
+}
+
+double RunLedger::warmup_ms() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return warmup_ms_;
+}
+
 std::vector<int64_t> RunLedger::latencies_us() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<int64_t> out;

@@ -84,6 +84,9 @@ class RunLedger {
   ConsumeCounts counts() const;
   std::string first_error() const;
   void set_first_error(const std::string& error);
+  /// Time (ms) the warm-up records took to be acknowledged.
+  void set_warmup_ms(double ms);
+  double warmup_ms() const;
   /// Delivery latencies (µs) of acked messages.
   std::vector<int64_t> latencies_us() const;
   std::map<int32_t, long> acked_by_partition() const;
@@ -105,6 +108,7 @@ class RunLedger {
   long failed_ = 0;
   ConsumeCounts counts_;
   std::string first_error_;
+  double warmup_ms_ = 0;
 };
 
 }  // namespace epochgate::peers

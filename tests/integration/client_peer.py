@@ -1,0 +1,184 @@
+"""Python client peer: produce N keyed records with kafka-python or
+confluent-kafka (Debian packages, run by /usr/bin/python3), then read them
+back in a fresh consumer group and account for every one.
+
+Owns: one produce-then-consume round per run, printed as one JSON line
+{client, version, produced, acked, consumed, missing, duplicates,
+out_of_order, seconds, error}. Exit 0 only if every acked record came back
+exactly once and in order per partition; 77 if the library is missing.
+It must never run without deadlines: every blocking call has a timeout.
+"""
+
+import argparse
+import json
+import sys
+import time
+import uuid
+
+
+def records(run, n):
+    return [(("k%d" % (i % 7)).encode(), ("%s:%d:" % (run, i)).encode() + b"v" * (i % 50))
+            for i in range(n)]
+
+
+def seq_of(run, value):
+    prefix = (run + ":").encode()
+    if not value or not value.startswith(prefix):
+        return None
+    return int(value[len(prefix):].split(b":", 1)[0])
+
+
+class Tally:
+    def __init__(self, acked):
+        self.acked = acked           # seq -> partition
+        self.seen = {}
+        self.last = {}
+        self.duplicates = 0
+        self.out_of_order = 0
+        self.misplaced = 0
+
+    def add(self, seq, partition):
+        if seq in self.seen:
+            self.duplicates += 1
+            return
+        self.seen[seq] = partition
+        if self.acked.get(seq, partition) != partition:
+            self.misplaced += 1
+        if seq < self.last.get(partition, -1):
+            self.out_of_order += 1
+        self.last[partition] = max(seq, self.last.get(partition, -1))
+
+    def complete(self):
+        return all(s in self.seen for s in self.acked)
+
+
+def run_kafka_python(opts, run, out):
+    try:
+        import kafka
+    except ImportError:
+        print("kafka-python not installed (apt-get install python3-kafka)", file=sys.stderr)
+        sys.exit(77)
+    out["version"] = kafka.__version__
+    producer = kafka.KafkaProducer(bootstrap_servers=opts.bootstrap, acks="all",
+                                   request_timeout_ms=15000, max_block_ms=20000,
+                                   client_id="epochgate-kafka-python")
+    out["api_version"] = ".".join(str(v) for v in producer.config["api_version"])
+    acked = {}
+    futures = [(i, producer.send(opts.topic, key=k, value=v))
+               for i, (k, v) in enumerate(records(run, opts.messages))]
+    out["produced"] = len(futures)
+    producer.flush(timeout=30)
+    for i, f in futures:
+        try:
+            md = f.get(timeout=30)
+            acked[i] = md.partition
+        except Exception as e:  # record the first failure, keep counting
+            out.setdefault("error", "produce: %r" % e)
+    producer.close(timeout=10)
+    out["acked"] = len(acked)
+
+    tally = Tally(acked)
+    consumer = kafka.KafkaConsumer(opts.topic, bootstrap_servers=opts.bootstrap,
+                                   group_id=opts.group, auto_offset_reset="earliest",
+                                   enable_auto_commit=False, consumer_timeout_ms=1000,
+                                   client_id="epochgate-kafka-python")
+    deadline = time.monotonic() + opts.timeout
+    while time.monotonic() < deadline and not tally.complete():
+        for batch in consumer.poll(timeout_ms=500).values():
+            for m in batch:
+                seq = seq_of(run, m.value)
+                if seq is not None:
+                    tally.add(seq, m.partition)
+    consumer.close()
+    return tally
+
+
+def run_confluent(opts, run, out):
+    try:
+        import confluent_kafka
+    except ImportError:
+        print("confluent-kafka not installed (apt-get install python3-confluent-kafka)",
+              file=sys.stderr)
+        sys.exit(77)
+    out["version"] = confluent_kafka.version()[0]
+    out["librdkafka"] = confluent_kafka.libversion()[0]
+    acked = {}
+
+    def on_delivery(err, msg, i):
+        if err is None:
+            acked[i] = msg.partition()
+        else:
+            out.setdefault("error", "produce: %s" % err)
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": opts.bootstrap, "acks": "all",
+                                         "client.id": "epochgate-confluent-kafka",
+                                         "message.timeout.ms": 30000})
+    recs = records(run, opts.messages)
+    for i, (k, v) in enumerate(recs):
+        while True:
+            try:
+                producer.produce(opts.topic, key=k, value=v,
+                                 on_delivery=lambda err, msg, i=i: on_delivery(err, msg, i))
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    out["produced"] = len(recs)
+    left = producer.flush(30)
+    if left:
+        out.setdefault("error", "flush: %d messages still queued" % left)
+    out["acked"] = len(acked)
+
+    tally = Tally(acked)
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": opts.bootstrap,
+                                         "group.id": opts.group,
+                                         "auto.offset.reset": "earliest",
+                                         "enable.auto.commit": False,
+                                         "client.id": "epochgate-confluent-kafka"})
+    consumer.subscribe([opts.topic])
+    deadline = time.monotonic() + opts.timeout
+    while time.monotonic() < deadline and not tally.complete():
+        m = consumer.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            out.setdefault("consume_error", str(m.error()))
+            continue
+        seq = seq_of(run, m.value())
+        if seq is not None:
+            tally.add(seq, m.partition())
+    consumer.close()
+    return tally
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("client", choices=["kafka-python", "confluent-kafka"])
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", default="epochgate-peer-" + uuid.uuid4().hex[:8])
+    parser.add_argument("--messages", type=int, default=500)
+    parser.add_argument("--timeout", type=float, default=30.0, help="consume deadline (s)")
+    opts = parser.parse_args()
+    run = uuid.uuid4().hex
+    out = {"client": opts.client}
+    started = time.monotonic()
+    tally = (run_kafka_python if opts.client == "kafka-python" else run_confluent)(opts, run, out)
+    out.update({
+        "consumed": len(tally.seen) + tally.duplicates,
+        "missing": sum(1 for s in tally.acked if s not in tally.seen),
+        "duplicates": tally.duplicates,
+        "out_of_order": tally.out_of_order,
+        "misplaced": tally.misplaced,
+        "partitions": sorted(set(tally.acked.values())),
+        "seconds": round(time.monotonic() - started, 3),
+    })
+    ok = (out["acked"] == out["produced"] == opts.messages and out["missing"] == 0
+          and out["duplicates"] == 0 and out["out_of_order"] == 0 and out["misplaced"] == 0)
+    out["passed"] = ok
+    print(json.dumps(out, sort_keys=True))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

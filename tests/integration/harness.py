@@ -1,0 +1,490 @@
+"""Integration test harness: real peers against the embedded mock cluster,
+through epochgate (or straight at the cluster with --direct).
+
+Owns: starting/stopping epochgate-mockcluster and epochgate, sending mock
+cluster commands, running client peers (kcat, epochgate-rdkafka-check,
+kafka-python and confluent-kafka via client_peer.py) with timeouts, per-test
+work directories with every log, and a tiny test runner that prints one
+summary line. It must never leave a process behind, never bind anything but
+127.0.0.1, and never wait without a deadline.
+
+Every test file ends with `harness.main(globals())` and runs as
+    /usr/bin/python3 tests/integration/test_x.py --build-dir BUILD [--direct]
+Exit codes: 0 all passed, 1 a test failed, 77 skipped (no epochgate binary).
+"""
+
+import argparse
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOOPBACK = "127.0.0.1"
+SKIP_RETURN_CODE = 77
+TEST_PYTHON = "/usr/bin/python3"  # sees Debian's python3-kafka / python3-confluent-kafka
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here (missing peer, etc.)."""
+
+
+class TestTimeout(Exception):
+    """A test ran past its deadline."""
+
+
+# ------------------------------------------------------------------ processes
+
+class LineQueue:
+    """Reads a pipe line by line on a thread, so reads can time out."""
+
+    def __init__(self, pipe, tee=None):
+        self.lines = queue.Queue()
+        self.tee = tee
+        self.thread = threading.Thread(target=self._run, args=(pipe,), daemon=True)
+        self.thread.start()
+
+    def _run(self, pipe):
+        for raw in iter(pipe.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\n")
+            if self.tee is not None:
+                self.tee.write(line + "\n")
+                self.tee.flush()
+            self.lines.put(line)
+        self.lines.put(None)  # EOF
+
+    def get(self, timeout):
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError("no line within %.1fs" % timeout)
+
+
+class Process:
+    """A child process with its stderr in a log file and stdout as lines."""
+
+    def __init__(self, name, argv, workdir, stdin=False):
+        self.name = name
+        self.argv = argv
+        self.log_path = os.path.join(workdir, name + ".log")
+        self.stdout_path = os.path.join(workdir, name + ".stdout")
+        self._log = open(self.log_path, "ab")
+        self._stdout_copy = open(self.stdout_path, "a")
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=self._log, cwd=workdir, start_new_session=True)
+        self.out = LineQueue(self.proc.stdout, tee=self._stdout_copy)
+        self.returncode = None
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def read_line(self, timeout):
+        line = self.out.get(timeout)
+        if line is None:
+            raise AssertionError("%s exited (rc=%s) before printing the expected line; log: %s"
+                                 % (self.name, self.proc.poll(), self.tail()))
+        return line
+
+    def stop(self, sig=signal.SIGTERM, timeout=15.0):
+        """Signals the process, waits up to `timeout`, then kills it. Returns
+        its exit code (negative: killed by that signal)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(sig)
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self.proc.poll() is None:
+            self.kill()
+        self.returncode = self.proc.returncode
+        self._close_files()
+        return self.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: only its children
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self._close_files()
+
+    def _close_files(self):
+        for f in (self.proc.stdin, self._log):
+            try:
+                if f:
+                    f.close()
+            except (OSError, ValueError):
+                pass
+
+    def tail(self, lines=25):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def parse_hostport(text):
+    host, _, port = text.strip().rpartition(":")
+    return host, int(port)
+
+
+# ---------------------------------------------------------------- mock cluster
+
+class MockCluster:
+    """epochgate-mockcluster: librdkafka 2.15.1's mock cluster with a stdin
+    command line. See tools/mockcluster/command_shell.h for commands."""
+
+    def __init__(self, harness, brokers, topics, args):
+        argv = [harness.tool("epochgate-mockcluster"), "--brokers", str(brokers)]
+        for t in topics:
+            argv += ["--topic", t]
+        self.proc = Process("mockcluster", argv + list(args), harness.workdir, stdin=True)
+        self._lock = threading.Lock()
+        line = self.proc.read_line(timeout=15)
+        if not line.startswith("BOOTSTRAP "):
+            raise AssertionError("mockcluster said %r instead of BOOTSTRAP" % line)
+        self.bootstrap = line.split(" ", 1)[1]
+        self.addresses = [parse_hostport(a) for a in self.bootstrap.split(",")]
+        self.ports = [p for _, p in self.addresses]
+
+    def cmd(self, line, timeout=15.0, allow_error=False):
+        """Sends one command, returns its reply line. Raises on ERR unless
+        `allow_error`."""
+        with self._lock:
+            self.proc.proc.stdin.write((line + "\n").encode())
+            self.proc.proc.stdin.flush()
+            reply = self.proc.read_line(timeout)
+        if not allow_error and not reply.startswith("OK"):
+            raise AssertionError("mockcluster %r -> %r" % (line, reply))
+        return reply
+
+    def broker_address(self, broker_id):
+        return self.addresses[broker_id - 1]
+
+    def stop(self):
+        if self.proc.alive():
+            try:
+                self.cmd("quit", timeout=5)
+            except (AssertionError, TimeoutError, OSError, ValueError):
+                pass
+            try:
+                self.proc.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        return self.proc.stop()
+
+
+# ------------------------------------------------------------------ epochgate
+
+class Epochgate:
+    """The proxy under test, started with the documented CLI contract."""
+
+    def __init__(self, harness, upstream_bootstrap, args):
+        argv = [harness.epochgate_path, "--bootstrap", upstream_bootstrap,
+                "--listen", LOOPBACK + ":0", "--broker-port-base", "0",
+                "--advertise-host", LOOPBACK, "--admin", LOOPBACK + ":0",
+                "--log-level", "debug"] + list(args)
+        self.proc = Process("epochgate", argv, harness.workdir)
+        deadline = time.monotonic() + 20
+        while True:
+            line = self.proc.read_line(timeout=max(0.1, deadline - time.monotonic()))
+            if line.startswith("epochgate ready "):
+                break
+        fields = dict(item.split("=", 1) for item in line.split()[2:] if "=" in item)
+        self.bootstrap = fields["bootstrap"]
+        self.admin = fields["admin"]
+        self.bootstrap_address = parse_hostport(self.bootstrap)
+
+    def http_get(self, path, timeout=5.0):
+        """(status, body text) of GET http://admin/path."""
+        try:
+            with urllib.request.urlopen("http://%s%s" % (self.admin, path),
+                                        timeout=timeout) as r:
+                return r.status, r.read().decode(errors="replace")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(errors="replace")
+
+    def metrics(self):
+        status, body = self.http_get("/metrics")
+        if status != 200:
+            raise AssertionError("/metrics answered %d" % status)
+        return body
+
+    def stop(self):
+        return self.proc.stop(signal.SIGTERM, timeout=20)
+
+
+# -------------------------------------------------------------------- harness
+
+class Harness:
+    """Per-test fixture: work directory, processes, clients."""
+
+    def __init__(self, options, test_name):
+        self.options = options
+        self.build_dir = options.build_dir
+        self.direct = options.direct
+        self.epochgate_path = options.epochgate
+        self.test_name = test_name
+        self.workdir = os.path.join(self.build_dir, "tests", "integration", "work",
+                                    options.file_stem, test_name)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        os.makedirs(self.workdir)
+        self._processes = []
+        self._gates = []
+        self._closers = []
+        self._commands = open(os.path.join(self.workdir, "commands.log"), "a")
+        self.notes = []
+
+    # -- tools
+    def tool(self, name):
+        path = os.path.join(self.build_dir, "tools", name)
+        if not os.access(path, os.X_OK):
+            raise AssertionError("%s not built (cmake --build %s --target %s)"
+                                 % (path, self.build_dir, name))
+        return path
+
+    def note(self, text):
+        """Informational line shown in the test output (figures, modes)."""
+        self.notes.append(text)
+        print("    note: " + text, flush=True)
+
+    # -- processes
+    def start_cluster(self, brokers=3, topics=(), args=("--rebalance-delay-ms", "0")):
+        cluster = MockCluster(self, brokers, topics, args)
+        self._processes.append(cluster)
+        return cluster
+
+    def start_gate(self, upstream_bootstrap, args=()):
+        if self.direct:
+            raise AssertionError("start_gate called in --direct mode")
+        gate = Epochgate(self, upstream_bootstrap, args)
+        self._processes.append(gate)
+        self._gates.append(gate)
+        return gate
+
+    def front(self, cluster, upstream=None, args=()):
+        """Bootstrap list clients should use for `cluster`: epochgate's (started
+        here on `upstream`, default the cluster's own list) or, with --direct,
+        the cluster's. Returns (bootstrap, gate or None)."""
+        if self.direct:
+            return (upstream or cluster.bootstrap), None
+        gate = self.start_gate(upstream or cluster.bootstrap, args)
+        return gate.bootstrap, gate
+
+    def on_close(self, fn):
+        self._closers.append(fn)
+
+    def run(self, argv, timeout=60.0, input=None, check=True, name=None):
+        """Runs a client to completion with a hard timeout (killed after).
+        Returns CompletedProcess with text stdout/stderr."""
+        name = name or os.path.basename(argv[0])
+        self._commands.write("$ %s\n" % " ".join(argv))
+        self._commands.flush()
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=self.workdir,
+                                start_new_session=True)
+        try:
+            out, err = proc.communicate(input=input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            out, err = proc.communicate()
+            self._log_run(name, proc.returncode, out, err, time.monotonic() - started)
+            raise AssertionError("%s timed out after %.0fs: %s" % (name, timeout, _short(err)))
+        self._log_run(name, proc.returncode, out, err, time.monotonic() - started)
+        result = subprocess.CompletedProcess(argv, proc.returncode,
+                                             out.decode(errors="replace"),
+                                             err.decode(errors="replace"))
+        if check and result.returncode != 0:
+            raise AssertionError("%s exited %d: %s %s" % (name, result.returncode,
+                                                          _short(result.stdout),
+                                                          _short(result.stderr)))
+        return result
+
+    def _log_run(self, name, rc, out, err, seconds):
+        self._commands.write("rc=%s in %.2fs\n--- stdout\n%s\n--- stderr\n%s\n\n" % (
+            rc, seconds, out.decode(errors="replace")[-20000:],
+            err.decode(errors="replace")[-20000:]))
+        self._commands.flush()
+
+    # -- clients
+    def kcat(self, args, input=None, timeout=30.0, check=True):
+        kcat = shutil.which("kcat") or shutil.which("kafkacat")
+        if kcat is None:
+            raise Skip("kcat not installed (apt-get install kcat)")
+        return self.run([kcat] + list(args), timeout=timeout, input=input, check=check)
+
+    def rdkafka_check(self, args, timeout=120.0, expect_pass=True):
+        """Runs epochgate-rdkafka-check; returns its JSON summary (dict)."""
+        result = self.run([self.tool("epochgate-rdkafka-check")] + list(args),
+                          timeout=timeout, check=False)
+        lines = [l for l in result.stdout.splitlines() if l.startswith("{")]
+        if not lines:
+            raise AssertionError("rdkafka-check printed no summary (rc=%d): %s"
+                                 % (result.returncode, _short(result.stderr)))
+        summary = json.loads(lines[-1])
+        if expect_pass and (result.returncode != 0 or not summary.get("passed")):
+            raise AssertionError("rdkafka-check failed: %s" % lines[-1])
+        return summary
+
+    def python_peer(self, args, timeout=90.0):
+        """Runs client_peer.py under /usr/bin/python3; returns its JSON result."""
+        if not os.access(TEST_PYTHON, os.X_OK):
+            raise Skip("%s not found" % TEST_PYTHON)
+        result = self.run([TEST_PYTHON, os.path.join(HERE, "client_peer.py")] + list(args),
+                          timeout=timeout, check=False, name="client_peer")
+        if result.returncode == SKIP_RETURN_CODE:
+            raise Skip(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else
+                       "python client missing")
+        lines = [l for l in result.stdout.splitlines() if l.startswith("{")]
+        if not lines:
+            raise AssertionError("client_peer printed no result (rc=%d): %s"
+                                 % (result.returncode, _short(result.stderr)))
+        out = json.loads(lines[-1])
+        out["returncode"] = result.returncode
+        return out
+
+    # -- teardown
+    def close(self):
+        """Stops everything; returns a list of problems found while stopping
+        (an epochgate that did not exit 0 on SIGTERM is a test failure)."""
+        problems = []
+        for fn in reversed(self._closers):
+            try:
+                fn()
+            except Exception as e:  # teardown must go on
+                problems.append("closer failed: %r" % e)
+        for p in reversed(self._processes):
+            rc = p.stop()
+            if isinstance(p, Epochgate) and rc != 0:
+                problems.append("epochgate exited %s on SIGTERM (contract: 0 after draining)" % rc)
+        self._commands.close()
+        return problems
+
+    def log_tails(self):
+        out = []
+        for p in self._processes:
+            proc = p.proc
+            out.append("--- %s (%s) last lines of %s:\n%s" % (
+                proc.name, " ".join(proc.argv[:1]), proc.log_path, proc.tail()))
+        return "\n".join(out)
+
+
+def _short(text, limit=600):
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def free_port_is_closed(port):
+    """True if nothing accepts on 127.0.0.1:port."""
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((LOOPBACK, port)) != 0
+
+
+def wait_until(predicate, timeout, interval=0.1, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+
+
+# --------------------------------------------------------------------- runner
+
+def _parse_args(argv, file_stem):
+    parser = argparse.ArgumentParser(description="epochgate integration test (%s)" % file_stem)
+    parser.add_argument("--build-dir", required=True, help="CMake build directory")
+    parser.add_argument("--direct", action="store_true",
+                        help="clients talk straight to the mock cluster (tests the tests)")
+    parser.add_argument("--epochgate", help="epochgate binary (default BUILD/proxy/epochgate)")
+    parser.add_argument("-k", dest="filter", default="", help="run tests whose name contains this")
+    parser.add_argument("--timeout", type=float, default=120.0, help="per-test deadline (s)")
+    options = parser.parse_args(argv)
+    options.build_dir = os.path.abspath(options.build_dir)
+    options.epochgate = options.epochgate or os.path.join(options.build_dir, "proxy", "epochgate")
+    options.file_stem = file_stem
+    return options
+
+
+def _on_alarm(signum, frame):
+    raise TestTimeout("test deadline passed")
+
+
+def main(namespace, argv=None, needs_epochgate=True):
+    """Runs every `test_*` function in `namespace` (a module's globals())
+    in definition order; prints PASS/FAIL/SKIP per test and one summary line.
+    `needs_epochgate=False` marks a file that tests the peers themselves and
+    always runs straight at the mock cluster."""
+    file_stem = os.path.splitext(os.path.basename(namespace.get("__file__", "tests")))[0]
+    options = _parse_args(sys.argv[1:] if argv is None else argv, file_stem)
+    if not needs_epochgate:
+        options.direct = True
+    mode = "direct" if options.direct else "epochgate"
+    if not options.direct and not os.access(options.epochgate, os.X_OK):
+        print("SKIP %s: epochgate binary %s not built" % (file_stem, options.epochgate))
+        return sys.exit(SKIP_RETURN_CODE)
+    tests = [(n, f) for n, f in namespace.items()
+             if n.startswith("test_") and callable(f) and options.filter in n]
+    signal.signal(signal.SIGALRM, _on_alarm)
+    passed = failed = skipped = 0
+    started = time.monotonic()
+    for name, fn in tests:
+        t0 = time.monotonic()
+        harness = Harness(options, name)
+        status, detail = "PASS", ""
+        signal.alarm(int(getattr(fn, "timeout", options.timeout)))
+        try:
+            fn(harness)
+        except Skip as e:
+            status, detail = "SKIP", str(e)
+        except BaseException as e:  # includes TestTimeout, AssertionError
+            if isinstance(e, KeyboardInterrupt):
+                signal.alarm(0)
+                harness.close()
+                raise
+            status, detail = "FAIL", traceback.format_exc()
+        finally:
+            signal.alarm(0)
+        problems = harness.close()
+        if problems and status != "SKIP":
+            status = "FAIL"
+            detail += "\n".join(problems)
+        if status == "FAIL":
+            detail += "\n" + harness.log_tails() + "\nwork dir: " + harness.workdir
+        print("%s %s.%s [%s] %.1fs" % (status, file_stem, name, mode, time.monotonic() - t0),
+              flush=True)
+        if detail:
+            print("    " + detail.strip().replace("\n", "\n    "), flush=True)
+        passed += status == "PASS"
+        failed += status == "FAIL"
+        skipped += status == "SKIP"
+    print("%s [%s]: %d passed, %d failed, %d skipped in %.1fs" % (
+        file_stem, mode, passed, failed, skipped, time.monotonic() - started), flush=True)
+    if failed:
+        sys.exit(1)
+    if skipped and not passed:
+        sys.exit(SKIP_RETURN_CODE)
+    sys.exit(0)
