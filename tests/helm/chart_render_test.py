@@ -29,6 +29,8 @@ import tempfile
 import yaml
 
 PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")  # Service names (RFC 1035 label)
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
 
 
 class Failure(Exception):
@@ -50,9 +52,9 @@ class Ctx:
         self.values_dir = os.path.join(args.repo, "tests", "helm", "values")
         self.checked = 0
 
-    def render(self, chart, values=(), release="prod", namespace="kafka", kube="v1.30.0"):
+    def render(self, chart, values=(), release="prod", namespace="kafka", kube="v1.30.0", notes=False):
         cmd = [self.renderer, "--chart", chart, "--release", release, "--namespace", namespace,
-               "--kube-version", kube]
+               "--kube-version", kube] + (["--notes"] if notes else [])
         for v in values:
             cmd += ["--values", v]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
@@ -69,6 +71,11 @@ class Ctx:
                 check(key in doc, f"manifest without {key}: {doc}")
             check(doc["metadata"].get("name"), f"{doc['kind']} without a name")
             docs.append(doc)
+            name = doc["metadata"]["name"]
+            rule = DNS_LABEL if doc["kind"] == "Service" else DNS_SUBDOMAIN
+            check(len(name) <= 63 and rule.match(name), f"{doc['kind']} name {name!r} is not a valid Kubernetes name")
+            for k, v in (doc["metadata"].get("labels") or {}).items():
+                check(isinstance(v, str) and len(v) <= 63, f"label {k}={v!r} on {name} is not a string of <= 63 chars")
         names = [(d["kind"], d["metadata"]["name"]) for d in docs]
         check(len(names) == len(set(names)), f"duplicate objects: {names}")
         return docs
@@ -277,6 +284,15 @@ def case_gateway_defaults(ctx):
     kinds = sorted(d["kind"] for d in docs)
     check(kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "Service"],
           f"default install renders {kinds}")
+    # The install notes tell users the address that the config advertises.
+    r = ctx.render(ctx.chart, notes=True)
+    check(r.returncode == 0, f"NOTES.txt does not render: {r.stderr.strip()}")
+    notes = r.stdout.split("---\n# NOTES\n", 1)[1]
+    _, cfg = config_of(docs, one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"])
+    check(f"bootstrap.servers={cfg['advertise_host']}:{vals['ports']['bootstrap']}" in notes,
+          f"NOTES.txt does not give the bootstrap address:\n{notes}")
+    for node, port in expected_broker_ports(vals).items():
+        check(f"{node}->{port}" in notes, f"NOTES.txt does not list node {node} on port {port}")
     with open(os.path.join(ctx.repo, "Dockerfile"), encoding="utf-8") as f:
         exposed = {int(p) for line in re.findall(r"^EXPOSE\s+(.*)$", f.read(), re.M) for p in line.split()}
     check({vals["ports"]["bootstrap"], vals["ports"]["admin"]} <= exposed,
@@ -335,6 +351,16 @@ def case_gateway_monitoring(ctx):
     check(not unknown, f"dashboard queries metrics that metrics/ never defines: {unknown}")
     ids = [p["id"] for p in board["panels"]]
     check(len(ids) == len(set(ids)), "duplicate panel ids")
+
+
+def case_long_release_name(ctx):
+    """A 60-character release name still yields valid names of <= 63 chars, all distinct."""
+    f = ctx.value_file("monitoring.yaml")
+    release = "payments-" + "x" * 50 + "z"
+    docs = ctx.manifests(ctx.chart, [f], release=release)
+    check_gateway(ctx, docs, chart_values(ctx, f))
+    check(len(by_kind(docs, "ConfigMap")) == 2 and len(by_kind(docs, "Service")) == 2,
+          "config/dashboard ConfigMaps or gateway/admin Services collapsed into one name")
 
 
 def check_sidecar(ctx, values_files, native, kube):

@@ -21,12 +21,13 @@
 //   - functions: sprig's TxtFuncMap without env/expandenv, plus include, tpl,
 //     required, toYaml, fromYaml, fromYamlArray, toJson, fromJson,
 //     fromJsonArray, lookup (always empty, as in `helm template`).
-//   - templates named _* are partials; NOTES.txt is not a manifest;
+//   - templates named _* are partials; NOTES.txt is rendered (an error in it
+//     fails like an install would) but printed only with --notes;
 //     missingkey=zero and "<no value>" removed from the output.
 //
 // Usage: render --chart DIR [--values FILE]... [--release NAME]
 //
-//	[--namespace NS] [--kube-version v1.30.0] [--api-versions a/v1,b/v2]
+//	[--namespace NS] [--kube-version v1.30.0] [--api-versions a/v1,b/v2] [--notes]
 //
 // Prints "---\n# Source: <chart>/templates/<file>\n<manifest>" for every
 // non-empty manifest, sorted by path. Exit 1 with the reason on any error.
@@ -371,8 +372,9 @@ func toJSON(v interface{}) string {
 
 // renderItem is one template to execute, with the data it sees.
 type renderItem struct {
-	name string
-	data map[string]interface{}
+	name  string
+	notes bool // NOTES.txt: rendered (its errors fail an install) but not a manifest
+	data  map[string]interface{}
 }
 
 type renderer struct {
@@ -396,10 +398,10 @@ func (r *renderer) add(c *chart, prefix string, values map[string]interface{}) e
 			return err
 		}
 		base := path.Base(n)
-		if strings.HasPrefix(base, "_") || base == "NOTES.txt" {
+		if strings.HasPrefix(base, "_") {
 			continue
 		}
-		r.items = append(r.items, renderItem{name: full, data: map[string]interface{}{
+		r.items = append(r.items, renderItem{name: full, notes: base == "NOTES.txt", data: map[string]interface{}{
 			"Values":       values,
 			"Chart":        co,
 			"Release":      r.release,
@@ -511,6 +513,7 @@ func run() error {
 	namespace := flag.String("namespace", "default", "release namespace")
 	kube := flag.String("kube-version", "v1.30.0", "Kubernetes version for .Capabilities")
 	apiVersions := flag.String("api-versions", "", "extra API versions for .Capabilities.APIVersions, comma-separated")
+	notes := flag.Bool("notes", false, "print the chart's NOTES.txt after the manifests, as a comment-only document")
 	flag.Parse()
 	if *chartDir == "" {
 		return errors.New("--chart is required")
@@ -560,18 +563,28 @@ func run() error {
 	}
 	sort.Slice(r.items, func(i, j int) bool { return r.items[i].name < r.items[j].name })
 	var out strings.Builder
+	notesText := ""
 	for _, it := range r.items {
 		var buf bytes.Buffer
 		if err := r.tmpl.ExecuteTemplate(&buf, it.name, it.data); err != nil {
 			return err
 		}
 		text := strings.ReplaceAll(buf.String(), "<no value>", "")
+		if it.notes {
+			if *notes && it.name == c.name+"/templates/NOTES.txt" {
+				notesText = text
+			}
+			continue
+		}
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
 		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", it.name, strings.TrimSpace(text))
 	}
 	fmt.Print(out.String())
+	if *notes {
+		fmt.Printf("---\n# NOTES\n%s\n", strings.TrimSpace(notesText))
+	}
 	return nil
 }
 
