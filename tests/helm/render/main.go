@@ -272,14 +272,15 @@ func coalesce(c *chart, values map[string]interface{}) {
 		if user, ok := values[sc.name].(map[string]interface{}); ok {
 			mergeValues(merged, user)
 		}
-		if g, ok := values["global"].(map[string]interface{}); ok {
-			mg, _ := merged["global"].(map[string]interface{})
-			if mg == nil {
-				mg = map[string]interface{}{}
-			}
-			mergeValues(mg, deepCopy(g).(map[string]interface{}))
-			merged["global"] = mg
+		// Helm always hands a dependency a "global" map (its schema must allow it).
+		mg, _ := merged["global"].(map[string]interface{})
+		if mg == nil {
+			mg = map[string]interface{}{}
 		}
+		if g, ok := values["global"].(map[string]interface{}); ok {
+			mergeValues(mg, deepCopy(g).(map[string]interface{}))
+		}
+		merged["global"] = mg
 		values[sc.name] = merged
 		coalesce(sc, merged)
 	}
