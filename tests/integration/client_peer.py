@@ -78,10 +78,17 @@ def run_kafka_python(opts, run, out):
     out["acked"] = len(acked)
 
     tally = Tally(acked)
-    consumer = kafka.KafkaConsumer(opts.topic, bootstrap_servers=opts.bootstrap,
+    consumer = kafka.KafkaConsumer(bootstrap_servers=opts.bootstrap,
                                    group_id=opts.group, auto_offset_reset="earliest",
                                    enable_auto_commit=False, consumer_timeout_ms=1000,
                                    client_id="epochgate-kafka-python")
+    # Learn the topic's partitions before joining: joining first yields an
+    # empty assignment and a second rebalance the mock cluster only completes
+    # after a session timeout (~10 s).
+    meta_deadline = time.monotonic() + 15
+    while not consumer.partitions_for_topic(opts.topic) and time.monotonic() < meta_deadline:
+        time.sleep(0.1)
+    consumer.subscribe([opts.topic])
     deadline = time.monotonic() + opts.timeout
     while time.monotonic() < deadline and not tally.complete():
         for batch in consumer.poll(timeout_ms=500).values():

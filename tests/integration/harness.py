@@ -176,6 +176,38 @@ class MockCluster:
     def broker_address(self, broker_id):
         return self.addresses[broker_id - 1]
 
+    def metadata(self, topics, timeout=5.0):
+        """Metadata v7 straight from the first broker that answers (leader
+        epochs included), as parsed by kafka_wire.parse_metadata_response."""
+        import kafka_wire as kw
+        last = None
+        for address in self.addresses:
+            try:
+                conn = kw.Connection(address[0], address[1], timeout=timeout)
+                try:
+                    conn.send(kw.metadata_request(0x4D44, list(topics), version=7))
+                    return kw.parse_metadata_response(conn.recv_frame(), 7)
+                finally:
+                    conn.close()
+            except (OSError, kw.WireError) as e:
+                last = e
+        raise AssertionError("no broker answered Metadata: %r" % last)
+
+    def partition(self, topic, partition):
+        """{'leader', 'leader_epoch', 'replicas', 'isr', ...} of one partition,
+        as the cluster itself says (not through epochgate)."""
+        return self.metadata([topic])["topics"][topic]["partitions"][partition]
+
+    def move_leader(self, topic, partition, broker_id):
+        """Moves leadership and returns (wall clock µs of the move, new epoch)."""
+        before = self.partition(topic, partition)["leader_epoch"]
+        moved_us = int(time.time() * 1e6)
+        self.cmd("leader %s %d %d" % (topic, partition, broker_id))
+        after = self.partition(topic, partition)
+        if after["leader"] != broker_id or after["leader_epoch"] <= before:
+            raise AssertionError("leader move did not take: %s" % after)
+        return moved_us, after["leader_epoch"]
+
     def stop(self):
         if self.proc.alive():
             try:
@@ -345,6 +377,11 @@ class Harness:
             raise AssertionError("rdkafka-check failed: %s" % lines[-1])
         return summary
 
+    def rdkafka_check_async(self, args, name="rdkafka-check"):
+        """Starts epochgate-rdkafka-check in the background (for scenarios that
+        act on the cluster while it runs). Call .result(timeout) for its JSON."""
+        return BackgroundCheck(self, [self.tool("epochgate-rdkafka-check")] + list(args), name)
+
     def python_peer(self, args, timeout=90.0):
         """Runs client_peer.py under /usr/bin/python3; returns its JSON result."""
         if not os.access(TEST_PYTHON, os.X_OK):
@@ -386,6 +423,53 @@ class Harness:
             out.append("--- %s (%s) last lines of %s:\n%s" % (
                 proc.name, " ".join(proc.argv[:1]), proc.log_path, proc.tail()))
         return "\n".join(out)
+
+
+class BackgroundCheck:
+    """A running epochgate-rdkafka-check."""
+
+    def __init__(self, h, argv, name):
+        self.proc = Process(name, argv, h.workdir)
+        h._processes.append(self)
+
+    def result(self, timeout=120.0, expect_pass=True):
+        """Waits for the summary line; returns it as a dict."""
+        deadline = time.monotonic() + timeout
+        summary = None
+        while True:
+            line = self.proc.out.get(max(0.1, deadline - time.monotonic()))
+            if line is None:
+                break
+            if line.startswith("{"):
+                summary = json.loads(line)
+        try:
+            self.proc.proc.wait(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        if summary is None:
+            raise AssertionError("rdkafka-check printed no summary: %s" % self.proc.tail())
+        if expect_pass and (self.proc.proc.returncode != 0 or not summary.get("passed")):
+            raise AssertionError("rdkafka-check failed: %s" % json.dumps(summary))
+        return summary
+
+    def stop(self):
+        return self.proc.stop(signal.SIGTERM, timeout=30)
+
+
+def read_timeline(path):
+    """Rows of an epochgate-rdkafka-check --timeline CSV as dicts of ints."""
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+        return [dict(zip(header, map(int, line.strip().split(",")))) for line in f if line.strip()]
+
+
+def recovery_ms(rows, moved_us, partition, new_leader):
+    """Milliseconds from `moved_us` (wall clock µs) to the first delivery on
+    `partition` acknowledged by `new_leader` after the move, or None."""
+    acks = [r["ack_us"] for r in rows
+            if r["partition"] == partition and r["broker"] == new_leader
+            and r["error"] == 0 and r["ack_us"] >= moved_us]
+    return (min(acks) - moved_us) / 1000.0 if acks else None
 
 
 def _short(text, limit=600):
