@@ -66,6 +66,10 @@ class ProxyMetrics {
   void config_reload(bool success);
   /// epochgate_build_info{version} = 1 and epochgate_start_time_seconds, set once.
   void set_build_info(std::string_view version, double start_time_seconds);
+  /// epochgate_ready (gauge, 0/1): mirror of /readyz, so alerts need no probe.
+  /// Also exported by this class: epochgate_config_last_reload_successful and
+  /// epochgate_config_last_reload_success_timestamp_seconds, kept by config_reload().
+  void set_ready(bool ready);
 
   // Fencing (the fencing issue).
   /// epochgate_fenced_partitions_total{api,reason,mode}

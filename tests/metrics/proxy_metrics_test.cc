@@ -1,0 +1,279 @@
+// tests/metrics/proxy_metrics_test.cc: ProxyMetrics families follow the
+// Prometheus naming rules (prefix, base units, _total), label sets stay
+// bounded whatever the input, and counting is exact under concurrency.
+#include "metrics/proxy_metrics.h"
+
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "metrics/api_labels.h"
+
+namespace epochgate::metrics {
+namespace {
+
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+class ProxyMetricsTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
+  ProxyMetrics metrics_{registry_};
+
+  std::vector<MetricFamily> collect() { return registry_->Collect(); }
+
+  const MetricFamily* family(const std::vector<MetricFamily>& all, const std::string& name) {
+    for (const auto& f : all) {
+      if (f.name == name) return &f;
+    }
+    return nullptr;
+  }
+
+  // Values of `label` across the children of family `name`.
+  std::set<std::string> label_values(const std::string& name, const std::string& label) {
+    std::set<std::string> out;
+    const auto all = collect();
+    const MetricFamily* f = family(all, name);
+    if (f == nullptr) return out;
+    for (const auto& m : f->metric) {
+      for (const auto& l : m.label) {
+        if (l.name == label) out.insert(l.value);
+      }
+    }
+    return out;
+  }
+
+  // Value of the child of `name` whose labels include all of `labels`; -1 if none.
+  double value(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels) {
+    const auto all = collect();
+    const MetricFamily* f = family(all, name);
+    if (f == nullptr) return -1;
+    for (const auto& m : f->metric) {
+      bool match = true;
+      for (const auto& [k, v] : labels) {
+        bool found = false;
+        for (const auto& l : m.label) found = found || (l.name == k && l.value == v);
+        match = match && found;
+      }
+      if (!match) continue;
+      switch (f->type) {
+        case MetricType::Counter: return m.counter.value;
+        case MetricType::Gauge: return m.gauge.value;
+        case MetricType::Histogram: return static_cast<double>(m.histogram.sample_count);
+        default: return -1;
+      }
+    }
+    return -1;
+  }
+};
+
+TEST_F(ProxyMetricsTest, FamiliesEveryDeploymentHasExistBeforeFirstUse) {
+  // prometheus-cpp omits families without children; these have theirs up front.
+  const auto all = collect();
+  for (const char* name :
+       {"epochgate_requests_total", "epochgate_responses_total", "epochgate_bytes_total",
+        "epochgate_connections_active", "epochgate_connections_total",
+        "epochgate_upstream_connect_failures_total", "epochgate_upstream_latency_seconds",
+        "epochgate_proxy_latency_seconds", "epochgate_unexpected_responses_total",
+        "epochgate_backpressure_pauses_total", "epochgate_api_versions_capped_total",
+        "epochgate_addresses_rewritten_total", "epochgate_config_reloads_total",
+        "epochgate_config_last_reload_successful", "epochgate_start_time_seconds",
+        "epochgate_hints_total", "epochgate_epochs_injected_total",
+        "epochgate_metadata_refreshes_total", "epochgate_view_partitions",
+        "epochgate_version_downgrades_total", "epochgate_ready"}) {
+    EXPECT_NE(family(all, name), nullptr) << name;
+  }
+  EXPECT_EQ(value("epochgate_requests_total", {{"api", "produce"}}), 0);
+  EXPECT_EQ(value("epochgate_hints_total", {{"source", "backfilled"}}), 0);
+}
+
+TEST_F(ProxyMetricsTest, EveryFamilyFollowsPrometheusNaming) {
+  // Touch every method so families created on first use are present too.
+  metrics_.frame_error("truncated");
+  metrics_.connection_closed_reason("idle_timeout");
+  metrics_.fenced_partition(0, "not_leader", "enforce");
+  metrics_.set_build_info("test", 1);
+  const auto all = collect();
+  ASSERT_GE(all.size(), 26u);
+  for (const auto& f : all) {
+    EXPECT_EQ(f.name.rfind("epochgate_", 0), 0u) << f.name;
+    EXPECT_FALSE(f.help.empty()) << f.name;
+    const bool total = f.name.size() > 6 && f.name.substr(f.name.size() - 6) == "_total";
+    if (f.type == MetricType::Counter) {
+      EXPECT_TRUE(total) << f.name << " is a counter without _total";
+    } else {
+      EXPECT_FALSE(total) << f.name << " is not a counter but ends in _total";
+    }
+    if (f.type == MetricType::Histogram) {
+      EXPECT_NE(f.name.find("_seconds"), std::string::npos) << f.name << ": base unit seconds";
+    }
+    EXPECT_EQ(f.name.find("_ms"), std::string::npos) << f.name << ": use base units";
+    EXPECT_EQ(f.name.find("_milliseconds"), std::string::npos) << f.name;
+  }
+  for (const char* name :
+       {"epochgate_requests_total", "epochgate_responses_total", "epochgate_bytes_total",
+        "epochgate_connections_active", "epochgate_connections_total",
+        "epochgate_upstream_connect_failures_total", "epochgate_upstream_latency_seconds",
+        "epochgate_proxy_latency_seconds", "epochgate_frame_errors_total",
+        "epochgate_unexpected_responses_total", "epochgate_backpressure_pauses_total",
+        "epochgate_connections_closed_total", "epochgate_api_versions_capped_total",
+        "epochgate_addresses_rewritten_total", "epochgate_config_reloads_total",
+        "epochgate_config_last_reload_successful",
+        "epochgate_config_last_reload_success_timestamp_seconds", "epochgate_build_info",
+        "epochgate_start_time_seconds", "epochgate_fenced_partitions_total",
+        "epochgate_hints_total", "epochgate_epochs_injected_total",
+        "epochgate_metadata_refreshes_total", "epochgate_view_partitions",
+        "epochgate_version_downgrades_total", "epochgate_ready"}) {
+    EXPECT_NE(family(all, name), nullptr) << name;
+  }
+}
+
+TEST_F(ProxyMetricsTest, RequestsAndResponsesCountByApiName) {
+  metrics_.request(0);
+  metrics_.request(0);
+  metrics_.request(3);
+  metrics_.response(0);
+  EXPECT_EQ(value("epochgate_requests_total", {{"api", "produce"}}), 2);
+  EXPECT_EQ(value("epochgate_requests_total", {{"api", "metadata"}}), 1);
+  EXPECT_EQ(value("epochgate_responses_total", {{"api", "produce"}}), 1);
+}
+
+TEST_F(ProxyMetricsTest, ApiKeysOutsideTheTableShareUnknown) {
+  for (int16_t k : {int16_t{-1}, int16_t{95}, int16_t{1000}, int16_t{32767}}) metrics_.request(k);
+  EXPECT_EQ(value("epochgate_requests_total", {{"api", "unknown"}}), 4);
+  const auto apis = label_values("epochgate_requests_total", "api");
+  EXPECT_TRUE(apis.count("unknown"));
+  for (const char* raw : {"-1", "95", "1000", "32767"}) EXPECT_FALSE(apis.count(raw)) << raw;
+}
+
+TEST_F(ProxyMetricsTest, ApiLabelsAreKafkaNamesInSnakeCase) {
+  EXPECT_STREQ(api_label(0), "produce");
+  EXPECT_STREQ(api_label(23), "offset_for_leader_epoch");
+  EXPECT_STREQ(api_label(78), "share_fetch");
+  EXPECT_STREQ(api_label(94), "unregister_controller");
+  EXPECT_STREQ(api_label(95), "unknown");
+  std::set<std::string> names;
+  for (int16_t k = 0; k < kApiLabelCount; ++k) names.insert(api_label(k));
+  EXPECT_EQ(names.size(), static_cast<size_t>(kApiLabelCount)) << "label values must be unique";
+}
+
+TEST_F(ProxyMetricsTest, NodeLabelIsCappedThenOther) {
+  for (int32_t node = 0; node < 200; ++node) metrics_.connection_opened(Side::kUpstream, node);
+  metrics_.connection_opened(Side::kClient, -1);
+  const auto nodes = label_values("epochgate_connections_total", "node");
+  // 64 distinct ids, "other", and "bootstrap".
+  EXPECT_EQ(nodes.size(), 66u);
+  EXPECT_TRUE(nodes.count("other"));
+  EXPECT_TRUE(nodes.count("bootstrap"));
+  EXPECT_TRUE(nodes.count("0"));
+  EXPECT_FALSE(nodes.count("199"));
+  EXPECT_EQ(value("epochgate_connections_total", {{"side", "upstream"}, {"node", "other"}}), 136);
+  EXPECT_EQ(value("epochgate_connections_active", {{"side", "client"}, {"node", "bootstrap"}}), 1);
+}
+
+TEST_F(ProxyMetricsTest, ActiveConnectionsGoBackToZero) {
+  metrics_.connection_opened(Side::kClient, 2);
+  metrics_.connection_opened(Side::kClient, 2);
+  metrics_.connection_closed(Side::kClient, 2);
+  metrics_.connection_closed(Side::kClient, 2);
+  EXPECT_EQ(value("epochgate_connections_active", {{"side", "client"}, {"node", "2"}}), 0);
+  EXPECT_EQ(value("epochgate_connections_total", {{"side", "client"}, {"node", "2"}}), 2);
+}
+
+TEST_F(ProxyMetricsTest, ReasonLabelsAreCapped) {
+  for (int i = 0; i < 100; ++i) metrics_.frame_error("reason_" + std::to_string(i));
+  const auto reasons = label_values("epochgate_frame_errors_total", "reason");
+  EXPECT_EQ(reasons.size(), 33u);  // 32 distinct + "other"
+  EXPECT_EQ(value("epochgate_frame_errors_total", {{"reason", "other"}}), 68);
+  for (int i = 0; i < 40; ++i) metrics_.hint("s" + std::to_string(i));
+  EXPECT_EQ(label_values("epochgate_hints_total", "source").size(), 9u);
+}
+
+TEST_F(ProxyMetricsTest, FencedPartitionsByApiReasonMode) {
+  metrics_.fenced_partition(0, "not_leader", "enforce");
+  metrics_.fenced_partition(0, "not_leader", "enforce");
+  metrics_.fenced_partition(1, "fenced_epoch", "observe");
+  metrics_.fenced_partition(1, "fenced_epoch", "bogus");
+  EXPECT_EQ(value("epochgate_fenced_partitions_total",
+                  {{"api", "produce"}, {"reason", "not_leader"}, {"mode", "enforce"}}),
+            2);
+  EXPECT_EQ(value("epochgate_fenced_partitions_total",
+                  {{"api", "fetch"}, {"reason", "fenced_epoch"}, {"mode", "observe"}}),
+            1);
+  EXPECT_EQ(label_values("epochgate_fenced_partitions_total", "mode"),
+            (std::set<std::string>{"enforce", "observe", "other"}));
+}
+
+TEST_F(ProxyMetricsTest, LatencyHistogramsHaveMicrosecondToSecondBuckets) {
+  metrics_.upstream_latency(1, 0.000015);
+  metrics_.upstream_latency(1, 2.0);
+  metrics_.proxy_latency(0.00002);
+  const auto all = collect();
+  const MetricFamily* f = family(all, "epochgate_upstream_latency_seconds");
+  ASSERT_NE(f, nullptr);
+  const prometheus::ClientMetric* fetch = nullptr;
+  for (const auto& m : f->metric) {
+    if (!m.label.empty() && m.label[0].value == "fetch") fetch = &m;
+  }
+  ASSERT_NE(fetch, nullptr);
+  const auto& buckets = fetch->histogram.bucket;
+  ASSERT_GE(buckets.size(), 15u);
+  EXPECT_LE(buckets.front().upper_bound, 0.00001);
+  EXPECT_GE(buckets[buckets.size() - 2].upper_bound, 10.0);  // last is +Inf
+  EXPECT_EQ(fetch->histogram.sample_count, 2u);
+  EXPECT_EQ(buckets.front().cumulative_count, 0u);  // 15 µs is above the first bucket
+  EXPECT_EQ(value("epochgate_proxy_latency_seconds", {}), 1);
+}
+
+TEST_F(ProxyMetricsTest, ConfigReloadSetsResultAndLastReloadGauges) {
+  EXPECT_EQ(value("epochgate_config_last_reload_successful", {}), 1);
+  metrics_.config_reload(false);
+  EXPECT_EQ(value("epochgate_config_last_reload_successful", {}), 0);
+  EXPECT_EQ(value("epochgate_config_reloads_total", {{"result", "failure"}}), 1);
+  metrics_.config_reload(true);
+  EXPECT_EQ(value("epochgate_config_last_reload_successful", {}), 1);
+  EXPECT_GT(value("epochgate_config_last_reload_success_timestamp_seconds", {}), 1.6e9);
+}
+
+TEST_F(ProxyMetricsTest, BuildInfoKeepsOneChild) {
+  metrics_.set_build_info("1.0", 10);
+  metrics_.set_build_info("1.1", 20);
+  EXPECT_EQ(label_values("epochgate_build_info", "version"), std::set<std::string>{"1.1"});
+  EXPECT_EQ(value("epochgate_start_time_seconds", {}), 20);
+}
+
+TEST_F(ProxyMetricsTest, CountsAreExactUnderConcurrency) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([this, t] {
+      for (int i = 0; i < 20000; ++i) {
+        metrics_.request(static_cast<int16_t>(i % 3));
+        metrics_.connection_opened(Side::kUpstream, (i + t) % 80);  // races on new node slots
+        metrics_.frame_error(i % 2 ? "truncated" : "bad_varint");
+        metrics_.bytes(Direction::kUpstreamToClient, 2);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  double requests = 0;
+  for (const char* api : {"produce", "fetch", "list_offsets"}) {
+    requests += value("epochgate_requests_total", {{"api", api}});
+  }
+  EXPECT_EQ(requests, 80000);
+  EXPECT_EQ(value("epochgate_bytes_total", {{"direction", "upstream_to_client"}}), 160000);
+  EXPECT_EQ(value("epochgate_frame_errors_total", {{"reason", "truncated"}}), 40000);
+  double opened = 0;
+  for (const auto& n : label_values("epochgate_connections_total", "node")) {
+    const double v = value("epochgate_connections_total", {{"side", "upstream"}, {"node", n}});
+    if (v > 0) opened += v;
+  }
+  EXPECT_EQ(opened, 80000);
+  EXPECT_EQ(label_values("epochgate_connections_total", "node").size(), 66u);
+}
+
+}  // namespace
+}  // namespace epochgate::metrics
