@@ -30,6 +30,24 @@ Status decode_body(const uint8_t* body, size_t len, int16_t version, M& out) {
   return s;
 }
 
+/// Like decode_body, but bytes left after the body are not an error: they are
+/// returned in `trailing` (a view; empty when none). Real peers send such
+/// bytes and Kafka brokers ignore them: librdkafka 2.15.1 pads its all-topics
+/// Metadata v9+ request with 3 bytes, and its mock cluster adds one to
+/// flexible Metadata responses (tests/codec/golden/README.md). A proxy that
+/// forwards the original bytes should accept them; one that re-encodes can
+/// append `trailing` to stay byte-identical.
+template <class M>
+Status decode_body_allow_trailing(const uint8_t* body, size_t len, int16_t version, M& out,
+                                  Bytes& trailing) {
+  Reader r(body, len);
+  Status s = out.decode(r, version);
+  trailing = Bytes{};
+  if (s.ok() && r.remaining() != 0)
+    trailing = Bytes{r.position(), static_cast<uint32_t>(r.remaining()), false};
+  return s;
+}
+
 namespace detail {
 inline size_t begin_frame(std::vector<uint8_t>& out) {
   size_t at = out.size();
