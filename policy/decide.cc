@@ -1,0 +1,390 @@
+// policy/decide.cc: the decision table. One generic walker (TableWalker)
+// applies the per-partition rules; each API only says where its topics,
+// partitions and epochs are. Must never: allocate per partition beyond the
+// output vector, fence on ignorance, or fence a Produce with FENCED_LEADER_EPOCH.
+#include "policy/decide.h"
+
+#include <string_view>
+
+namespace epochgate::policy {
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::kPass: return "pass";
+    case Verdict::kFence: return "fence";
+    case Verdict::kInject: return "inject";
+    case Verdict::kPassAndRefresh: return "pass_and_refresh";
+    case Verdict::kHold: return "hold";
+  }
+  return "unknown";
+}
+
+const char* reason_name(Reason r) {
+  switch (r) {
+    case Reason::kNone: return "none";
+    case Reason::kStaleEpoch: return "stale_epoch";
+    case Reason::kNotLeader: return "not_leader";
+    case Reason::kNotReplica: return "not_replica";
+    case Reason::kInjected: return "injected";
+    case Reason::kViewBehind: return "view_behind";
+    case Reason::kUnknownPartition: return "unknown_partition";
+    case Reason::kStaleView: return "stale_view";
+    case Reason::kSuspect: return "suspect";
+    case Reason::kNoLeader: return "no_leader";
+    case Reason::kNoEpoch: return "no_epoch";
+    case Reason::kReplicaRequest: return "replica_request";
+  }
+  return "unknown";
+}
+
+const char* action_name(Action a) {
+  switch (a) {
+    case Action::kForwardAsIs: return "forward_as_is";
+    case Action::kForwardRewritten: return "forward_rewritten";
+    case Action::kAnswerLocally: return "answer_locally";
+    case Action::kSplit: return "split";
+    case Action::kCloseConnection: return "close_connection";
+    case Action::kHold: return "hold";
+  }
+  return "unknown";
+}
+
+void RequestDecision::clear() {
+  api_key = -1;
+  version = -1;
+  action = Action::kForwardAsIs;
+  partitions.clear();
+  topic_start.clear();
+  urgent_refresh.clear();
+  fenced = observed_fences = injected = held = 0;
+  hold_timeout_ms = 0;
+}
+
+bool policy_decides(int16_t api_key, int16_t version) {
+  switch (api_key) {
+    case codec::kProduce:
+    case codec::kFetch:
+    case codec::kShareFetch:
+    case codec::kShareAcknowledge:
+    case codec::kReadShareGroupState:
+    case codec::kWriteShareGroupState:
+      return true;
+    case codec::kListOffsets: return version >= 4;
+    case codec::kOffsetForLeaderEpoch: return version >= 2;
+    default: return false;
+  }
+}
+
+namespace {
+
+/// Which rows of the table apply to an API.
+enum class Check : uint8_t {
+  kFetch,      ///< epoch rows + "not leader and not a replica"
+  kEpochOnly,  ///< ListOffsets v4+, OffsetForLeaderEpoch v2+: epoch rows
+  kLeader,     ///< Produce, ShareFetch, ShareAcknowledge: b != L
+  kPersister,  ///< Read/WriteShareGroupState: LeaderEpoch < e_v, no hint, no injection
+  kNothing,    ///< versions without an epoch and APIs without rows
+};
+
+class TableWalker {
+ public:
+  TableWalker(const DecideContext& ctx, RequestDecision& out, int16_t api_key, int16_t version,
+              ApiGroup group, Check check, bool epoch_field)
+      : ctx_(ctx), out_(out), group_(group), check_(check), epoch_field_(epoch_field) {
+    out_.clear();
+    out_.api_key = api_key;
+    out_.version = version;
+    out_.group = group;
+  }
+
+  /// Starts topic `index` of the request, named by `name` (may be empty) or `id`.
+  void begin_topic(std::string_view name, const codec::Uuid& id) {
+    out_.topic_start.push_back(static_cast<uint32_t>(out_.partitions.size()));
+    topic_ = !name.empty() ? ctx_.view.find_topic(name) : ctx_.view.find_topic(id);
+    std::string_view mode_name = !name.empty() ? name : (topic_ ? std::string_view(topic_->name)
+                                                                : std::string_view());
+    mode_ = ctx_.policy.modes.resolve(mode_name, group_);
+    topic_name_ = name;
+    topic_id_ = &id;
+    topic_refresh_ = false;
+  }
+
+  /// One partition: its indexes in the request, number, and request epoch
+  /// (-1 when the version has none or the client sent none).
+  void partition(uint32_t ti, uint32_t pi, int32_t partition, int32_t e_c) {
+    PartitionDecision& d = out_.partitions.emplace_back();
+    d.topic_index = ti;
+    d.partition_index = pi;
+    d.partition = partition;
+    d.mode = mode_;
+    d.request_epoch = e_c;
+    if (mode_ == config::Mode::kOff || check_ == Check::kNothing) return;
+    decide_one(d, e_c);
+  }
+
+  void end_topic() {
+    if (!topic_refresh_) return;
+    TopicRef ref;
+    if (topic_) {
+      ref.name = topic_->name;
+      ref.id = topic_->id;
+    } else {
+      ref.name = std::string(topic_name_);
+      ref.id = *topic_id_;
+    }
+    for (const auto& r : out_.urgent_refresh)
+      if (r == ref) return;
+    out_.urgent_refresh.push_back(std::move(ref));
+  }
+
+  /// Closes the request and picks the action. `acks_zero`: a Produce whose
+  /// client expects no response.
+  void finish(bool acks_zero = false) {
+    out_.topic_start.push_back(static_cast<uint32_t>(out_.partitions.size()));
+    const size_t total = out_.partitions.size();
+    if (out_.held > 0) {
+      out_.action = Action::kHold;
+      out_.hold_timeout_ms = ctx_.policy.hold_timeout_ms;
+    } else if (out_.fenced > 0 && acks_zero) {
+      out_.action = Action::kCloseConnection;
+    } else if (out_.fenced > 0 && out_.fenced == total) {
+      out_.action = Action::kAnswerLocally;
+    } else if (out_.fenced > 0) {
+      out_.action = Action::kSplit;
+    } else if (out_.injected > 0) {
+      out_.action = Action::kForwardRewritten;
+    } else {
+      out_.action = Action::kForwardAsIs;
+    }
+  }
+
+ private:
+  void refresh(PartitionDecision& d, Reason why) {
+    d.verdict = Verdict::kPassAndRefresh;
+    d.reason = why;
+    topic_refresh_ = true;
+  }
+
+  /// A request that disagrees with the view. Holds first when the entry is
+  /// older than refresh_before_fence_ms (enforce only), else fences.
+  void mismatch(PartitionDecision& d, const PartitionEntry& e, int16_t error, Reason why,
+                bool may_hint) {
+    d.error_code = error;
+    d.reason = why;
+    if (may_hint && e.leader_id >= 0 && e.leader_epoch > d.request_epoch) {
+      d.hint_leader = e.leader_id;
+      d.hint_epoch = e.leader_epoch;
+    }
+    const bool enforce = d.mode == config::Mode::kEnforce;
+    if (enforce && ctx_.allow_hold && e.age_ms(ctx_.now_ms) > ctx_.policy.refresh_before_fence_ms) {
+      d.verdict = Verdict::kHold;
+      topic_refresh_ = true;
+      ++out_.held;
+      return;
+    }
+    d.verdict = Verdict::kFence;
+    if (enforce) ++out_.fenced; else ++out_.observed_fences;
+  }
+
+  void decide_one(PartitionDecision& d, int32_t e_c) {
+    const PartitionEntry* e = topic_ ? topic_->partition(d.partition) : nullptr;
+    if (!e) return refresh(d, Reason::kUnknownPartition);
+    d.view_epoch = e->leader_epoch;
+    if (e->age_ms(ctx_.now_ms) > ctx_.policy.max_staleness_ms) return refresh(d, Reason::kStaleView);
+    if (e->suspect()) return refresh(d, Reason::kSuspect);
+    if (e->leader_epoch < 0) {
+      // Never fence on an entry without an epoch: nothing orders it against
+      // what the client knows (Metadata < v7, leaderless -1/-1).
+      return refresh(d, e->leader_id < 0 ? Reason::kNoLeader : Reason::kNoEpoch);
+    }
+    const int32_t e_v = e->leader_epoch;
+    const int32_t target = ctx_.target_node;
+    switch (check_) {
+      case Check::kFetch:
+      case Check::kEpochOnly:
+      case Check::kPersister: {
+        if (e_c > e_v) return refresh(d, Reason::kViewBehind);
+        if (e_c >= 0 && e_c < e_v) {
+          return mismatch(d, *e, kErrFencedLeaderEpoch, Reason::kStaleEpoch,
+                          check_ != Check::kPersister);
+        }
+        if (check_ == Check::kFetch && target >= 0 && e->leader_id >= 0 &&
+            target != e->leader_id && e->replica_set && !e->is_replica(target)) {
+          return mismatch(d, *e, kErrNotLeaderOrFollower, Reason::kNotReplica, true);
+        }
+        if (e_c < 0 && epoch_field_ && check_ != Check::kPersister && ctx_.policy.inject_epochs) {
+          d.verdict = Verdict::kInject;
+          d.reason = Reason::kInjected;
+          if (d.mode == config::Mode::kEnforce) ++out_.injected;
+        }
+        return;
+      }
+      case Check::kLeader: {
+        if (target < 0) return;  // bootstrap connection: the target is unknown
+        if (e->leader_id < 0) return refresh(d, Reason::kNoLeader);
+        if (target == e->leader_id) return;
+        return mismatch(d, *e, kErrNotLeaderOrFollower, Reason::kNotLeader, true);
+      }
+      case Check::kNothing: return;
+    }
+  }
+
+  const DecideContext& ctx_;
+  RequestDecision& out_;
+  ApiGroup group_;
+  Check check_;
+  bool epoch_field_;
+  const TopicEntry* topic_ = nullptr;
+  config::Mode mode_ = config::Mode::kEnforce;
+  std::string_view topic_name_;
+  const codec::Uuid* topic_id_ = nullptr;
+  bool topic_refresh_ = false;
+};
+
+const codec::Uuid kZeroId{};
+
+}  // namespace
+
+void decide(const codec::ProduceRequest& req, int16_t version, const DecideContext& ctx,
+            RequestDecision& out) {
+  TableWalker w(ctx, out, codec::kProduce, version, ApiGroup::kProduce, Check::kLeader, false);
+  for (uint32_t ti = 0; ti < req.topic_data.size(); ++ti) {
+    const auto& t = req.topic_data[ti];
+    if (version >= 13) w.begin_topic({}, t.topic_id); else w.begin_topic(t.name, kZeroId);
+    for (uint32_t pi = 0; pi < t.partition_data.size(); ++pi)
+      w.partition(ti, pi, t.partition_data[pi].index, -1);
+    w.end_topic();
+  }
+  w.finish(req.acks == 0);
+}
+
+void decide(const codec::FetchRequest& req, int16_t version, const DecideContext& ctx,
+            RequestDecision& out) {
+  // A follower's fetch (ReplicaId, or ReplicaState from v15) is broker-to-broker.
+  const bool from_replica = version >= 15 ? (req.replica_state && req.replica_state->replica_id >= 0)
+                                          : req.replica_id >= 0;
+  const bool epoch_field = version >= 9;
+  TableWalker w(ctx, out, codec::kFetch, version, ApiGroup::kFetch,
+                from_replica ? Check::kNothing : Check::kFetch, epoch_field);
+  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
+    const auto& t = req.topics[ti];
+    if (version >= 13) w.begin_topic({}, t.topic_id); else w.begin_topic(t.topic, kZeroId);
+    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi) {
+      const auto& p = t.partitions[pi];
+      w.partition(ti, pi, p.partition, epoch_field ? p.current_leader_epoch : -1);
+      if (from_replica) out.partitions.back().reason = Reason::kReplicaRequest;
+    }
+    w.end_topic();
+  }
+  w.finish();
+}
+
+void decide(const codec::ListOffsetsRequest& req, int16_t version, const DecideContext& ctx,
+            RequestDecision& out) {
+  const bool epoch_field = version >= 4;
+  TableWalker w(ctx, out, codec::kListOffsets, version, ApiGroup::kListOffsets,
+                epoch_field ? Check::kEpochOnly : Check::kNothing, epoch_field);
+  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
+    const auto& t = req.topics[ti];
+    w.begin_topic(t.name, kZeroId);
+    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi) {
+      const auto& p = t.partitions[pi];
+      w.partition(ti, pi, p.partition_index, epoch_field ? p.current_leader_epoch : -1);
+    }
+    w.end_topic();
+  }
+  w.finish();
+}
+
+void decide(const codec::OffsetForLeaderEpochRequest& req, int16_t version,
+            const DecideContext& ctx, RequestDecision& out) {
+  const bool epoch_field = version >= 2;
+  // ReplicaId (v3+): -2 consumer (the default), >= 0 a follower broker.
+  const bool from_replica = version >= 3 && req.replica_id >= 0;
+  TableWalker w(ctx, out, codec::kOffsetForLeaderEpoch, version, ApiGroup::kOffsetForLeaderEpoch,
+                epoch_field && !from_replica ? Check::kEpochOnly : Check::kNothing, epoch_field);
+  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
+    const auto& t = req.topics[ti];
+    w.begin_topic(t.topic, kZeroId);
+    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi) {
+      const auto& p = t.partitions[pi];
+      w.partition(ti, pi, p.partition, epoch_field ? p.current_leader_epoch : -1);
+      if (from_replica) out.partitions.back().reason = Reason::kReplicaRequest;
+    }
+    w.end_topic();
+  }
+  w.finish();
+}
+
+void decide(const codec::ShareFetchRequest& req, int16_t version, const DecideContext& ctx,
+            RequestDecision& out) {
+  TableWalker w(ctx, out, codec::kShareFetch, version, ApiGroup::kShare, Check::kLeader, false);
+  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
+    const auto& t = req.topics[ti];
+    w.begin_topic({}, t.topic_id);
+    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi)
+      w.partition(ti, pi, t.partitions[pi].partition_index, -1);
+    w.end_topic();
+  }
+  w.finish();
+}
+
+void decide(const codec::ShareAcknowledgeRequest& req, int16_t version, const DecideContext& ctx,
+            RequestDecision& out) {
+  TableWalker w(ctx, out, codec::kShareAcknowledge, version, ApiGroup::kShare, Check::kLeader,
+                false);
+  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
+    const auto& t = req.topics[ti];
+    w.begin_topic({}, t.topic_id);
+    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi)
+      w.partition(ti, pi, t.partitions[pi].partition_index, -1);
+    w.end_topic();
+  }
+  w.finish();
+}
+
+namespace {
+
+template <class Req>
+void decide_persister(const Req& req, int16_t api_key, int16_t version, const DecideContext& ctx,
+                      RequestDecision& out, bool has_epoch) {
+  TableWalker w(ctx, out, api_key, version, ApiGroup::kPersister,
+                has_epoch ? Check::kPersister : Check::kNothing, false);
+  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
+    const auto& t = req.topics[ti];
+    w.begin_topic({}, t.topic_id);
+    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi) {
+      const auto& p = t.partitions[pi];
+      int32_t epoch = -1;
+      if constexpr (requires { p.leader_epoch; }) epoch = has_epoch ? p.leader_epoch : -1;
+      w.partition(ti, pi, p.partition, epoch);
+    }
+    w.end_topic();
+  }
+  w.finish();
+}
+
+}  // namespace
+
+void decide(const codec::ReadShareGroupStateRequest& req, int16_t version,
+            const DecideContext& ctx, RequestDecision& out) {
+  decide_persister(req, codec::kReadShareGroupState, version, ctx, out, true);
+}
+void decide(const codec::WriteShareGroupStateRequest& req, int16_t version,
+            const DecideContext& ctx, RequestDecision& out) {
+  decide_persister(req, codec::kWriteShareGroupState, version, ctx, out, true);
+}
+void decide(const codec::InitializeShareGroupStateRequest& req, int16_t version,
+            const DecideContext& ctx, RequestDecision& out) {
+  decide_persister(req, codec::kInitializeShareGroupState, version, ctx, out, false);
+}
+void decide(const codec::DeleteShareGroupStateRequest& req, int16_t version,
+            const DecideContext& ctx, RequestDecision& out) {
+  decide_persister(req, codec::kDeleteShareGroupState, version, ctx, out, false);
+}
+void decide(const codec::ReadShareGroupStateSummaryRequest& req, int16_t version,
+            const DecideContext& ctx, RequestDecision& out) {
+  decide_persister(req, codec::kReadShareGroupStateSummary, version, ctx, out, false);
+}
+
+}  // namespace epochgate::policy

@@ -1,0 +1,27 @@
+// policy/endpoint_resolver.h: how answer building learns epochgate's own
+// address for a broker node id (the listener that stands for that node), so
+// NodeEndpoints never carry an upstream address (DESIGN.md invariant 4).
+// Implemented by the proxy; must never do blocking I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace epochgate::policy {
+
+/// A client-facing address of epochgate.
+struct AdvertisedEndpoint {
+  std::string host;
+  int32_t port = 0;
+};
+
+class EndpointResolver {
+ public:
+  virtual ~EndpointResolver() = default;
+  /// epochgate's advertised host:port for broker `node_id`, or nullopt when
+  /// it has no listener for that node (then no hint naming it is sent).
+  virtual std::optional<AdvertisedEndpoint> advertised(int32_t node_id) const = 0;
+};
+
+}  // namespace epochgate::policy

@@ -1,0 +1,194 @@
+// policy/metadata_snapshot.cc: lookups and the /debug/metadata JSON of one
+// immutable snapshot. Must never: modify a published snapshot.
+#include "policy/metadata_snapshot.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace epochgate::policy {
+
+const char* source_name(Source s) {
+  switch (s) {
+    case Source::kMetadataResponse: return "metadata_response";
+    case Source::kRefresher: return "refresher";
+    case Source::kHint: return "hint";
+    case Source::kError: return "error";
+  }
+  return "unknown";
+}
+
+bool ReplicaSet::contains(int32_t node) const {
+  return std::find(replicas.begin(), replicas.end(), node) != replicas.end() ||
+         std::find(isr.begin(), isr.end(), node) != isr.end();
+}
+
+size_t TopicEntry::known_partitions() const {
+  size_t n = 0;
+  for (const auto& p : partitions) n += p.known ? 1 : 0;
+  return n;
+}
+
+bool is_zero_uuid(const codec::Uuid& id) {
+  for (uint8_t b : id)
+    if (b != 0) return false;
+  return true;
+}
+
+std::string uuid_to_string(const codec::Uuid& id) {
+  static const char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  out.reserve(22);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (uint8_t b : id) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(kAlphabet[(acc >> bits) & 0x3f]);
+    }
+  }
+  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3f]);
+  return out;
+}
+
+size_t UuidHash::operator()(const codec::Uuid& u) const noexcept {
+  // Topic ids are random: folding the two halves is a good enough hash.
+  uint64_t a = 0, b = 0;
+  for (int i = 0; i < 8; ++i) a = (a << 8) | u[static_cast<size_t>(i)];
+  for (int i = 8; i < 16; ++i) b = (b << 8) | u[static_cast<size_t>(i)];
+  uint64_t h = a ^ (b * 0x9E3779B97F4A7C15ull);
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+MetadataSnapshot::MetadataSnapshot() {
+  auto empty_names = std::make_shared<const NameShard>();
+  auto empty_ids = std::make_shared<const IdShard>();
+  by_name_.fill(empty_names);
+  by_id_.fill(empty_ids);
+  nodes_ = std::make_shared<const std::map<int32_t, NodeInfo>>();
+}
+
+const TopicEntry* MetadataSnapshot::find_topic(std::string_view name) const {
+  const NameShard& shard = *by_name_[shard_of(name)];
+  auto it = shard.find(name);
+  return it == shard.end() ? nullptr : it->second.get();
+}
+
+const TopicEntry* MetadataSnapshot::find_topic(const codec::Uuid& id) const {
+  if (is_zero_uuid(id)) return nullptr;
+  const IdShard& shard = *by_id_[shard_of(id)];
+  auto it = shard.find(id);
+  return it == shard.end() ? nullptr : it->second.get();
+}
+
+const PartitionEntry* MetadataSnapshot::find_partition(std::string_view topic,
+                                                       int32_t partition) const {
+  const TopicEntry* t = find_topic(topic);
+  return t ? t->partition(partition) : nullptr;
+}
+
+const PartitionEntry* MetadataSnapshot::find_partition(const codec::Uuid& topic_id,
+                                                       int32_t partition) const {
+  const TopicEntry* t = find_topic(topic_id);
+  return t ? t->partition(partition) : nullptr;
+}
+
+const NodeInfo* MetadataSnapshot::find_node(int32_t node_id) const {
+  auto it = nodes_->find(node_id);
+  return it == nodes_->end() ? nullptr : &it->second;
+}
+
+namespace {
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (u < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", u);
+          out += buf;
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+void append_int_array(std::string& out, const std::vector<int32_t>& v) {
+  out.push_back('[');
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out.push_back(',');
+    out += std::to_string(v[i]);
+  }
+  out.push_back(']');
+}
+
+}  // namespace
+
+std::string MetadataSnapshot::to_json(uint64_t now_ms) const {
+  std::string out;
+  out += "{\"generation\":" + std::to_string(generation_);
+  out += ",\"partition_count\":" + std::to_string(partition_count_);
+  out += ",\"nodes\":[";
+  bool first = true;
+  for (const auto& [id, n] : *nodes_) {
+    if (!first) out.push_back(',');
+    first = false;
+    out += "{\"node_id\":" + std::to_string(id) + ",\"upstream_host\":";
+    append_json_string(out, n.host);
+    out += ",\"upstream_port\":" + std::to_string(n.port) + ",\"rack\":";
+    if (n.rack) append_json_string(out, *n.rack); else out += "null";
+    out.push_back('}');
+  }
+  out += "],\"topics\":[";
+  std::vector<const TopicEntry*> topics;
+  for_each_topic([&](const TopicEntry& t) { topics.push_back(&t); });
+  std::sort(topics.begin(), topics.end(),
+            [](const TopicEntry* a, const TopicEntry* b) { return a->name < b->name; });
+  first = true;
+  for (const TopicEntry* t : topics) {
+    if (!first) out.push_back(',');
+    first = false;
+    out += "{\"name\":";
+    append_json_string(out, t->name);
+    out += ",\"topic_id\":";
+    if (is_zero_uuid(t->id)) out += "null"; else append_json_string(out, uuid_to_string(t->id));
+    out += ",\"partitions\":[";
+    bool pfirst = true;
+    for (size_t i = 0; i < t->partitions.size(); ++i) {
+      const PartitionEntry& p = t->partitions[i];
+      if (!p.known) continue;
+      if (!pfirst) out.push_back(',');
+      pfirst = false;
+      out += "{\"partition\":" + std::to_string(i);
+      out += ",\"leader\":" + std::to_string(p.leader_id);
+      out += ",\"epoch\":" + std::to_string(p.leader_epoch);
+      out += ",\"replicas\":";
+      append_int_array(out, p.replica_set ? p.replica_set->replicas : std::vector<int32_t>{});
+      out += ",\"isr\":";
+      append_int_array(out, p.replica_set ? p.replica_set->isr : std::vector<int32_t>{});
+      out += ",\"age_ms\":" + std::to_string(p.age_ms(now_ms));
+      out += ",\"source\":\"";
+      out += source_name(p.source);
+      out += "\",\"suspect\":";
+      out += p.suspect() ? "true" : "false";
+      out.push_back('}');
+    }
+    out += "]}";
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace epochgate::policy

@@ -1,0 +1,164 @@
+// policy/metadata_snapshot.h: one immutable picture of the cluster as epochgate
+// knows it (DESIGN.md section 5): per partition leader, leader epoch, replicas,
+// ISR, when and from where it was learned; topic name <-> topic id; node id ->
+// upstream host, port, rack. Readers hold a shared_ptr to a snapshot and never
+// lock. Must never: change after it is published, do I/O, or read a clock.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "codec/types.h"
+
+namespace epochgate::policy {
+
+/// Where a view entry was learned. Names (source_name) are stable: they appear
+/// in /debug/metadata.
+enum class Source : uint8_t {
+  kMetadataResponse,  ///< a Metadata response passing through to a client
+  kRefresher,         ///< epochgate's own Metadata request
+  kHint,              ///< a KIP-951 CurrentLeader in a broker response
+  kError,             ///< a leader error from a broker (marks, never sets a leader)
+};
+const char* source_name(Source s);
+
+/// Replicas and ISR of one partition, shared between snapshots (immutable).
+struct ReplicaSet {
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> isr;
+  bool contains(int32_t node) const;  ///< in replicas or ISR
+};
+
+/// What the view knows about one partition.
+struct PartitionEntry {
+  int32_t leader_id = -1;     ///< -1: no leader
+  int32_t leader_epoch = -1;  ///< -1: unknown (Metadata < v7) or no leader
+  uint64_t learned_at_ms = 0; ///< last time a report agreed with this entry
+  Source source = Source::kMetadataResponse;
+  bool known = false;         ///< false: an empty slot (partition never learned)
+  /// Same epoch seen with two leaders: never fence, never hint, until a
+  /// strictly newer epoch arrives (librdkafka PR 5593).
+  bool conflicted = false;
+  /// A broker contradicted this entry (leader error without a usable hint, a
+  /// lower epoch that may be a recreated topic): never fence until a refresh
+  /// confirms it or a newer epoch arrives.
+  bool doubted = false;
+  std::shared_ptr<const ReplicaSet> replica_set;  ///< may be null (learned from a hint)
+
+  bool suspect() const { return conflicted || doubted; }
+  bool has_leader() const { return leader_id >= 0; }
+  bool has_epoch() const { return leader_epoch >= 0; }
+  /// A leader and an epoch that may be sent to a client as a hint.
+  bool hintable() const { return known && !suspect() && leader_id >= 0 && leader_epoch >= 0; }
+  bool is_replica(int32_t node) const { return replica_set && replica_set->contains(node); }
+  uint64_t age_ms(uint64_t now_ms) const { return now_ms > learned_at_ms ? now_ms - learned_at_ms : 0; }
+};
+
+/// One topic: its name, its id (zero when no version seen carried one) and
+/// its partitions indexed by partition number. Every topic in a snapshot has
+/// a name (a topic id the view cannot name is not stored: it is refreshed).
+struct TopicEntry {
+  std::string name;
+  codec::Uuid id{};     ///< all zero: unknown
+  std::vector<PartitionEntry> partitions;
+
+  /// The entry for `partition`, or nullptr when never learned.
+  const PartitionEntry* partition(int32_t partition) const {
+    if (partition < 0 || static_cast<size_t>(partition) >= partitions.size()) return nullptr;
+    const PartitionEntry& e = partitions[static_cast<size_t>(partition)];
+    return e.known ? &e : nullptr;
+  }
+  size_t known_partitions() const;
+};
+
+/// Upstream address of one broker, exactly as the cluster advertised it.
+struct NodeInfo {
+  int32_t node_id = -1;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+  bool operator==(const NodeInfo&) const = default;
+};
+
+/// A topic named by name and/or id (either may be empty/zero), as the
+/// refresher needs it: Metadata by name works on every version, by id on v12+.
+struct TopicRef {
+  std::string name;
+  codec::Uuid id{};
+  bool operator==(const TopicRef&) const = default;
+};
+
+bool is_zero_uuid(const codec::Uuid& id);
+/// Kafka's text form of a topic id: URL-safe base64 without padding (22 chars).
+std::string uuid_to_string(const codec::Uuid& id);
+
+struct UuidHash {
+  size_t operator()(const codec::Uuid& u) const noexcept;
+};
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+/// The immutable picture. Built only by MetadataView (copy-on-write: topics
+/// are shared between consecutive snapshots and only the changed ones, and
+/// the shard of the index that holds them, are copied).
+class MetadataSnapshot {
+ public:
+  static constexpr size_t kShards = 64;
+  using TopicPtr = std::shared_ptr<const TopicEntry>;
+  using NameShard = std::unordered_map<std::string, TopicPtr, StringHash, std::equal_to<>>;
+  using IdShard = std::unordered_map<codec::Uuid, TopicPtr, UuidHash>;
+
+  MetadataSnapshot();
+
+  /// Topic by name / by id; nullptr when unknown (zero id: always nullptr).
+  const TopicEntry* find_topic(std::string_view name) const;
+  const TopicEntry* find_topic(const codec::Uuid& id) const;
+  /// Partition entry, or nullptr when the topic or partition is unknown.
+  const PartitionEntry* find_partition(std::string_view topic, int32_t partition) const;
+  const PartitionEntry* find_partition(const codec::Uuid& topic_id, int32_t partition) const;
+  /// Upstream address of a node, or nullptr.
+  const NodeInfo* find_node(int32_t node_id) const;
+  const std::map<int32_t, NodeInfo>& nodes() const { return *nodes_; }
+
+  /// Number of known partitions (the `epochgate_view_partitions` gauge).
+  size_t partition_count() const { return partition_count_; }
+  size_t topic_count() const { return topic_count_; }
+  /// Increases by one with every published snapshot.
+  uint64_t generation() const { return generation_; }
+
+  /// Calls f(const TopicEntry&) for every topic (unspecified order).
+  template <class F>
+  void for_each_topic(F&& f) const {
+    for (const auto& shard : by_name_)
+      for (const auto& [name, t] : *shard) f(*t);
+  }
+
+  /// JSON for /debug/metadata: nodes (upstream addresses) and every topic and
+  /// partition with leader, epoch, replicas, isr, age_ms, source, suspect.
+  std::string to_json(uint64_t now_ms) const;
+
+ private:
+  friend class MetadataView;
+  static size_t shard_of(std::string_view name) { return StringHash{}(name) % kShards; }
+  static size_t shard_of(const codec::Uuid& id) { return UuidHash{}(id) % kShards; }
+
+  std::array<std::shared_ptr<const NameShard>, kShards> by_name_;
+  std::array<std::shared_ptr<const IdShard>, kShards> by_id_;
+  std::shared_ptr<const std::map<int32_t, NodeInfo>> nodes_;
+  size_t partition_count_ = 0;
+  size_t topic_count_ = 0;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace epochgate::policy

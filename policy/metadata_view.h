@@ -1,0 +1,132 @@
+// policy/metadata_view.h: the one writer of epochgate's view of the cluster
+// (DESIGN.md section 5). Learns from Metadata responses, KIP-951 CurrentLeader
+// hints and NodeEndpoints, and leader errors in broker responses; publishes a
+// new immutable MetadataSnapshot after each change. Must never: let an epoch
+// go backwards for a (topic id, partition), do I/O, or read a clock (callers
+// pass now_ms).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codec/messages/fetch_response.h"
+#include "codec/messages/list_offsets_response.h"
+#include "codec/messages/metadata_response.h"
+#include "codec/messages/offset_for_leader_epoch_response.h"
+#include "codec/messages/produce_response.h"
+#include "codec/messages/share_acknowledge_response.h"
+#include "codec/messages/share_fetch_response.h"
+#include "policy/metadata_snapshot.h"
+
+namespace epochgate::policy {
+
+namespace detail {
+/// One partition of a broker response that the view must look at.
+struct ResponseFact {
+  TopicRef topic;
+  int32_t partition = 0;
+  int16_t error_code = 0;
+  int32_t hint_leader = -1;  ///< CurrentLeader, -1 when absent
+  int32_t hint_epoch = -1;
+};
+}  // namespace detail
+
+/// What one learn call changed. The caller feeds `urgent_refresh` to the
+/// refresher (which coalesces and rate-limits) and `new_nodes` to the
+/// listener manager (a listener per node id).
+struct LearnReport {
+  uint32_t partitions_learned = 0;  ///< entries created
+  uint32_t epochs_advanced = 0;     ///< entries whose leader epoch moved forward
+  uint32_t leaders_confirmed = 0;   ///< reports agreeing with the entry (age reset)
+  uint32_t stale_ignored = 0;       ///< reports with a lower epoch than the view
+  uint32_t marked_suspect = 0;      ///< entries that may no longer fence
+  uint32_t hints_learned = 0;       ///< CurrentLeader hints that advanced the view
+  uint32_t topics_recreated = 0;    ///< a new topic id for a known name
+  uint32_t topics_removed = 0;      ///< the cluster said the topic does not exist
+  std::vector<TopicRef> urgent_refresh;  ///< deduplicated
+  std::vector<int32_t> new_nodes;        ///< node ids never seen before
+  bool published = false;                ///< a new snapshot was published
+
+  /// Adds `o` into this report (dedupes the lists).
+  void merge(const LearnReport& o);
+  void add_refresh(const TopicRef& t);
+};
+
+/// The view. Thread-safe: any number of readers call snapshot() (an atomic
+/// load); writers are serialised by a mutex and publish whole snapshots.
+class MetadataView {
+ public:
+  MetadataView();
+
+  /// The current snapshot; never null. Cheap (atomic shared_ptr load).
+  std::shared_ptr<const MetadataSnapshot> snapshot() const { return current_.load(); }
+
+  /// Learns brokers, topic ids and every partition of a Metadata response of
+  /// `version` (epochs from v7, topic ids from v10). A topic error
+  /// UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID forgets the topic. Call it
+  /// before the proxy rewrites broker addresses (the view keeps upstream ones).
+  LearnReport learn_metadata(const codec::MetadataResponse& resp, int16_t version, uint64_t now_ms,
+                             Source source);
+
+  /// Learns one KIP-951 CurrentLeader (or any leader report) for a partition
+  /// named by `topic` (name and/or id). A leader or epoch of -1 is ignored
+  /// (never stored as a hint). A lower epoch is ignored; the same epoch with a
+  /// different leader marks the entry conflicted and asks for a refresh.
+  LearnReport learn_current_leader(const TopicRef& topic, int32_t partition, int32_t leader_id,
+                                   int32_t leader_epoch, uint64_t now_ms, Source source);
+
+  /// Learns upstream node addresses (NodeEndpoints of Produce v10+, Fetch
+  /// v16+, ShareFetch, ShareAcknowledge), before the proxy rewrites them.
+  LearnReport learn_nodes(const std::vector<NodeInfo>& nodes);
+
+  /// Learns from a broker response to a request the proxy forwarded to
+  /// `target_node` (-1 unknown): CurrentLeader hints, NodeEndpoints, and
+  /// leader errors. NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH without a
+  /// hint that advances the view mark the entry doubted (it can no longer
+  /// fence) and ask for an urgent refresh; UNKNOWN_LEADER_EPOCH,
+  /// UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID and LEADER_NOT_AVAILABLE ask
+  /// for an urgent refresh. A success from a broker the view does not think
+  /// leads the partition asks for one too (the view may be behind).
+  LearnReport learn_from_produce_response(const codec::ProduceResponse& resp, int16_t version,
+                                          int32_t target_node, uint64_t now_ms);
+  LearnReport learn_from_fetch_response(const codec::FetchResponse& resp, int16_t version,
+                                        int32_t target_node, uint64_t now_ms);
+  LearnReport learn_from_share_fetch_response(const codec::ShareFetchResponse& resp,
+                                              int16_t version, int32_t target_node,
+                                              uint64_t now_ms);
+  LearnReport learn_from_share_acknowledge_response(const codec::ShareAcknowledgeResponse& resp,
+                                                    int16_t version, int32_t target_node,
+                                                    uint64_t now_ms);
+  /// ListOffsets / OffsetForLeaderEpoch carry no hints: only leader errors.
+  LearnReport learn_from_list_offsets_response(const codec::ListOffsetsResponse& resp,
+                                               int16_t version, int32_t target_node,
+                                               uint64_t now_ms);
+  LearnReport learn_from_offset_for_leader_epoch_response(
+      const codec::OffsetForLeaderEpochResponse& resp, int16_t version, int32_t target_node,
+      uint64_t now_ms);
+
+  /// JSON of the current snapshot for /debug/metadata.
+  std::string to_json(uint64_t now_ms) const { return snapshot()->to_json(now_ms); }
+  /// Known partitions in the current snapshot.
+  size_t partition_count() const { return snapshot()->partition_count(); }
+
+  class Editor;  ///< one write transaction (metadata_view.cc)
+
+ private:
+  /// Applies the interesting partitions of one response under the lock.
+  LearnReport learn_facts(const std::vector<detail::ResponseFact>& facts,
+                          const std::vector<NodeInfo>& nodes, bool leader_only_api,
+                          int32_t target_node, uint64_t now_ms);
+  /// Read-only pre-scan: true when the partition needs learn_facts.
+  bool interesting(const MetadataSnapshot& snap, const detail::ResponseFact& f,
+                   bool leader_only_api, int32_t target_node) const;
+  std::mutex write_mu_;
+  std::atomic<std::shared_ptr<const MetadataSnapshot>> current_;
+};
+
+}  // namespace epochgate::policy

@@ -1,0 +1,63 @@
+// policy/mode_resolver.h: compiles the policy rules of the configuration
+// (topic globs with * and ?, API groups) into a lookup of the fencing mode for
+// a (topic, API group) pair (DESIGN.md section 7: enforce | observe | off).
+// Must never: allocate or lock on lookup, or do I/O.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+
+namespace epochgate::policy {
+
+/// The API groups a rule can name. Names (api_group_name) match the config
+/// keys and are the `api` label of `epochgate_fenced_partitions_total`.
+enum class ApiGroup : uint8_t {
+  kProduce,
+  kFetch,
+  kListOffsets,
+  kOffsetForLeaderEpoch,
+  kShare,      ///< ShareFetch, ShareAcknowledge
+  kPersister,  ///< Initialize/Read/Write/Delete ShareGroupState, ReadShareGroupStateSummary
+};
+inline constexpr size_t kApiGroupCount = 6;
+const char* api_group_name(ApiGroup g);
+/// Parses a config name ("produce", "fetch", ...); false when unknown.
+bool parse_api_group(std::string_view name, ApiGroup& out);
+/// "enforce" | "observe" | "off" (a local copy of config::mode_name, so policy
+/// does not need the config library).
+const char* mode_label(config::Mode m);
+
+/// True when `text` matches `pattern` (`*` any run, `?` one character).
+bool glob_match(std::string_view pattern, std::string_view text);
+
+/// First matching rule wins; no match: the default mode (enforce unless the
+/// configuration says otherwise) for every group.
+class ModeResolver {
+ public:
+  ModeResolver() = default;
+  /// Compiles `cfg.rules` and `cfg.default_mode`. Unknown API names in a rule
+  /// are ignored (config validation reports them); a rule left with no known
+  /// API then applies to none.
+  explicit ModeResolver(const config::PolicyConfig& cfg);
+
+  /// Mode for `topic` and `group`.
+  config::Mode resolve(std::string_view topic, ApiGroup group) const;
+  bool has_rules() const { return !rules_.empty(); }
+
+ private:
+  struct Rule {
+    std::string pattern;
+    bool match_all = false;  ///< pattern is "*"
+    std::array<bool, kApiGroupCount> groups{};
+    config::Mode mode = config::Mode::kEnforce;
+  };
+  std::vector<Rule> rules_;
+  config::Mode default_mode_ = config::Mode::kEnforce;
+};
+
+}  // namespace epochgate::policy
