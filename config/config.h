@@ -64,6 +64,10 @@ struct BrokerPortsConfig {
   std::string bind_host;          ///< empty: the bootstrap listener's host
   uint16_t base = 0;              ///< port of node id n is base + n; 0 = ephemeral (tests)
   std::map<int32_t, uint16_t> map;  ///< explicit ports for sparse node ids
+  /// Highest node id expected to use base + id. Validation checks that
+  /// base..base+max_node_id fits in 65535 and collides with no other listener;
+  /// ids above it need a `map` entry to get a checked port.
+  int32_t max_node_id = 255;
 };
 
 struct AdminConfig {

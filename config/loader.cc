@@ -1,0 +1,789 @@
+// config/loader.cc: YAML -> Config (structure and types), then whole-config
+// validation (ranges, relations, port clashes). yaml-cpp throws on syntax
+// errors; that is caught here and turned into a located Problem, so nothing
+// escapes to the caller. Never applies anything to a running process.
+#include "config/loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "config/value_parsers.h"
+
+namespace epochgate::config {
+namespace {
+
+using Keys = std::vector<std::string_view>;
+
+const Keys kLogLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+const Keys kLogFormats = {"text", "json"};
+const Keys kModes = {"enforce", "observe", "off"};
+
+std::string join(const Keys& keys) {
+  std::string out;
+  for (std::string_view k : keys) {
+    if (!out.empty()) out += ", ";
+    out += k;
+  }
+  return out;
+}
+
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+enum class UintKind { kPlain, kSize, kDuration };
+
+class Parser {
+ public:
+  Parser(LoadResult& result, std::string file) : r_(result), file_(std::move(file)) {}
+
+  void parse(std::string_view text) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+      // Syntax error: yaml-cpp's mark says where; nothing else can be trusted.
+      problem(e.mark, "YAML syntax error: " + e.msg);
+      return;
+    }
+    r_.origins[""] = Origin{file_, 1, 1, true};
+    if (root.IsNull()) return;  // empty file: all defaults
+    top(root);
+  }
+
+ private:
+  Origin origin_of(const YAML::Mark& m, bool valid = true) const {
+    if (m.is_null()) return Origin{file_, 0, 0, valid};
+    return Origin{file_, m.line + 1, m.column + 1, valid};
+  }
+
+  void problem(const YAML::Mark& m, std::string reason) {
+    const Origin o = origin_of(m);
+    r_.problems.push_back(Problem{file_, o.line, o.column, std::move(reason)});
+  }
+
+  // A value that could not be used: report it and mark the setting so
+  // validation does not build a second complaint on the default left in place.
+  void bad(const std::string& path, const YAML::Mark& m, const std::string& reason) {
+    problem(m, path + ": " + reason);
+    r_.origins[path] = origin_of(m, false);
+  }
+
+  void seen(const std::string& path, const YAML::Mark& m) { r_.origins[path] = origin_of(m); }
+
+  static YAML::Mark mark_of(const YAML::Node& n, const YAML::Mark& fallback) {
+    const YAML::Mark m = n.Mark();
+    return m.is_null() ? fallback : m;
+  }
+
+  static std::string describe(const YAML::Node& n) {
+    switch (n.Type()) {
+      case YAML::NodeType::Null: return "an empty value";
+      case YAML::NodeType::Sequence: return "a list";
+      case YAML::NodeType::Map: return "a map";
+      case YAML::NodeType::Scalar: return quoted(n.Scalar());
+      default: return "nothing";
+    }
+  }
+
+  // Walks the map `n` at `path` whose valid keys are schema `schema_key`,
+  // reporting unknown and duplicate keys, and calls
+  // on_field(key, value, child_path, value_mark) for the others.
+  template <typename F>
+  void each_field(const YAML::Node& n, const std::string& path, const std::string& schema_key,
+                  const YAML::Mark& where, F&& on_field) {
+    if (n.IsNull()) return;  // "admin:" with nothing under it: defaults
+    if (!n.IsMap()) {
+      bad(path.empty() ? "(top level)" : path, mark_of(n, where),
+          "expected a map, got " + describe(n));
+      return;
+    }
+    const Keys& keys = config_schema_keys().at(schema_key);
+    std::map<std::string, int> first_line;
+    for (const auto& entry : n) {
+      const YAML::Node& k = entry.first;
+      const YAML::Node& v = entry.second;
+      const YAML::Mark km = mark_of(k, where);
+      if (!k.IsScalar()) {
+        problem(km, "keys must be plain names, got " + describe(k));
+        continue;
+      }
+      const std::string key = k.Scalar();
+      const std::string child = path.empty() ? key : path + "." + key;
+      if (auto it = first_line.find(key); it != first_line.end()) {
+        problem(km, "duplicate key " + quoted(key) + " (first at line " +
+                        std::to_string(it->second) + ")");
+        continue;
+      }
+      first_line[key] = km.line + 1;
+      bool known = false;
+      for (std::string_view valid : keys) known = known || valid == key;
+      if (!known) {
+        const std::string where_text = path.empty() ? "at the top level" : "in " + path;
+        const std::string suggestion = closest_name(key, keys);
+        problem(km, "unknown key " + quoted(key) + " " + where_text +
+                        (suggestion.empty() ? " (valid keys: " + join(keys) + ")"
+                                            : " (did you mean " + quoted(suggestion) + "?)"));
+        continue;
+      }
+      on_field(key, v, child, mark_of(v, km));
+    }
+  }
+
+  bool scalar(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
+              const std::string& expected, std::string* out) {
+    if (!v.IsScalar()) {
+      bad(path, m, "expected " + expected + ", got " + describe(v));
+      return false;
+    }
+    *out = v.Scalar();
+    return true;
+  }
+
+  template <typename T>
+  void uint_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m, T& out,
+                  UintKind kind = UintKind::kPlain,
+                  uint64_t max = std::numeric_limits<T>::max()) {
+    const char* expected = kind == UintKind::kSize       ? "a size in bytes (e.g. 1048576 or 1MiB)"
+                           : kind == UintKind::kDuration ? "a duration in ms (e.g. 500 or 30s)"
+                                                         : "an integer";
+    std::string s;
+    if (!scalar(v, path, m, expected, &s)) return;
+    std::optional<uint64_t> value = kind == UintKind::kSize       ? parse_size(s)
+                                    : kind == UintKind::kDuration ? parse_duration_ms(s)
+                                                                  : parse_uint(s);
+    if (!value) {
+      const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+      if (s.size() > 1 && s[0] == '-' && parse_uint(s.substr(1))) {
+        bad(path, m, s + " is out of range (must not be negative)");
+      } else if (digits) {  // too many digits for 64 bits
+        bad(path, m, s + " is out of range (at most " + std::to_string(max) + ")");
+      } else {
+        bad(path, m, "expected " + std::string(expected) + ", got " + quoted(s));
+      }
+      return;
+    }
+    if (*value > max) {
+      bad(path, m, s + " is out of range (at most " + std::to_string(max) + ")");
+      return;
+    }
+    out = static_cast<T>(*value);
+    seen(path, m);
+  }
+
+  void bool_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m, bool& out) {
+    std::string s;
+    if (!scalar(v, path, m, "true or false", &s)) return;
+    std::string l;
+    for (char c : s) l.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (l == "true" || l == "yes" || l == "on") {
+      out = true;
+    } else if (l == "false" || l == "no" || l == "off") {
+      out = false;
+    } else {
+      bad(path, m, "expected true or false, got " + quoted(s));
+      return;
+    }
+    seen(path, m);
+  }
+
+  void string_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
+                    std::string& out) {
+    if (!scalar(v, path, m, "a string", &out)) return;
+    seen(path, m);
+  }
+
+  void choice_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
+                    const Keys& choices, std::string& out) {
+    std::string s;
+    if (!scalar(v, path, m, "one of " + join(choices), &s)) return;
+    for (std::string_view c : choices) {
+      if (c == s) {
+        out = s;
+        seen(path, m);
+        return;
+      }
+    }
+    const std::string suggestion = closest_name(s, choices);
+    bad(path, m,
+        quoted(s) + " is not one of " + join(choices) +
+            (suggestion.empty() ? "" : " (did you mean " + quoted(suggestion) + "?)"));
+  }
+
+  void mode_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m, Mode& out) {
+    std::string s;
+    choice_field(v, path, m, kModes, s);
+    if (auto mode = parse_mode(s)) out = *mode;
+  }
+
+  bool host_port_value(const std::string& text, const std::string& path, const YAML::Mark& m,
+                       HostPort& out) {
+    std::string why;
+    auto hp = parse_host_port(text, &why);
+    if (!hp) {
+      bad(path, m, "bad host:port " + quoted(text) + ": " + why);
+      return false;
+    }
+    out = *hp;
+    seen(path, m);
+    return true;
+  }
+
+  void host_port_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
+                       HostPort& out) {
+    std::string s;
+    if (!scalar(v, path, m, "host:port", &s)) return;
+    host_port_value(s, path, m, out);
+  }
+
+  // A list of host:port, or one string with comma-separated entries.
+  void bootstrap_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
+                       std::vector<HostPort>& out) {
+    out.clear();
+    if (v.IsNull()) {
+      seen(path, m);
+      return;
+    }
+    if (v.IsScalar()) {
+      std::stringstream ss(v.Scalar());
+      std::string item;
+      int i = 0;
+      bool all_ok = true;
+      while (std::getline(ss, item, ',')) {
+        const auto b = item.find_first_not_of(" \t");
+        const auto e = item.find_last_not_of(" \t");
+        item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+        HostPort hp;
+        if (host_port_value(item, path + "[" + std::to_string(i++) + "]", m, hp)) {
+          out.push_back(hp);
+        } else {
+          all_ok = false;
+        }
+      }
+      if (all_ok) seen(path, m);
+      return;
+    }
+    if (!v.IsSequence()) {
+      bad(path, m, "expected a list of host:port, got " + describe(v));
+      return;
+    }
+    seen(path, m);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string item_path = path + "[" + std::to_string(i) + "]";
+      const YAML::Mark im = mark_of(v[i], m);
+      std::string s;
+      HostPort hp;
+      if (scalar(v[i], item_path, im, "host:port", &s) && host_port_value(s, item_path, im, hp)) {
+        out.push_back(hp);
+      }
+    }
+  }
+
+  void broker_map_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
+                        std::map<int32_t, uint16_t>& out) {
+    if (v.IsNull()) return;
+    if (!v.IsMap()) {
+      bad(path, m, "expected a map of node id: port, got " + describe(v));
+      return;
+    }
+    seen(path, m);
+    for (const auto& entry : v) {
+      const YAML::Mark km = mark_of(entry.first, m);
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      const auto id = parse_uint(key);
+      if (!id || *id > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+        problem(km, path + ": node id " + (key.empty() ? describe(entry.first) : quoted(key)) +
+                        " is not a non-negative 32-bit integer");
+        continue;
+      }
+      const std::string child = path + "." + std::to_string(*id);
+      if (out.count(static_cast<int32_t>(*id))) {
+        problem(km, path + ": duplicate node id " + std::to_string(*id));
+        continue;
+      }
+      uint16_t port = 0;
+      uint_field(entry.second, child, mark_of(entry.second, km), port);
+      if (r_.origins.count(child) && r_.origins[child].valid) {
+        out[static_cast<int32_t>(*id)] = port;
+      }
+    }
+  }
+
+  void rules_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
+                   std::vector<PolicyRule>& out) {
+    out.clear();
+    if (v.IsNull()) return;
+    if (!v.IsSequence()) {
+      bad(path, m, "expected a list of rules, got " + describe(v));
+      return;
+    }
+    seen(path, m);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string rule_path = path + "[" + std::to_string(i) + "]";
+      const YAML::Node& rn = v[i];
+      const YAML::Mark rm = mark_of(rn, m);
+      if (!rn.IsMap()) {
+        bad(rule_path, rm, "expected a map with topics, apis and mode, got " + describe(rn));
+        continue;
+      }
+      seen(rule_path, rm);
+      PolicyRule rule;
+      bool has_mode = false;
+      each_field(rn, rule_path, "policy.rules[]", rm,
+                 [&](const std::string& key, const YAML::Node& fv, const std::string& fp,
+                     const YAML::Mark& fm) {
+                   if (key == "topics") {
+                     string_field(fv, fp, fm, rule.topics);
+                   } else if (key == "apis") {
+                     apis_field(fv, fp, fm, rule.apis);
+                   } else if (key == "mode") {
+                     has_mode = true;
+                     mode_field(fv, fp, fm, rule.mode);
+                   }
+                 });
+      if (!has_mode) problem(rm, rule_path + ": missing 'mode' (enforce, observe or off)");
+      out.push_back(std::move(rule));
+    }
+  }
+
+  void apis_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
+                  std::vector<std::string>& out) {
+    std::vector<std::pair<std::string, YAML::Mark>> items;
+    if (v.IsScalar()) {
+      items.emplace_back(v.Scalar(), m);
+    } else if (v.IsSequence()) {
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].IsScalar()) {
+          bad(path, mark_of(v[i], m), "expected API names, got " + describe(v[i]));
+          return;
+        }
+        items.emplace_back(v[i].Scalar(), mark_of(v[i], m));
+      }
+    } else if (!v.IsNull()) {
+      bad(path, m, "expected a list of API names, got " + describe(v));
+      return;
+    }
+    seen(path, m);
+    for (const auto& [name, im] : items) {
+      bool known = false;
+      for (std::string_view a : policy_api_names()) known = known || a == name;
+      if (!known) {
+        const std::string s = closest_name(name, policy_api_names());
+        problem(im, path + ": unknown API " + quoted(name) +
+                        (s.empty() ? " (valid: " + join(policy_api_names()) + ")"
+                                   : " (did you mean " + quoted(s) + "?)"));
+        continue;
+      }
+      out.push_back(name);
+    }
+  }
+
+  void top(const YAML::Node& root) {
+    Config& c = r_.config;
+    each_field(root, "", "", root.Mark(), [&](const std::string& key, const YAML::Node& v,
+                                              const std::string& p, const YAML::Mark& m) {
+      if (key == "listen") {
+        host_port_field(v, p, m, c.listen);
+      } else if (key == "advertise_host") {
+        string_field(v, p, m, c.advertise_host);
+      } else if (key == "bootstrap_servers") {
+        bootstrap_field(v, p, m, c.bootstrap_servers);
+      } else if (key == "workers") {
+        uint_field(v, p, m, c.workers);
+      } else if (key == "drain_timeout_ms") {
+        uint_field(v, p, m, c.drain_timeout_ms, UintKind::kDuration);
+      } else if (key == "broker_ports") {
+        seen(p, m);
+        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
+                                   const std::string& fp, const YAML::Mark& fm) {
+          BrokerPortsConfig& b = c.broker_ports;
+          if (k == "bind_host") string_field(fv, fp, fm, b.bind_host);
+          else if (k == "base") uint_field(fv, fp, fm, b.base);
+          else if (k == "map") broker_map_field(fv, fp, fm, b.map);
+          else if (k == "max_node_id") uint_field(fv, fp, fm, b.max_node_id);
+        });
+      } else if (key == "admin") {
+        seen(p, m);
+        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
+                                   const std::string& fp, const YAML::Mark& fm) {
+          if (k == "enabled") bool_field(fv, fp, fm, c.admin.enabled);
+          else if (k == "listen") host_port_field(fv, fp, fm, c.admin.listen);
+        });
+      } else if (key == "limits") {
+        seen(p, m);
+        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
+                                   const std::string& fp, const YAML::Mark& fm) {
+          LimitsConfig& l = c.limits;
+          if (k == "max_frame_bytes") uint_field(fv, fp, fm, l.max_frame_bytes, UintKind::kSize);
+          else if (k == "max_in_flight_per_connection") uint_field(fv, fp, fm, l.max_in_flight_per_connection);
+          else if (k == "max_connections") uint_field(fv, fp, fm, l.max_connections);
+          else if (k == "high_watermark_bytes") uint_field(fv, fp, fm, l.high_watermark_bytes, UintKind::kSize);
+          else if (k == "low_watermark_bytes") uint_field(fv, fp, fm, l.low_watermark_bytes, UintKind::kSize);
+          else if (k == "idle_timeout_ms") uint_field(fv, fp, fm, l.idle_timeout_ms, UintKind::kDuration);
+          else if (k == "partial_frame_timeout_ms") uint_field(fv, fp, fm, l.partial_frame_timeout_ms, UintKind::kDuration);
+          else if (k == "buffer_budget_bytes") uint_field(fv, fp, fm, l.buffer_budget_bytes, UintKind::kSize);
+          else if (k == "upstream_connect_timeout_ms") uint_field(fv, fp, fm, l.upstream_connect_timeout_ms, UintKind::kDuration);
+        });
+      } else if (key == "policy") {
+        seen(p, m);
+        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
+                                   const std::string& fp, const YAML::Mark& fm) {
+          PolicyConfig& pc = c.policy;
+          if (k == "default_mode") mode_field(fv, fp, fm, pc.default_mode);
+          else if (k == "rules") rules_field(fv, fp, fm, pc.rules);
+          else if (k == "inject_epochs") bool_field(fv, fp, fm, pc.inject_epochs);
+          else if (k == "kip951_bridge") bool_field(fv, fp, fm, pc.kip951_bridge);
+          else if (k == "max_staleness_ms") uint_field(fv, fp, fm, pc.max_staleness_ms, UintKind::kDuration);
+          else if (k == "refresh_before_fence_ms") uint_field(fv, fp, fm, pc.refresh_before_fence_ms, UintKind::kDuration);
+          else if (k == "hold_timeout_ms") uint_field(fv, fp, fm, pc.hold_timeout_ms, UintKind::kDuration);
+        });
+      } else if (key == "refresher") {
+        seen(p, m);
+        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
+                                   const std::string& fp, const YAML::Mark& fm) {
+          RefresherConfig& rc = c.refresher;
+          if (k == "enabled") bool_field(fv, fp, fm, rc.enabled);
+          else if (k == "interval_ms") uint_field(fv, fp, fm, rc.interval_ms, UintKind::kDuration);
+          else if (k == "urgent_min_interval_ms") uint_field(fv, fp, fm, rc.urgent_min_interval_ms, UintKind::kDuration);
+          else if (k == "request_timeout_ms") uint_field(fv, fp, fm, rc.request_timeout_ms, UintKind::kDuration);
+        });
+      } else if (key == "logging") {
+        seen(p, m);
+        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
+                                   const std::string& fp, const YAML::Mark& fm) {
+          LoggingConfig& lc = c.logging;
+          if (k == "level") choice_field(fv, fp, fm, kLogLevels, lc.level);
+          else if (k == "format") choice_field(fv, fp, fm, kLogFormats, lc.format);
+          else if (k == "rate_limit_per_sec") uint_field(fv, fp, fm, lc.rate_limit_per_sec);
+        });
+      }
+    });
+  }
+
+  LoadResult& r_;
+  std::string file_;
+};
+
+// ---- validation -------------------------------------------------------------
+
+class Checker {
+ public:
+  explicit Checker(const Origins& origins) : origins_(origins) {
+    auto it = origins.find("");
+    root_ = it != origins.end() ? it->second : Origin{"<config>", 0, 0, true};
+  }
+
+  // False when the setting or a section above it could not be read.
+  bool usable(std::string_view path) const {
+    std::string p(path);
+    while (true) {
+      auto it = origins_.find(p);
+      if (it != origins_.end() && !it->second.valid) return false;
+      const auto cut = p.find_last_of(".[");
+      if (cut == std::string::npos) return true;
+      p.resize(cut);
+    }
+  }
+
+  // Origin of the setting, else of the closest section above it, else the document.
+  Origin where(std::string_view path) const {
+    std::string p(path);
+    while (!p.empty()) {
+      auto it = origins_.find(p);
+      if (it != origins_.end()) return it->second;
+      const auto cut = p.find_last_of(".[");
+      if (cut == std::string::npos) break;
+      p.resize(cut);
+    }
+    return root_;
+  }
+
+  bool set_explicitly(std::string_view path) const { return origins_.count(std::string(path)) > 0; }
+
+  void report(std::string_view path, const std::string& reason) {
+    const Origin o = where(path);
+    problems_.push_back(Problem{o.file, o.line, o.column, std::string(path) + ": " + reason});
+  }
+
+  // value in [lo, hi]
+  void range(std::string_view path, uint64_t value, uint64_t lo, uint64_t hi) {
+    if (!usable(path)) return;
+    if (value < lo || value > hi) {
+      report(path, std::to_string(value) + " is out of range (" + std::to_string(lo) + ".." +
+                       std::to_string(hi) + ")");
+    }
+  }
+
+  std::string location_text(std::string_view path) const {
+    const Origin o = where(path);
+    if (o.line > 0) return o.file + ":" + std::to_string(o.line);
+    return o.file;
+  }
+
+  std::vector<Problem> take() { return std::move(problems_); }
+
+ private:
+  const Origins& origins_;
+  Origin root_;
+  std::vector<Problem> problems_;
+};
+
+std::string canonical_host(const std::string& h) {
+  if (h == "localhost") return "127.0.0.1";
+  if (h == "[::]" || h.empty()) return "::";
+  return h;
+}
+
+bool is_wildcard(const std::string& h) { return h == "0.0.0.0" || h == "::"; }
+
+bool hosts_overlap(const std::string& a, const std::string& b) {
+  const std::string ca = canonical_host(a), cb = canonical_host(b);
+  return ca == cb || is_wildcard(ca) || is_wildcard(cb);
+}
+
+struct Bind {
+  std::string path;   // setting that asks for the port
+  std::string label;  // how a person names it
+  std::string host;
+  uint16_t port;
+};
+
+void check_port_clashes(const Config& c, Checker& ck) {
+  const std::string broker_host =
+      c.broker_ports.bind_host.empty() ? c.listen.host : c.broker_ports.bind_host;
+  std::vector<Bind> binds;
+  if (ck.usable("listen") && c.listen.port != 0) {
+    binds.push_back({"listen", "the bootstrap listener", c.listen.host, c.listen.port});
+  }
+  if (c.admin.enabled && ck.usable("admin.listen") && ck.usable("admin.enabled") &&
+      c.admin.listen.port != 0) {
+    binds.push_back({"admin.listen", "the admin listener", c.admin.listen.host,
+                     c.admin.listen.port});
+  }
+  const bool map_usable = ck.usable("broker_ports.map") && ck.usable("broker_ports.bind_host");
+  if (map_usable) {
+    for (const auto& [id, port] : c.broker_ports.map) {
+      binds.push_back({"broker_ports.map." + std::to_string(id),
+                       "node " + std::to_string(id) + "'s broker port", broker_host, port});
+    }
+  }
+  for (std::size_t i = 0; i < binds.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const Bind& a = binds[j];
+      const Bind& b = binds[i];
+      if (a.port == b.port && hosts_overlap(a.host, b.host)) {
+        ck.report(b.path, "port clash: " + std::to_string(b.port) + " is also " + a.label + " (" +
+                              a.path + " at " + ck.location_text(a.path) + ")");
+      }
+    }
+  }
+  // base + node id for ids 0..max_node_id that have no map entry.
+  const auto& b = c.broker_ports;
+  if (b.base == 0 || !ck.usable("broker_ports.base") || !ck.usable("broker_ports.max_node_id") ||
+      !map_usable) {
+    return;
+  }
+  const uint32_t last = static_cast<uint32_t>(b.base) + static_cast<uint32_t>(b.max_node_id);
+  for (const Bind& bind : binds) {
+    if (bind.port < b.base || bind.port > last || !hosts_overlap(bind.host, broker_host)) continue;
+    const int32_t id = static_cast<int32_t>(bind.port - b.base);
+    if (b.map.count(id)) continue;  // that node uses its map entry instead
+    ck.report(bind.path, "port clash: " + std::to_string(bind.port) + " is node " +
+                             std::to_string(id) + "'s broker port under broker_ports.base " +
+                             std::to_string(b.base) + " (node ids 0.." +
+                             std::to_string(b.max_node_id) + " use base + id)");
+  }
+}
+
+}  // namespace
+
+void sort_problems(std::vector<Problem>& problems) {
+  // File order; problems without a position (flags, defaults) last.
+  std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) {
+    const int la = a.line > 0 ? a.line : INT32_MAX;
+    const int lb = b.line > 0 ? b.line : INT32_MAX;
+    return la != lb ? la < lb : a.column < b.column;
+  });
+}
+
+std::string Problem::to_string() const {
+  if (line > 0) {
+    return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + reason;
+  }
+  return file + ": " + reason;
+}
+
+const std::map<std::string, std::vector<std::string_view>>& config_schema_keys() {
+  static const std::map<std::string, std::vector<std::string_view>> kKeys = {
+      {"",
+       {"listen", "advertise_host", "bootstrap_servers", "broker_ports", "workers",
+        "drain_timeout_ms", "admin", "limits", "policy", "refresher", "logging"}},
+      {"broker_ports", {"bind_host", "base", "map", "max_node_id"}},
+      {"admin", {"enabled", "listen"}},
+      {"limits",
+       {"max_frame_bytes", "max_in_flight_per_connection", "max_connections",
+        "high_watermark_bytes", "low_watermark_bytes", "idle_timeout_ms",
+        "partial_frame_timeout_ms", "buffer_budget_bytes", "upstream_connect_timeout_ms"}},
+      {"policy",
+       {"default_mode", "rules", "inject_epochs", "kip951_bridge", "max_staleness_ms",
+        "refresh_before_fence_ms", "hold_timeout_ms"}},
+      {"policy.rules[]", {"topics", "apis", "mode"}},
+      {"refresher", {"enabled", "interval_ms", "urgent_min_interval_ms", "request_timeout_ms"}},
+      {"logging", {"level", "format", "rate_limit_per_sec"}},
+  };
+  return kKeys;
+}
+
+LoadResult parse_config_string(std::string_view text, const std::string& name) {
+  LoadResult r;
+  r.config.source_file = name;
+  Parser(r, name).parse(text);
+  return r;
+}
+
+LoadResult parse_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    LoadResult r;
+    r.config.source_file = path;
+    r.problems.push_back(Problem{path, 0, 0, "cannot read the file"});
+    return r;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config_string(ss.str(), path);
+}
+
+LoadResult load_config_string(std::string_view text, const std::string& name) {
+  LoadResult r = parse_config_string(text, name);
+  if (r.origins.count("") == 0) return r;  // syntax error: nothing to validate
+  auto more = validate_config(r.config, r.origins);
+  r.problems.insert(r.problems.end(), more.begin(), more.end());
+  sort_problems(r.problems);
+  return r;
+}
+
+LoadResult load_config_file(const std::string& path) {
+  LoadResult r = parse_config_file(path);
+  if (r.origins.count("") == 0) return r;
+  auto more = validate_config(r.config, r.origins);
+  r.problems.insert(r.problems.end(), more.begin(), more.end());
+  sort_problems(r.problems);
+  return r;
+}
+
+std::vector<Problem> validate_config(const Config& c, const Origins& origins,
+                                     const ValidateOptions& options) {
+  Checker ck(origins);
+
+  // Hosts and listeners.
+  if (ck.usable("advertise_host") && !c.advertise_host.empty() && !valid_host(c.advertise_host)) {
+    ck.report("advertise_host", quoted(c.advertise_host) + " is not a valid host name or address");
+  }
+  if (ck.usable("broker_ports.bind_host") && !c.broker_ports.bind_host.empty() &&
+      !valid_host(c.broker_ports.bind_host)) {
+    ck.report("broker_ports.bind_host",
+              quoted(c.broker_ports.bind_host) + " is not a valid host name or address");
+  }
+  if (ck.usable("bootstrap_servers")) {
+    if (c.bootstrap_servers.empty() && options.require_bootstrap) {
+      ck.report("bootstrap_servers",
+                "at least one upstream broker is required (bootstrap_servers or --bootstrap)");
+    }
+    for (std::size_t i = 0; i < c.bootstrap_servers.size(); ++i) {
+      const std::string p = "bootstrap_servers[" + std::to_string(i) + "]";
+      if (ck.usable(p) && c.bootstrap_servers[i].port == 0) {
+        ck.report(p, "port 0 is not a broker port (1..65535)");
+      }
+    }
+  }
+  ck.range("workers", c.workers, 0, 256);
+  ck.range("drain_timeout_ms", c.drain_timeout_ms, 0, 3600000);
+
+  // Broker ports.
+  const auto& b = c.broker_ports;
+  ck.range("broker_ports.max_node_id", static_cast<uint64_t>(std::max(b.max_node_id, 0)), 0,
+           65535);
+  if (b.base != 0 && ck.usable("broker_ports.base") && ck.usable("broker_ports.max_node_id") &&
+      static_cast<uint32_t>(b.base) + static_cast<uint32_t>(b.max_node_id) > 65535) {
+    ck.report("broker_ports.base",
+              "base " + std::to_string(b.base) + " + max_node_id " +
+                  std::to_string(b.max_node_id) + " passes the highest port 65535");
+  }
+  for (const auto& [id, port] : b.map) {
+    const std::string p = "broker_ports.map." + std::to_string(id);
+    if (ck.usable(p) && port == 0) ck.report(p, "port 0 is not allowed for a mapped node (1..65535)");
+  }
+  check_port_clashes(c, ck);
+
+  // Limits.
+  const auto& l = c.limits;
+  ck.range("limits.max_frame_bytes", l.max_frame_bytes, 1024, 2147483647);
+  ck.range("limits.max_in_flight_per_connection", l.max_in_flight_per_connection, 1, 1000000);
+  ck.range("limits.max_connections", l.max_connections, 1, 10000000);
+  ck.range("limits.high_watermark_bytes", l.high_watermark_bytes, 1, 2147483647);
+  ck.range("limits.idle_timeout_ms", l.idle_timeout_ms, 1, 86400000);
+  ck.range("limits.partial_frame_timeout_ms", l.partial_frame_timeout_ms, 1, 3600000);
+  ck.range("limits.upstream_connect_timeout_ms", l.upstream_connect_timeout_ms, 1, 600000);
+  ck.range("limits.buffer_budget_bytes", l.buffer_budget_bytes, 1, UINT64_MAX);
+  if (ck.usable("limits.low_watermark_bytes") && ck.usable("limits.high_watermark_bytes") &&
+      l.low_watermark_bytes >= l.high_watermark_bytes) {
+    const char* at = ck.set_explicitly("limits.low_watermark_bytes")
+                         ? "limits.low_watermark_bytes"
+                         : "limits.high_watermark_bytes";
+    ck.report(at, "low watermark (" + std::to_string(l.low_watermark_bytes) +
+                      ") must be below the high watermark (" +
+                      std::to_string(l.high_watermark_bytes) + ")");
+  }
+  if (ck.usable("limits.buffer_budget_bytes") && ck.usable("limits.high_watermark_bytes") &&
+      l.buffer_budget_bytes < l.high_watermark_bytes) {
+    ck.report("limits.buffer_budget_bytes",
+              "buffer budget (" + std::to_string(l.buffer_budget_bytes) +
+                  ") must be at least the high watermark (" +
+                  std::to_string(l.high_watermark_bytes) + ")");
+  }
+
+  // Policy.
+  const auto& p = c.policy;
+  ck.range("policy.max_staleness_ms", p.max_staleness_ms, 1, 86400000);
+  ck.range("policy.hold_timeout_ms", p.hold_timeout_ms, 0, 60000);
+  if (ck.usable("policy.refresh_before_fence_ms") && ck.usable("policy.max_staleness_ms") &&
+      p.refresh_before_fence_ms > p.max_staleness_ms) {
+    ck.report("policy.refresh_before_fence_ms",
+              std::to_string(p.refresh_before_fence_ms) +
+                  " must not exceed policy.max_staleness_ms (" +
+                  std::to_string(p.max_staleness_ms) + ")");
+  }
+  for (std::size_t i = 0; i < p.rules.size(); ++i) {
+    const std::string rp = "policy.rules[" + std::to_string(i) + "].topics";
+    if (ck.usable(rp) && p.rules[i].topics.empty()) ck.report(rp, "must not be empty (use \"*\")");
+  }
+
+  // Refresher.
+  const auto& r = c.refresher;
+  ck.range("refresher.interval_ms", r.interval_ms, 100, 86400000);
+  ck.range("refresher.urgent_min_interval_ms", r.urgent_min_interval_ms, 0, 600000);
+  ck.range("refresher.request_timeout_ms", r.request_timeout_ms, 1, 600000);
+
+  // Logging (flags bypass the loader's choice check).
+  auto one_of = [&](const char* path, const std::string& v, const Keys& choices) {
+    if (!ck.usable(path)) return;
+    for (std::string_view c2 : choices) {
+      if (c2 == v) return;
+    }
+    const std::string s = closest_name(v, choices);
+    ck.report(path, quoted(v) + " is not one of " + join(choices) +
+                        (s.empty() ? "" : " (did you mean " + quoted(s) + "?)"));
+  };
+  one_of("logging.level", c.logging.level, kLogLevels);
+  one_of("logging.format", c.logging.format, kLogFormats);
+  ck.range("logging.rate_limit_per_sec", c.logging.rate_limit_per_sec, 0, 1000000);
+
+  return ck.take();
+}
+
+}  // namespace epochgate::config
