@@ -32,6 +32,9 @@ struct Golden {
   std::string source;
 };
 
+// Short names in test listings (ctest shows the printed parameter).
+void PrintTo(const Golden& g, std::ostream* os) { *os << g.file; }
+
 std::vector<Golden> load_manifest() {
   std::vector<Golden> out;
   std::ifstream in(std::string(EPOCHGATE_GOLDEN_DIR) + "/manifest.txt");

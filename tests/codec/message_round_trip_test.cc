@@ -5,6 +5,7 @@
 // reported as trailing bytes.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -22,6 +23,9 @@ struct Case {
   int16_t version;
   void (*run)(int16_t);
 };
+
+// Short names in test listings (ctest shows the printed parameter).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name << " v" << c.version; }
 
 template <class M>
 std::vector<uint8_t> encode_body(const M& m, int16_t v) {
