@@ -241,6 +241,9 @@ def check_gateway(ctx, docs, vals, namespace="kafka"):
     for node, port in brokers.items():
         cfg_port = bp.get("map", {}).get(node, bp["base"] + node)
         check(cfg_port == port, f"config serves node {node} on {cfg_port}, chart exposes {port}")
+    unmapped = [n for n in brokers if n not in bp.get("map", {})]
+    check(bp["max_node_id"] == max(unmapped, default=0),
+          f"broker_ports.max_node_id {bp['max_node_id']} is not the highest listed id using base + id")
     cports = {p["name"]: p["containerPort"] for p in c["ports"]}
     check(len(cports) == len(c["ports"]), "duplicate container port names")
     for name in cports:
@@ -426,11 +429,50 @@ def case_sidecar_native(ctx):
           f"native sidecar on 1.28 should be refused, got rc={r.returncode} {r.stderr.strip()}")
 
 
+def sample_for(schema):
+    """A valid value for a (sub)schema of values.schema.json: every object key set."""
+    if "enum" in schema:
+        return schema["enum"][-1]
+    t = schema.get("type")
+    if t == "object":
+        return {k: sample_for(v) for k, v in schema.get("properties", {}).items()}
+    if t == "array":
+        return [sample_for(schema["items"])] if "items" in schema else []
+    if t == "boolean":
+        return False
+    if t == "integer":
+        return max(schema.get("minimum", 0), 1)
+    if t == "string":
+        return "t*"
+    raise Failure(f"no sample for schema {schema}")
+
+
+def case_config_keys_known(ctx):
+    """Every epochgate key the schema lets users set under config: renders, and
+    (with the binary) epochgate accepts all of them at once."""
+    with open(os.path.join(ctx.chart, "values.schema.json"), encoding="utf-8") as f:
+        schema = json.load(f)
+    config = sample_for(schema["properties"]["config"])
+    # Cross-field rules the schema leaves to epochgate: low < high <= budget.
+    config["limits"].update(low_watermark_bytes=1024, high_watermark_bytes=4096, buffer_budget_bytes=1 << 20)
+    config["drain_timeout_ms"] = 1000
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "all-config-keys.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump({"config": config}, f)
+        docs = ctx.manifests(ctx.chart, [path])
+    vals = chart_values(ctx)
+    vals["config"] = config
+    check_gateway(ctx, docs, vals)
+
+
 # Values that must be refused, with a fragment of the reason the user sees.
 REJECTED = [
     ("mode: edge\n", "mode"),
     ("config:\n  listen: 0.0.0.0:1\n", "Additional property listen is not allowed"),
     ("config:\n  policy:\n    default_mode: strict\n", "default_mode"),
+    ("config:\n  limits:\n    max_frame_bytes: 100\n", "max_frame_bytes"),
+    ("config:\n  refresher:\n    interval_ms: 10\n", "interval_ms"),
     ("ports:\n  bootstrap: \"9092\"\n", "Invalid type"),
     ("kafka:\n  bootstrapServers: []\n", "bootstrapServers"),
     ("brokers:\n  nodeIds: [1, 1]\n", "unique"),

@@ -128,6 +128,14 @@ bootstrap_servers:
 broker_ports:
   bind_host: {{ $host | quote }}
   base: {{ int $v.brokerPorts.base }}
+  {{- /* epochgate checks base..base+max_node_id for clashes: exactly the listed ids that use base + id */}}
+  {{- $maxId := 0 }}
+  {{- range $v.brokers.nodeIds }}
+  {{- if and (not (hasKey $v.brokerPorts.map (toString (int .)))) (gt (int .) $maxId) }}
+  {{- $maxId = int . }}
+  {{- end }}
+  {{- end }}
+  max_node_id: {{ $maxId }}
 {{- with $v.brokerPorts.map }}
   map:
 {{- range $id, $port := . }}
