@@ -1,0 +1,101 @@
+// proxy/app.h: one epochgate process: listeners, worker loops, the metadata
+// view and its refresher, the fencing policy, the admin server, signals,
+// config reload and drain. The main thread runs the control loop; sessions
+// live on the workers. Implements the services sessions call back into.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/cli.h"
+#include "config/config.h"
+#include "policy/endpoint_resolver.h"
+#include "policy/metadata_view.h"
+#include "proxy/endpoint_mapper.h"
+#include "proxy/listener_registry.h"
+#include "proxy/worker.h"
+#include "proxy/worker_context.h"
+
+namespace prometheus {
+class Registry;
+}
+namespace epochgate::metrics {
+class AdminServer;
+class ProxyMetrics;
+}  // namespace epochgate::metrics
+namespace epochgate::config {
+class ConfigWatcher;
+}
+
+namespace epochgate::proxy {
+
+class Refresher;
+class PolicyFencing;
+
+/// The application. Construct, then run() until a signal ends it.
+class App : public EndpointMapper, public UpstreamDirectory, public policy::EndpointResolver {
+ public:
+  explicit App(config::Config config);
+  ~App() override;
+
+  /// Where a reload reads from: the --config file and the flags that override it.
+  /// Without a file, only flags configure the process and nothing is watched.
+  void set_reload_source(std::string path, config::CliOverrides overrides);
+
+  /// Binds listeners and admin, starts workers and the refresher, prints the
+  /// ready line, and runs until drained after SIGTERM/SIGINT. Returns the exit
+  /// code: 0 after a drain, 1 when start-up failed (reason logged).
+  int run();
+
+  // EndpointMapper
+  bool advertise(int32_t node_id, std::string_view upstream_host, int32_t upstream_port,
+                 AdvertisedAddress& out) override;
+  // UpstreamDirectory
+  std::optional<config::HostPort> upstream_of(int32_t node_id) const override;
+  std::vector<config::HostPort> bootstrap() const override;
+  void request_refresh(const char* trigger) override;
+  // policy::EndpointResolver: epochgate's address for a node a hint names
+  // (binding its listener first, so the client can reach it).
+  std::optional<policy::AdvertisedEndpoint> advertised(int32_t node_id) const override;
+
+ private:
+  bool start(std::string& error);
+  void on_new_listener(int32_t node_id, int fd);
+  void begin_drain(const char* why);
+  void finish();
+  void apply_config(config::Config next);
+  static void on_signal(uv_signal_t* s, int signum);
+  static void on_drain_tick(uv_timer_t* t);
+  std::string debug_config_json() const;
+
+  uv_loop_t loop_;
+  std::shared_ptr<const config::Config> config_;
+  mutable std::mutex config_mu_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<metrics::ProxyMetrics> metrics_;
+  policy::MetadataView view_;
+  std::unique_ptr<PolicyFencing> fencing_;
+  std::unique_ptr<ListenerRegistry> listeners_;
+  std::atomic<uint32_t> client_connections_{0};
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<Refresher> refresher_;
+  std::unique_ptr<metrics::AdminServer> admin_;
+  std::unique_ptr<config::ConfigWatcher> watcher_;
+  std::string config_path_;
+  config::CliOverrides overrides_;
+  uv_signal_t sigterm_, sigint_;
+  uv_timer_t drain_timer_;
+  std::atomic<bool> draining_{false};
+  bool finishing_ = false;
+  bool listeners_bound_ = false;
+  uint64_t drain_started_ms_ = 0;
+  int signals_seen_ = 0;
+};
+
+}  // namespace epochgate::proxy

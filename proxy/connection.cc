@@ -1,0 +1,170 @@
+// proxy/connection.cc
+#include "proxy/connection.h"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+namespace epochgate::proxy {
+
+Connection::Connection(uv_loop_t* loop, BufferPool& pool, ConnectionOwner& owner)
+    : pool_(pool), owner_(owner) {
+  uv_tcp_init(loop, &tcp_);
+  tcp_.data = this;
+  write_req_.data = this;
+}
+
+Connection::~Connection() = default;
+
+void Connection::start_reading() {
+  if (reading_ || closing_) return;
+  if (uv_read_start(stream(), &Connection::on_alloc, &Connection::on_read) == 0) reading_ = true;
+}
+
+void Connection::stop_reading() {
+  if (!reading_) return;
+  uv_read_stop(stream());
+  reading_ = false;
+}
+
+void Connection::release_idle_input() {
+  if (in_.allocated() && in_.empty()) pool_.give_back(std::move(in_));
+}
+
+void Connection::reserve_input(size_t total) {
+  if (!in_.allocated()) in_ = pool_.take();
+  if (in_.size() < total) in_.reserve_tail(total - in_.size());
+}
+
+void Connection::on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
+  auto* c = static_cast<Connection*>(h->data);
+  if (!c->in_.allocated()) c->in_ = c->pool_.take();
+  // Read at least a pool block at a time; a frame larger than that got its
+  // room from reserve_input() when its size prefix arrived.
+  if (c->in_.tail_room() < c->pool_.block_size() / 4) c->in_.reserve_tail(c->pool_.block_size());
+  buf->base = reinterpret_cast<char*>(c->in_.tail());
+  buf->len = c->in_.tail_room();
+}
+
+void Connection::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
+  auto* c = static_cast<Connection*>(s->data);
+  if (nread > 0) {
+    c->in_.commit(static_cast<size_t>(nread));
+    c->bytes_read_ += static_cast<uint64_t>(nread);
+    c->owner_.on_readable(*c);
+    return;
+  }
+  if (nread < 0) {
+    c->stop_reading();
+    c->owner_.on_read_error(*c, static_cast<int>(nread));
+  }
+  // nread == 0: EAGAIN, nothing to do.
+}
+
+void Connection::queue(const void* data, size_t n) {
+  if (closing_ || n == 0) return;
+  if (!out_.allocated()) out_ = pool_.take();
+  out_.append(data, n);
+  if (queued_bytes() > high_) was_above_high_ = true;
+}
+
+uint8_t* Connection::queue_space(size_t n) {
+  if (!out_.allocated()) out_ = pool_.take();
+  out_.reserve_tail(n);
+  uint8_t* p = out_.tail();
+  out_.commit(n);
+  if (queued_bytes() > high_) was_above_high_ = true;
+  return p;
+}
+
+void Connection::flush() {
+  if (closing_ || write_in_flight_ || out_.empty()) return;
+  // Try the write right away: most small batches go out without a callback.
+  uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(out_.mutable_begin()),
+                           static_cast<unsigned>(out_.size()));
+  int n = uv_try_write(stream(), &b, 1);
+  if (n > 0) {
+    bytes_written_ += static_cast<uint64_t>(n);
+    out_.consume(static_cast<size_t>(n));
+  } else if (n < 0 && n != UV_EAGAIN) {
+    owner_.on_write_error(*this, n);
+    return;
+  }
+  if (out_.empty()) {
+    pool_.give_back(std::move(out_));
+    if (was_above_high_ && queued_bytes() <= low_) {
+      was_above_high_ = false;
+      owner_.on_drained(*this);
+    }
+    return;
+  }
+  start_write();
+}
+
+void Connection::start_write() {
+  std::swap(out_, writing_);
+  uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(writing_.mutable_begin()),
+                           static_cast<unsigned>(writing_.size()));
+  int rc = uv_write(&write_req_, stream(), &b, 1, &Connection::on_write);
+  if (rc != 0) {
+    std::swap(out_, writing_);
+    owner_.on_write_error(*this, rc);
+    return;
+  }
+  write_in_flight_ = true;
+}
+
+void Connection::on_write(uv_write_t* req, int status) {
+  auto* c = static_cast<Connection*>(req->data);
+  c->write_in_flight_ = false;
+  if (status == 0) c->bytes_written_ += c->writing_.size();
+  c->pool_.give_back(std::move(c->writing_));
+  if (status != 0) {
+    if (status != UV_ECANCELED) c->owner_.on_write_error(*c, status);
+    return;
+  }
+  if (!c->out_.empty()) {
+    c->start_write();
+  } else if (c->out_.allocated()) {
+    c->pool_.give_back(std::move(c->out_));
+  }
+  if (c->was_above_high_ && c->queued_bytes() <= c->low_) {
+    c->was_above_high_ = false;
+    c->owner_.on_drained(*c);
+  }
+}
+
+void Connection::close() {
+  if (closing_) return;
+  closing_ = true;
+  reading_ = false;
+  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &Connection::on_close);
+}
+
+void Connection::on_close(uv_handle_t* h) {
+  auto* c = static_cast<Connection*>(h->data);
+  c->pool_.give_back(std::move(c->in_));
+  c->pool_.give_back(std::move(c->out_));
+  c->pool_.give_back(std::move(c->writing_));
+  c->owner_.on_closed(*c);
+}
+
+std::string Connection::peer() const {
+  sockaddr_storage ss{};
+  int len = sizeof ss;
+  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
+  char host[INET6_ADDRSTRLEN] = {};
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    uv_ip4_name(a, host, sizeof host);
+    port = ntohs(a->sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+  uv_ip6_name(a, host, sizeof host);
+  port = ntohs(a->sin6_port);
+  return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+}  // namespace epochgate::proxy

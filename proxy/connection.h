@@ -1,0 +1,107 @@
+// proxy/connection.h: one TCP stream (client or upstream side) on a libuv
+// loop: reads into a pooled input buffer, coalesces outgoing frames into one
+// write (uv_try_write first), counts queued bytes for backpressure. Knows
+// nothing about Kafka: the owner splits frames out of input(). Kept as the
+// only byte-stream layer so TLS (memory BIOs) can slot in here later.
+#pragma once
+
+#include <uv.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "proxy/buffer_pool.h"
+#include "proxy/byte_buffer.h"
+
+namespace epochgate::proxy {
+
+class Connection;
+
+/// What a Connection tells its owner. All calls happen on the loop thread.
+class ConnectionOwner {
+ public:
+  virtual ~ConnectionOwner() = default;
+  /// New bytes are in c.input(). The owner consumes whole frames.
+  virtual void on_readable(Connection& c) = 0;
+  /// The peer closed or the socket failed (uv error code, UV_EOF for a clean close).
+  virtual void on_read_error(Connection& c, int status) = 0;
+  /// Queued output fell to or below the low watermark after being above the high one.
+  virtual void on_drained(Connection& c) = 0;
+  /// A write failed: the connection is unusable.
+  virtual void on_write_error(Connection& c, int status) = 0;
+  /// uv_close finished: the handle is released; the owner may free the Connection.
+  virtual void on_closed(Connection& c) = 0;
+};
+
+/// A libuv TCP stream with pooled input and coalesced output buffers.
+class Connection {
+ public:
+  Connection(uv_loop_t* loop, BufferPool& pool, ConnectionOwner& owner);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  uv_tcp_t* tcp() { return &tcp_; }
+  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
+
+  /// Starts or stops delivering bytes (uv_read_start / uv_read_stop); idempotent.
+  void start_reading();
+  void stop_reading();
+  bool reading() const { return reading_; }
+
+  /// Unread input bytes. The owner calls input().consume(n) for each frame and
+  /// release_idle_input() when done, so empty buffers go back to the pool.
+  ByteBuffer& input() { return in_; }
+  void release_idle_input();
+  /// Makes sure the input buffer can hold a frame of `total` bytes (prefix included).
+  void reserve_input(size_t total);
+
+  /// Queues bytes for writing (copied). Call flush() once per batch.
+  void queue(const void* data, size_t n);
+  /// Reserves `n` bytes at the end of the output queue and returns them for
+  /// the caller to fill before the next queue call (encode in place).
+  uint8_t* queue_space(size_t n);
+  /// Starts writing what is queued if no write is in flight.
+  void flush();
+  /// Bytes queued or being written.
+  size_t queued_bytes() const { return out_.size() + writing_.size(); }
+  /// Watermarks in bytes for on_drained(); high is checked by the owner.
+  void set_watermarks(size_t low, size_t high) { low_ = low; high_ = high; }
+  bool above_high_watermark() const { return queued_bytes() > high_; }
+
+  /// Closes the handle (idempotent). on_closed() follows from the loop.
+  void close();
+  bool closing() const { return closing_; }
+
+  /// Peer address as "host:port", for logs ("" if unknown).
+  std::string peer() const;
+  /// Total bytes read and written on this connection.
+  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
+  static void on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+  static void on_write(uv_write_t* req, int status);
+  static void on_close(uv_handle_t* h);
+  void start_write();
+
+  uv_tcp_t tcp_;
+  uv_write_t write_req_;
+  BufferPool& pool_;
+  ConnectionOwner& owner_;
+  ByteBuffer in_;
+  ByteBuffer out_;      // appended to while a write is in flight
+  ByteBuffer writing_;  // owned by the in-flight uv_write
+  bool write_in_flight_ = false;
+  bool reading_ = false;
+  bool closing_ = false;
+  bool was_above_high_ = false;
+  size_t low_ = 1 << 20;
+  size_t high_ = 4 << 20;
+  uint64_t bytes_read_ = 0;
+  uint64_t bytes_written_ = 0;
+};
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,97 @@
+// proxy/fencing_hooks.h: the seam between a session and the fencing policy
+// (policy/ decides, this seam applies). The session calls plan_request() for
+// every request of an API the policy decides on, and the on_*_response()
+// hooks for the responses it learns from or must merge. Implementations run
+// on the session's loop thread and must not block.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codec/header.h"
+#include "codec/messages/fetch_response.h"
+#include "codec/messages/metadata_response.h"
+#include "codec/messages/produce_response.h"
+#include "codec/messages/share_acknowledge_response.h"
+#include "codec/messages/share_fetch_response.h"
+#include "proxy/in_flight_queue.h"
+
+namespace epochgate::proxy {
+
+/// Policy hooks a session calls; see PolicyFencing (proxy/policy_fencing.h).
+class FencingHooks {
+ public:
+  virtual ~FencingHooks() = default;
+
+  /// One request frame (payload after the size prefix) on the listener of `node_id`.
+  struct RequestInput {
+    int32_t node_id = -1;
+    int16_t api_key = 0;
+    int16_t api_version = 0;
+    int32_t correlation_id = 0;
+    const uint8_t* frame = nullptr;
+    size_t size = 0;
+    bool expects_response = true;
+    bool after_hold = false;  ///< the request already waited for a refresh: never hold again
+  };
+
+  /// What to do with the request.
+  struct RequestPlan {
+    enum class Action {
+      kForward,           ///< forward the original bytes
+      kForwardRewritten,  ///< forward `frame` instead (size-prefixed); merge later via `context`
+      kAnswerLocally,     ///< send `frame` (size-prefixed response) to the client
+      kClose,             ///< close the connection (acks=0 Produce to a stale leader)
+      kHold,              ///< refresh requested: ask again shortly (bounded by hold_timeout_ms)
+    };
+    Action action = Action::kForward;
+    std::vector<uint8_t> frame;
+    std::unique_ptr<EntryContext> context;
+    std::string reason;     ///< for the log line of kClose
+    bool malformed = false; ///< kClose because the request did not decode
+  };
+
+  /// APIs whose requests the policy decides on (Produce, Fetch, ListOffsets,
+  /// OffsetForLeaderEpoch, ShareFetch, ShareAcknowledge, persister keys 83-87).
+  static bool decides_on(int16_t api_key);
+  /// Other APIs whose responses the policy reads (ListOffsets, OffsetForLeaderEpoch, persister).
+  static bool learns_from(int16_t api_key);
+
+  virtual RequestPlan plan_request(const RequestInput& in) = 0;
+
+  /// Learns leaders, epochs and upstream node addresses (before rewriting).
+  virtual void learn_metadata(const codec::MetadataResponse& m, int16_t version) = 0;
+
+  /// Learns from a broker response BEFORE its addresses are rewritten
+  /// (NodeEndpoints then still name upstream brokers): CurrentLeader hints,
+  /// leader errors, node addresses. `version` is the upstream version.
+  virtual void learn_response(const codec::ProduceResponse& m, int16_t version, int32_t node_id) = 0;
+  virtual void learn_response(const codec::FetchResponse& m, int16_t version, int32_t node_id) = 0;
+  virtual void learn_response(const codec::ShareFetchResponse& m, int16_t version,
+                              int32_t node_id) = 0;
+  virtual void learn_response(const codec::ShareAcknowledgeResponse& m, int16_t version,
+                              int32_t node_id) = 0;
+
+  /// Amends a response AFTER address rewriting, at the client's version: merges
+  /// a split request's local part, backfills missing hints (epochgate
+  /// addresses). Returns true if `m` changed.
+  virtual bool amend_response(InFlightEntry& e, codec::ProduceResponse& m, int16_t client_version,
+                              int32_t node_id) = 0;
+  virtual bool amend_response(InFlightEntry& e, codec::FetchResponse& m, int16_t client_version,
+                              int32_t node_id) = 0;
+  virtual bool amend_response(InFlightEntry& e, codec::ShareFetchResponse& m,
+                              int16_t client_version, int32_t node_id) = 0;
+  virtual bool amend_response(InFlightEntry& e, codec::ShareAcknowledgeResponse& m,
+                              int16_t client_version, int32_t node_id) = 0;
+  /// Any other response of an API in learns_from() or with a split context:
+  /// decode, learn, merge. Sets `changed` and fills `out` (size-prefixed) when
+  /// the bytes change. Returns false with `error` on a malformed response (close).
+  virtual bool on_other_response(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
+                                 size_t len, std::vector<uint8_t>& out, bool& changed,
+                                 std::string& error) = 0;
+};
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,366 @@
+// proxy/policy_fencing.cc
+#include "proxy/policy_fencing.h"
+
+#include <spdlog/spdlog.h>
+#include <uv.h>
+
+#include <type_traits>
+
+#include "codec/header.h"
+#include "codec/message_io.h"
+#include "codec/messages/all.h"
+#include "metrics/proxy_metrics.h"
+#include "policy/answer.h"
+#include "policy/decide.h"
+#include "proxy/refresher.h"
+
+namespace epochgate::proxy {
+
+namespace {
+
+uint64_t now_ms() { return uv_hrtime() / 1000000; }
+
+// A split request's local half, kept until the broker answers the rest.
+template <typename Req, typename Resp>
+struct SplitContext : EntryContext {
+  Req request;  // record bytes dropped: the client's buffer is gone by then
+  int16_t version = 0;
+  policy::RequestDecision decision;
+  Resp local;
+};
+
+template <typename Req>
+void drop_record_views(Req& req) {
+  if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
+    for (auto& t : req.topic_data)
+      for (auto& p : t.partition_data) p.records = codec::Bytes{};
+  }
+}
+
+}  // namespace
+
+bool FencingHooks::decides_on(int16_t key) {
+  switch (key) {
+    case codec::kProduce:
+    case codec::kFetch:
+    case codec::kListOffsets:
+    case codec::kOffsetForLeaderEpoch:
+    case codec::kShareFetch:
+    case codec::kShareAcknowledge:
+    case codec::kInitializeShareGroupState:
+    case codec::kReadShareGroupState:
+    case codec::kWriteShareGroupState:
+    case codec::kDeleteShareGroupState:
+    case codec::kReadShareGroupStateSummary:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool FencingHooks::learns_from(int16_t key) {
+  return key == codec::kListOffsets || key == codec::kOffsetForLeaderEpoch;
+}
+
+PolicyFencing::PolicyFencing(policy::MetadataView& view, const policy::EndpointResolver& endpoints,
+                             metrics::ProxyMetrics* metrics)
+    : view_(view), endpoints_(endpoints), metrics_(metrics) {}
+
+PolicyFencing::~PolicyFencing() = default;
+
+void PolicyFencing::set_config(std::shared_ptr<const config::Config> config) {
+  auto compiled = std::make_shared<const policy::CompiledPolicy>(
+      policy::CompiledPolicy::compile(config->policy));
+  std::lock_guard<std::mutex> lock(mu_);
+  settings_.config = std::move(config);
+  settings_.compiled = std::move(compiled);
+}
+
+PolicyFencing::Settings PolicyFencing::settings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return settings_;
+}
+
+void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics) {
+  if (refresher_ == nullptr || topics.empty()) return;
+  std::vector<std::string> names;
+  auto snap = view_.snapshot();
+  for (const auto& t : topics) {
+    if (!t.name.empty()) {
+      names.push_back(t.name);
+    } else if (const policy::TopicEntry* e = snap->find_topic(t.id)) {
+      names.push_back(e->name);
+    }
+  }
+  // Empty names (an id the view never saw): refresh what the view knows.
+  refresher_->request_urgent(std::move(names), "urgent");
+}
+
+void PolicyFencing::after_learning(const policy::LearnReport& r) {
+  if (metrics_ && r.published)
+    metrics_->set_view_partitions(static_cast<int64_t>(view_.partition_count()));
+  refresh(r.urgent_refresh);
+}
+
+void PolicyFencing::count_decision(const policy::RequestDecision& d, int32_t node_id) {
+  for (const auto& p : d.partitions) {
+    if (p.verdict == policy::Verdict::kFence) {
+      const char* mode = config::mode_name(p.mode);
+      if (metrics_) metrics_->fenced_partition(d.api_key, policy::reason_name(p.reason), mode);
+      const codec::ApiInfo* info = codec::api_info(d.api_key);
+      fence_log_.log(*metrics::logger("policy"), spdlog::level::info,
+                     p.mode == config::Mode::kEnforce ? "fenced" : "would fence (observe)",
+                     {{"api", info ? info->name : "?"},
+                      {"node", node_id},
+                      {"partition", p.partition},
+                      {"reason", policy::reason_name(p.reason)},
+                      {"error_code", p.error_code},
+                      {"request_epoch", p.request_epoch},
+                      {"view_epoch", p.view_epoch},
+                      {"hint_leader", p.hint_leader},
+                      {"hint_epoch", p.hint_epoch}});
+    }
+  }
+  if (metrics_ && d.injected > 0) metrics_->epoch_injected(d.injected);
+}
+
+template <typename Req, typename Resp>
+FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const codec::RequestHeader& h,
+                                              const uint8_t* body, size_t len) {
+  RequestPlan plan;
+  Req req;
+  codec::Bytes trailing;  // ignored as a broker ignores it; dropped if re-encoded
+  codec::Status st = codec::decode_body_allow_trailing(body, len, in.api_version, req, trailing);
+  if (!st.ok()) {
+    plan.action = RequestPlan::Action::kClose;
+    plan.malformed = true;
+    plan.reason = std::string(Req::kName) + " v" + std::to_string(in.api_version) + ": " +
+                  st.message();
+    return plan;
+  }
+  Settings s = settings();
+  auto snap = view_.snapshot();
+  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(),
+                            !in.after_hold && refresher_ != nullptr && s.config->refresher.enabled};
+  policy::RequestDecision d;
+  policy::decide(req, in.api_version, ctx, d);
+  refresh(d.urgent_refresh);
+  count_decision(d, in.node_id);
+
+  auto encode_local = [&](const Resp& local) {
+    codec::ResponseHeader rh;
+    rh.correlation_id = in.correlation_id;
+    codec::encode_frame(plan.frame, rh, local, in.api_version);
+  };
+  switch (d.action) {
+    case policy::Action::kForwardAsIs:
+      return plan;
+    case policy::Action::kHold:
+      plan.action = RequestPlan::Action::kHold;
+      return plan;
+    case policy::Action::kCloseConnection:
+      plan.action = RequestPlan::Action::kClose;
+      plan.reason = "acks=0 Produce to a broker that is no longer the leader";
+      return plan;
+    case policy::Action::kAnswerLocally: {
+      policy::AnswerStats stats;
+      Resp local = policy::build_local_response(req, in.api_version, d, *snap, endpoints_, &stats);
+      encode_local(local);
+      if (metrics_)
+        for (uint32_t i = 0; i < stats.hints; ++i) metrics_->hint("synthesized");
+      plan.action = RequestPlan::Action::kAnswerLocally;
+      return plan;
+    }
+    case policy::Action::kForwardRewritten: {
+      Req rewritten = policy::rewrite_request(req, in.api_version, d);
+      codec::encode_frame(plan.frame, h, rewritten, in.api_version);
+      plan.action = RequestPlan::Action::kForwardRewritten;
+      return plan;
+    }
+    case policy::Action::kSplit: {
+      policy::AnswerStats stats;
+      auto split = std::make_unique<SplitContext<Req, Resp>>();
+      split->local = policy::build_local_response(req, in.api_version, d, *snap, endpoints_, &stats);
+      if (metrics_)
+        for (uint32_t i = 0; i < stats.hints; ++i) metrics_->hint("synthesized");
+      Req rewritten = policy::rewrite_request(req, in.api_version, d);
+      codec::encode_frame(plan.frame, h, rewritten, in.api_version);
+      split->version = in.api_version;
+      split->decision = std::move(d);
+      split->request = std::move(req);
+      drop_record_views(split->request);
+      plan.context = std::move(split);
+      plan.action = RequestPlan::Action::kForwardRewritten;
+      return plan;
+    }
+  }
+  return plan;
+}
+
+FencingHooks::RequestPlan PolicyFencing::plan_request(const RequestInput& in) {
+  if (!policy::policy_decides(in.api_key, in.api_version)) return RequestPlan{};
+  codec::RequestHeader h;
+  codec::Status st = codec::parse_request_header(in.frame, in.size, h);
+  if (!st.ok()) {
+    RequestPlan p;
+    p.action = RequestPlan::Action::kClose;
+    p.malformed = true;
+    p.reason = "request header: " + st.message();
+    return p;
+  }
+  const uint8_t* body = in.frame + h.size;
+  size_t len = in.size - h.size;
+  switch (in.api_key) {
+    case codec::kProduce:
+      return plan<codec::ProduceRequest, codec::ProduceResponse>(in, h, body, len);
+    case codec::kFetch:
+      return plan<codec::FetchRequest, codec::FetchResponse>(in, h, body, len);
+    case codec::kListOffsets:
+      return plan<codec::ListOffsetsRequest, codec::ListOffsetsResponse>(in, h, body, len);
+    case codec::kOffsetForLeaderEpoch:
+      return plan<codec::OffsetForLeaderEpochRequest, codec::OffsetForLeaderEpochResponse>(
+          in, h, body, len);
+    case codec::kShareFetch:
+      return plan<codec::ShareFetchRequest, codec::ShareFetchResponse>(in, h, body, len);
+    case codec::kShareAcknowledge:
+      return plan<codec::ShareAcknowledgeRequest, codec::ShareAcknowledgeResponse>(in, h, body,
+                                                                                   len);
+    case codec::kReadShareGroupState:
+      return plan<codec::ReadShareGroupStateRequest, codec::ReadShareGroupStateResponse>(
+          in, h, body, len);
+    case codec::kWriteShareGroupState:
+      return plan<codec::WriteShareGroupStateRequest, codec::WriteShareGroupStateResponse>(
+          in, h, body, len);
+    default:
+      return RequestPlan{};
+  }
+}
+
+void PolicyFencing::learn_metadata(const codec::MetadataResponse& m, int16_t version) {
+  after_learning(view_.learn_metadata(m, version, now_ms(), policy::Source::kMetadataResponse));
+}
+
+void PolicyFencing::learn_response(const codec::ProduceResponse& m, int16_t version,
+                                   int32_t node_id) {
+  after_learning(view_.learn_from_produce_response(m, version, node_id, now_ms()));
+}
+void PolicyFencing::learn_response(const codec::FetchResponse& m, int16_t version,
+                                   int32_t node_id) {
+  after_learning(view_.learn_from_fetch_response(m, version, node_id, now_ms()));
+}
+void PolicyFencing::learn_response(const codec::ShareFetchResponse& m, int16_t version,
+                                   int32_t node_id) {
+  after_learning(view_.learn_from_share_fetch_response(m, version, node_id, now_ms()));
+}
+void PolicyFencing::learn_response(const codec::ShareAcknowledgeResponse& m, int16_t version,
+                                   int32_t node_id) {
+  after_learning(view_.learn_from_share_acknowledge_response(m, version, node_id, now_ms()));
+}
+
+namespace {
+template <typename Resp> struct RequestOf;
+template <> struct RequestOf<codec::ProduceResponse> { using type = codec::ProduceRequest; };
+template <> struct RequestOf<codec::FetchResponse> { using type = codec::FetchRequest; };
+template <> struct RequestOf<codec::ShareFetchResponse> { using type = codec::ShareFetchRequest; };
+template <> struct RequestOf<codec::ShareAcknowledgeResponse> {
+  using type = codec::ShareAcknowledgeRequest;
+};
+}  // namespace
+
+template <typename Resp>
+bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id) {
+  using Req = typename RequestOf<Resp>::type;
+  bool touched = false;
+  auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
+  if (split != nullptr) {
+    m = policy::merge_responses(split->request, split->version, split->decision, std::move(m),
+                                std::move(split->local));
+    touched = true;
+  }
+  if (policy::version_carries_hints(Resp::kApiKey, client_version)) {
+    Settings s = settings();
+    auto snap = view_.snapshot();
+    policy::BackfillContext bc{*snap, endpoints_, node_id, now_ms(),
+                               s.config->policy.max_staleness_ms};
+    uint32_t added;
+    if constexpr (std::is_same_v<Resp, codec::FetchResponse>) {
+      added = policy::backfill_hints(m, client_version, split ? &split->request : nullptr, bc);
+    } else {
+      added = policy::backfill_hints(m, client_version, bc);
+    }
+    if (added > 0) {
+      touched = true;
+      if (metrics_)
+        for (uint32_t i = 0; i < added; ++i) metrics_->hint("backfilled");
+    }
+  }
+  return touched;
+}
+
+bool PolicyFencing::amend_response(InFlightEntry& e, codec::ProduceResponse& m,
+                                   int16_t client_version, int32_t node_id) {
+  return amend(e, m, client_version, node_id);
+}
+bool PolicyFencing::amend_response(InFlightEntry& e, codec::FetchResponse& m,
+                                   int16_t client_version, int32_t node_id) {
+  return amend(e, m, client_version, node_id);
+}
+bool PolicyFencing::amend_response(InFlightEntry& e, codec::ShareFetchResponse& m,
+                                   int16_t client_version, int32_t node_id) {
+  return amend(e, m, client_version, node_id);
+}
+bool PolicyFencing::amend_response(InFlightEntry& e, codec::ShareAcknowledgeResponse& m,
+                                   int16_t client_version, int32_t node_id) {
+  return amend(e, m, client_version, node_id);
+}
+
+template <typename Req, typename Resp>
+bool PolicyFencing::merge_other(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
+                                size_t len, std::vector<uint8_t>& out, bool& changed,
+                                std::string& error) {
+  Resp m;
+  codec::Bytes trailing;
+  codec::Status st = codec::decode_body_allow_trailing(body, len, e.upstream_version, m, trailing);
+  if (!st.ok()) {
+    error = std::string(Resp::kName) + ": " + st.message();
+    return false;
+  }
+  if constexpr (std::is_same_v<Resp, codec::ListOffsetsResponse>) {
+    after_learning(view_.learn_from_list_offsets_response(m, e.upstream_version, -1, now_ms()));
+  } else if constexpr (std::is_same_v<Resp, codec::OffsetForLeaderEpochResponse>) {
+    after_learning(
+        view_.learn_from_offset_for_leader_epoch_response(m, e.upstream_version, -1, now_ms()));
+  }
+  auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
+  if (split == nullptr) return true;
+  Resp merged = policy::merge_responses(split->request, split->version, split->decision,
+                                        std::move(m), std::move(split->local));
+  out.clear();
+  codec::encode_frame(out, h, merged, e.api_version);
+  changed = true;
+  return true;
+}
+
+bool PolicyFencing::on_other_response(InFlightEntry& e, codec::ResponseHeader& h,
+                                      const uint8_t* body, size_t len, std::vector<uint8_t>& out,
+                                      bool& changed, std::string& error) {
+  changed = false;
+  switch (e.api_key) {
+    case codec::kListOffsets:
+      return merge_other<codec::ListOffsetsRequest, codec::ListOffsetsResponse>(e, h, body, len,
+                                                                               out, changed, error);
+    case codec::kOffsetForLeaderEpoch:
+      return merge_other<codec::OffsetForLeaderEpochRequest, codec::OffsetForLeaderEpochResponse>(
+          e, h, body, len, out, changed, error);
+    case codec::kReadShareGroupState:
+      return merge_other<codec::ReadShareGroupStateRequest, codec::ReadShareGroupStateResponse>(
+          e, h, body, len, out, changed, error);
+    case codec::kWriteShareGroupState:
+      return merge_other<codec::WriteShareGroupStateRequest, codec::WriteShareGroupStateResponse>(
+          e, h, body, len, out, changed, error);
+    default:
+      return true;
+  }
+}
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,88 @@
+// proxy/policy_fencing.h: FencingHooks backed by policy/: feeds the metadata
+// view from every response that passes, asks policy/ to decide on requests,
+// and turns its decisions into frames (local answers, rewritten requests,
+// merged responses, backfilled hints). Thread-safe: one instance serves every
+// worker; per-request state lives in the EntryContext attached to a request.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "config/config.h"
+#include "metrics/logging.h"
+#include "policy/compiled_policy.h"
+#include "policy/decision.h"
+#include "policy/endpoint_resolver.h"
+#include "policy/metadata_view.h"
+#include "proxy/fencing_hooks.h"
+
+namespace epochgate::metrics {
+class ProxyMetrics;
+}
+
+namespace epochgate::proxy {
+
+class Refresher;
+
+/// The fencing policy wired into sessions (issue 4).
+class PolicyFencing : public FencingHooks {
+ public:
+  /// `endpoints` gives epochgate's address for a node id (creating its listener).
+  PolicyFencing(policy::MetadataView& view, const policy::EndpointResolver& endpoints,
+                metrics::ProxyMetrics* metrics);
+  ~PolicyFencing() override;
+
+  /// Applies a (re)loaded config: modes, injection, staleness bounds.
+  void set_config(std::shared_ptr<const config::Config> config);
+  /// Urgent refreshes go here; null: none run (passive mode, never hold).
+  void set_refresher(Refresher* r) { refresher_ = r; }
+
+  RequestPlan plan_request(const RequestInput& in) override;
+  void learn_metadata(const codec::MetadataResponse& m, int16_t version) override;
+
+  void learn_response(const codec::ProduceResponse& m, int16_t version, int32_t node_id) override;
+  void learn_response(const codec::FetchResponse& m, int16_t version, int32_t node_id) override;
+  void learn_response(const codec::ShareFetchResponse& m, int16_t version,
+                      int32_t node_id) override;
+  void learn_response(const codec::ShareAcknowledgeResponse& m, int16_t version,
+                      int32_t node_id) override;
+  bool amend_response(InFlightEntry& e, codec::ProduceResponse& m, int16_t client_version,
+                      int32_t node_id) override;
+  bool amend_response(InFlightEntry& e, codec::FetchResponse& m, int16_t client_version,
+                      int32_t node_id) override;
+  bool amend_response(InFlightEntry& e, codec::ShareFetchResponse& m, int16_t client_version,
+                      int32_t node_id) override;
+  bool amend_response(InFlightEntry& e, codec::ShareAcknowledgeResponse& m,
+                      int16_t client_version, int32_t node_id) override;
+  bool on_other_response(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
+                         size_t len, std::vector<uint8_t>& out, bool& changed,
+                         std::string& error) override;
+
+ private:
+  struct Settings {
+    std::shared_ptr<const config::Config> config;
+    std::shared_ptr<const policy::CompiledPolicy> compiled;
+  };
+  Settings settings() const;
+  template <typename Req, typename Resp>
+  RequestPlan plan(const RequestInput& in, const codec::RequestHeader& h, const uint8_t* body,
+                   size_t len);
+  template <typename Resp>
+  bool amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id);
+  template <typename Req, typename Resp>
+  bool merge_other(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body, size_t len,
+                   std::vector<uint8_t>& out, bool& changed, std::string& error);
+  void count_decision(const policy::RequestDecision& d, int32_t node_id);
+  void after_learning(const policy::LearnReport& r);
+  void refresh(const std::vector<policy::TopicRef>& topics);
+
+  policy::MetadataView& view_;
+  const policy::EndpointResolver& endpoints_;
+  metrics::ProxyMetrics* metrics_;
+  Refresher* refresher_ = nullptr;
+  mutable std::mutex mu_;
+  Settings settings_;
+  metrics::RateLimitedSite fence_log_{"fence"};
+};
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,376 @@
+// proxy/refresher.cc
+#include "proxy/refresher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "codec/api_table.h"
+#include "codec/frame_splitter.h"
+#include "codec/header.h"
+#include "codec/message_io.h"
+#include "codec/messages/api_versions_request.h"
+#include "codec/messages/api_versions_response.h"
+#include "codec/messages/metadata_request.h"
+#include "codec/messages/metadata_response.h"
+#include "metrics/proxy_metrics.h"
+
+namespace epochgate::proxy {
+
+namespace {
+constexpr uint64_t kTickMs = 50;
+constexpr uint64_t kRetryBackoffMs = 1000;
+constexpr const char* kClientId = "epochgate-refresher";
+
+uint64_t now_ms() { return uv_hrtime() / 1000000; }
+}  // namespace
+
+Refresher::Refresher(uv_loop_t* loop, std::shared_ptr<const config::Config> config,
+                     policy::MetadataView& view, metrics::ProxyMetrics* metrics)
+    : loop_(loop), config_(std::move(config)), view_(view), metrics_(metrics) {
+  uv_timer_init(loop_, &tick_);
+  tick_.data = this;
+  uv_async_init(loop_, &async_, &Refresher::on_async);
+  async_.data = this;
+  resolve_req_.data = this;
+  connect_req_.data = this;
+  open_handles_ = 2;
+}
+
+Refresher::~Refresher() = default;
+
+void Refresher::start() {
+  if (!config_->refresher.enabled) return;
+  uv_timer_start(&tick_, &Refresher::on_tick, 0, kTickMs);
+}
+
+void Refresher::set_config(std::shared_ptr<const config::Config> config) {
+  bool was = config_->refresher.enabled;
+  config_ = std::move(config);
+  if (!was && config_->refresher.enabled) uv_timer_start(&tick_, &Refresher::on_tick, 0, kTickMs);
+  if (was && !config_->refresher.enabled) uv_timer_stop(&tick_);
+}
+
+void Refresher::request_urgent(std::vector<std::string> topics, const char* trigger) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    urgent_ = true;
+    urgent_trigger_ = trigger;
+    if (topics.empty()) urgent_all_ = true;
+    for (auto& t : topics) {
+      if (urgent_topics_.size() < 10000) urgent_topics_.insert(std::move(t));
+    }
+  }
+  uv_async_send(&async_);
+}
+
+std::string Refresher::last_broker() const {
+  std::lock_guard<std::mutex> lock(broker_mu_);
+  return broker_;
+}
+
+void Refresher::on_async(uv_async_t* a) {
+  auto* r = static_cast<Refresher*>(a->data);
+  if (!r->stopping_ && r->config_->refresher.enabled) r->maybe_refresh(now_ms());
+}
+
+void Refresher::on_tick(uv_timer_t* t) {
+  auto* r = static_cast<Refresher*>(t->data);
+  r->maybe_refresh(now_ms());
+}
+
+void Refresher::maybe_refresh(uint64_t now) {
+  if (stopping_) return;
+  const auto& rc = config_->refresher;
+  if (state_ == State::kAwaitApiVersions || state_ == State::kAwaitMetadata) {
+    if (now - request_started_ms_ > rc.request_timeout_ms) fail("request timed out");
+    return;
+  }
+  if (state_ == State::kConnecting) return;
+  if (last_failed_ms_ && now - last_failed_ms_ < kRetryBackoffMs) return;  // all brokers failed
+  bool urgent;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    urgent = urgent_;
+  }
+  if (!startup_done_) {
+    begin_refresh("startup");
+  } else if (urgent && now - last_refresh_ms_ >= rc.urgent_min_interval_ms) {
+    begin_refresh(urgent_trigger_);
+  } else if (now - last_refresh_ms_ >= rc.interval_ms) {
+    begin_refresh("periodic");
+  }
+}
+
+void Refresher::begin_refresh(const char* trigger) {
+  trigger_ = trigger;
+  last_attempt_ms_ = now_ms();
+  in_flight_topics_.clear();
+  bool all_known = std::string_view(trigger) != "startup";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (urgent_ && !urgent_all_) {
+      in_flight_topics_.assign(urgent_topics_.begin(), urgent_topics_.end());
+      all_known = std::string_view(trigger) == "periodic";
+    }
+    urgent_ = false;
+    urgent_all_ = false;
+    urgent_topics_.clear();
+  }
+  if (all_known) {
+    // Periodic (or urgent for everything): the topics the view learned from traffic.
+    auto snap = view_.snapshot();
+    snap->for_each_topic([&](const policy::TopicEntry& t) {
+      if (in_flight_topics_.size() < 10000) in_flight_topics_.push_back(t.name);
+    });
+    std::sort(in_flight_topics_.begin(), in_flight_topics_.end());
+    in_flight_topics_.erase(std::unique(in_flight_topics_.begin(), in_flight_topics_.end()),
+                            in_flight_topics_.end());
+  }
+  if (state_ == State::kReady && conn_) {
+    send_metadata();
+    return;
+  }
+  targets_ = targets();
+  target_index_ = 0;
+  connect_next();
+}
+
+std::vector<config::HostPort> Refresher::targets() const {
+  std::vector<config::HostPort> t = config_->bootstrap_servers;
+  auto snap = view_.snapshot();
+  for (const auto& [id, n] : snap->nodes()) {
+    config::HostPort hp{n.host, static_cast<uint16_t>(n.port)};
+    if (std::find(t.begin(), t.end(), hp) == t.end()) t.push_back(hp);
+  }
+  return t;
+}
+
+void Refresher::connect_next() {
+  if (stopping_) return;
+  if (target_index_ >= targets_.size()) {
+    state_ = State::kIdle;
+    startup_done_ = startup_done_ || loaded_.load();
+    spdlog::warn("metadata refresh ({}): no broker reachable ({} tried); retrying", trigger_,
+                 targets_.size());
+    last_failed_ms_ = now_ms();
+    // Keep the refresh pending so it retries after the backoff.
+    std::lock_guard<std::mutex> lock(mu_);
+    urgent_ = true;
+    urgent_all_ = true;
+    return;
+  }
+  state_ = State::kConnecting;
+  const auto& t = targets_[target_index_];
+  {
+    std::lock_guard<std::mutex> lock(broker_mu_);
+    broker_ = t.to_string();
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  std::string port = std::to_string(t.port);
+  if (uv_getaddrinfo(loop_, &resolve_req_, &Refresher::on_resolved, t.host.c_str(), port.c_str(),
+                     &hints) != 0) {
+    ++target_index_;
+    connect_next();
+  }
+}
+
+void Refresher::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
+  auto* r = static_cast<Refresher*>(req->data);
+  if (r->stopping_ || status != 0 || res == nullptr) {
+    if (res) uv_freeaddrinfo(res);
+    if (r->stopping_) return;
+    ++r->target_index_;
+    r->connect_next();
+    return;
+  }
+  r->conn_ = std::make_unique<Connection>(r->loop_, r->pool_, *r);
+  ++r->open_handles_;
+  int rc = uv_tcp_connect(&r->connect_req_, r->conn_->tcp(), res->ai_addr, &Refresher::on_connected);
+  uv_freeaddrinfo(res);
+  if (rc != 0) r->fail(std::string("connect: ") + uv_strerror(rc));
+}
+
+void Refresher::on_connected(uv_connect_t* req, int status) {
+  auto* r = static_cast<Refresher*>(req->data);
+  if (r->stopping_ || !r->conn_) return;
+  if (status != 0) {
+    r->fail(std::string("connect: ") + uv_strerror(status));
+    return;
+  }
+  r->conn_->start_reading();
+  r->send_api_versions();
+}
+
+void Refresher::send_api_versions() {
+  codec::RequestHeader h;
+  h.api_key = codec::kApiVersions;
+  h.api_version = 0;
+  h.correlation_id = awaiting_correlation_ = next_correlation_++;
+  h.client_id = kClientId;
+  std::vector<uint8_t> frame;
+  codec::encode_frame(frame, h, codec::ApiVersionsRequest{}, 0);
+  conn_->queue(frame.data(), frame.size());
+  conn_->flush();
+  state_ = State::kAwaitApiVersions;
+  request_started_ms_ = now_ms();
+}
+
+void Refresher::send_metadata() {
+  codec::MetadataRequest req;
+  req.topics.emplace();
+  for (const auto& name : in_flight_topics_) {
+    codec::MetadataRequest::MetadataRequestTopic t;
+    t.name = name;
+    req.topics->push_back(std::move(t));
+  }
+  req.allow_auto_topic_creation = false;
+  codec::RequestHeader h;
+  h.api_key = codec::kMetadata;
+  h.api_version = metadata_version_;
+  h.correlation_id = awaiting_correlation_ = next_correlation_++;
+  h.client_id = kClientId;
+  std::vector<uint8_t> frame;
+  codec::encode_frame(frame, h, req, metadata_version_);
+  conn_->queue(frame.data(), frame.size());
+  conn_->flush();
+  state_ = State::kAwaitMetadata;
+  request_started_ms_ = now_ms();
+}
+
+void Refresher::on_readable(Connection& c) {
+  ByteBuffer& in = c.input();
+  while (conn_ && &c == conn_.get() && !in.empty()) {
+    codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), config_->limits.max_frame_bytes);
+    if (s.kind == codec::FrameScan::Kind::kError) {
+      fail(std::string("bad frame: ") + codec::errc_name(s.error));
+      return;
+    }
+    if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+      c.reserve_input(s.size);
+      return;
+    }
+    handle_frame(in.begin() + 4, s.size);
+    if (!conn_ || &c != conn_.get()) return;
+    in.consume(4 + s.size);
+  }
+  if (conn_ && &c == conn_.get()) c.release_idle_input();
+}
+
+void Refresher::handle_frame(const uint8_t* frame, size_t size) {
+  int16_t key = state_ == State::kAwaitApiVersions ? codec::kApiVersions : codec::kMetadata;
+  int16_t version = state_ == State::kAwaitApiVersions ? 0 : metadata_version_;
+  codec::ResponseHeader h;
+  codec::Status st =
+      codec::parse_response_header(frame, size, codec::response_header_version(key, version), h);
+  if (!st.ok() || h.correlation_id != awaiting_correlation_) {
+    fail("unexpected response");
+    return;
+  }
+  const uint8_t* body = frame + h.size;
+  size_t len = size - h.size;
+  if (state_ == State::kAwaitApiVersions) {
+    codec::ApiVersionsResponse r;
+    codec::Bytes trailing;
+    st = codec::decode_body_allow_trailing(body, len, 0, r, trailing);
+    if (!st.ok()) {
+      fail("ApiVersions: " + st.message());
+      return;
+    }
+    int16_t ours = codec::api_info(codec::kMetadata)->max_version;
+    int16_t broker = 1;
+    for (const auto& k : r.api_keys)
+      if (k.api_key == codec::kMetadata) broker = k.max_version;
+    metadata_version_ = std::max<int16_t>(1, std::min(ours, broker));
+    send_metadata();
+    return;
+  }
+  codec::MetadataResponse m;
+  codec::Bytes trailing;
+  st = codec::decode_body_allow_trailing(body, len, metadata_version_, m, trailing);
+  if (!st.ok()) {
+    fail("Metadata: " + st.message());
+    return;
+  }
+  uint64_t now = now_ms();
+  policy::LearnReport rep = view_.learn_metadata(m, metadata_version_, now, policy::Source::kRefresher);
+  if (metrics_) {
+    metrics_->metadata_refresh(trigger_);
+    metrics_->set_view_partitions(static_cast<int64_t>(view_.partition_count()));
+  }
+  if (!loaded_.load()) {
+    spdlog::info("metadata view loaded from {} (Metadata v{}): {} brokers, {} topics", last_broker(),
+                 metadata_version_, m.brokers.size(), m.topics.size());
+  }
+  if (rep.epochs_advanced > 0) {
+    spdlog::debug("metadata refresh ({}): {} epochs advanced", trigger_, rep.epochs_advanced);
+  }
+  loaded_ = true;
+  startup_done_ = true;
+  last_failed_ms_ = 0;
+  last_refresh_ms_ = now;
+  state_ = State::kReady;
+  if (!rep.urgent_refresh.empty()) {
+    std::vector<std::string> names;
+    for (const auto& t : rep.urgent_refresh)
+      if (!t.name.empty()) names.push_back(t.name);
+    // Still inconsistent right after a refresh: retry after the rate limit.
+    if (!names.empty()) request_urgent(std::move(names), "urgent");
+  }
+}
+
+void Refresher::fail(const std::string& why) {
+  spdlog::warn("metadata refresh via {}: {}", last_broker(), why);
+  if (conn_) {
+    closing_.push_back(std::move(conn_));
+    closing_.back()->close();
+  }
+  state_ = State::kIdle;
+  ++target_index_;
+  connect_next();
+}
+
+void Refresher::on_read_error(Connection& c, int status) {
+  if (conn_ && &c == conn_.get()) fail(status == UV_EOF ? "broker closed the connection" : uv_strerror(status));
+}
+
+void Refresher::on_write_error(Connection& c, int status) {
+  if (conn_ && &c == conn_.get()) fail(uv_strerror(status));
+}
+
+void Refresher::on_closed(Connection& c) {
+  --open_handles_;
+  for (auto it = closing_.begin(); it != closing_.end(); ++it) {
+    if (it->get() == &c) {
+      closing_.erase(it);
+      break;
+    }
+  }
+  if (stopping_ && open_handles_ == 0 && on_stopped_) {
+    auto cb = std::move(on_stopped_);
+    cb();
+  }
+}
+
+void Refresher::stop(std::function<void()> done) {
+  stopping_ = true;
+  on_stopped_ = std::move(done);
+  uv_timer_stop(&tick_);
+  auto closed = [](uv_handle_t* h) {
+    auto* r = static_cast<Refresher*>(h->data);
+    if (--r->open_handles_ == 0 && r->on_stopped_) {
+      auto cb = std::move(r->on_stopped_);
+      cb();
+    }
+  };
+  if (conn_) {
+    closing_.push_back(std::move(conn_));
+    closing_.back()->close();
+  }
+  uv_close(reinterpret_cast<uv_handle_t*>(&tick_), closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&async_), closed);
+}
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,111 @@
+// proxy/refresher.h: epochgate's own Metadata client (issue 4 item 3). Keeps
+// one upstream connection (bootstrap brokers first, then any known broker),
+// negotiates the Metadata version with ApiVersions, and refreshes the view
+// periodically for the topics it knows and urgently for topics a session
+// flagged; urgent requests are coalesced and rate-limited. Runs on the main
+// loop; request_urgent() may be called from any thread.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "policy/metadata_view.h"
+#include "proxy/buffer_pool.h"
+#include "proxy/connection.h"
+
+namespace epochgate::metrics {
+class ProxyMetrics;
+}
+
+namespace epochgate::proxy {
+
+/// Periodic and urgent Metadata refreshes into a MetadataView.
+class Refresher : public ConnectionOwner {
+ public:
+  Refresher(uv_loop_t* loop, std::shared_ptr<const config::Config> config,
+            policy::MetadataView& view, metrics::ProxyMetrics* metrics);
+  ~Refresher() override;
+
+  /// First refresh now (all topics), then every interval_ms.
+  void start();
+  /// Asks for a refresh soon for `topics` (empty: the known topics). Thread-safe.
+  void request_urgent(std::vector<std::string> topics, const char* trigger);
+  /// Applies a reloaded config (interval, rate limit, enabled).
+  void set_config(std::shared_ptr<const config::Config> config);
+  /// Closes handles; `done` runs when all are closed.
+  void stop(std::function<void()> done);
+  /// True once a Metadata response from any broker was learned.
+  bool loaded() const { return loaded_.load(); }
+  /// Broker that answered last ("host:port"), for logs and /readyz.
+  std::string last_broker() const;
+
+  // ConnectionOwner
+  void on_readable(Connection& c) override;
+  void on_read_error(Connection& c, int status) override;
+  void on_drained(Connection&) override {}
+  void on_write_error(Connection& c, int status) override;
+  void on_closed(Connection& c) override;
+
+ private:
+  enum class State { kIdle, kConnecting, kAwaitApiVersions, kAwaitMetadata, kReady };
+
+  static void on_tick(uv_timer_t* t);
+  static void on_async(uv_async_t* a);
+  static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
+  static void on_connected(uv_connect_t* req, int status);
+  void maybe_refresh(uint64_t now_ms);
+  void begin_refresh(const char* trigger);
+  void connect_next();
+  void send_api_versions();
+  void send_metadata();
+  void handle_frame(const uint8_t* frame, size_t size);
+  void fail(const std::string& why);
+  std::vector<config::HostPort> targets() const;
+
+  uv_loop_t* loop_;
+  std::shared_ptr<const config::Config> config_;
+  policy::MetadataView& view_;
+  metrics::ProxyMetrics* metrics_;
+  BufferPool pool_{16 * 1024, 4};
+  std::unique_ptr<Connection> conn_;
+  std::vector<std::unique_ptr<Connection>> closing_;
+  uv_timer_t tick_;
+  uv_async_t async_;
+  uv_getaddrinfo_t resolve_req_;
+  uv_connect_t connect_req_;
+  State state_ = State::kIdle;
+  std::vector<config::HostPort> targets_;
+  size_t target_index_ = 0;
+  std::string broker_;
+  int16_t metadata_version_ = 1;
+  int32_t next_correlation_ = 1;
+  int32_t awaiting_correlation_ = 0;
+  uint64_t request_started_ms_ = 0;
+  uint64_t last_refresh_ms_ = 0;
+  uint64_t last_attempt_ms_ = 0;
+  uint64_t last_failed_ms_ = 0;
+  bool startup_done_ = false;
+  const char* trigger_ = "startup";
+  std::atomic<bool> loaded_{false};
+  std::mutex mu_;                       // guards the urgent set (any thread)
+  std::set<std::string> urgent_topics_;
+  bool urgent_ = false;
+  bool urgent_all_ = false;
+  const char* urgent_trigger_ = "urgent";
+  std::vector<std::string> in_flight_topics_;
+  bool stopping_ = false;
+  int open_handles_ = 0;
+  std::function<void()> on_stopped_;
+  mutable std::mutex broker_mu_;
+};
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,16 @@
+// proxy/request_peek.h: the few request facts the session needs without a
+// full decode. Reads only the bytes it needs; bounds-checked.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace epochgate::proxy {
+
+/// Acks of a Produce request body (after the header) of `version`:
+/// v0-2 start with Acks; v3+ have TransactionalId first (compact from v9).
+/// nullopt if the body is too short or malformed.
+std::optional<int16_t> produce_acks(const uint8_t* body, size_t len, int16_t version);
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,804 @@
+// proxy/session.cc
+#include "proxy/session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+#include "codec/api_table.h"
+#include "codec/frame_splitter.h"
+#include "codec/message_io.h"
+#include "codec/reader.h"
+#include "codec/writer.h"
+#include "metrics/proxy_metrics.h"
+#include "proxy/address_rewriter.h"
+#include "proxy/api_versions_filter.h"
+#include "proxy/fencing_hooks.h"
+#include "proxy/request_peek.h"
+
+namespace epochgate::proxy {
+
+using metrics::Direction;
+using metrics::Side;
+
+namespace {
+
+uint64_t now_ns() { return uv_hrtime(); }
+
+int32_t read_be32(const uint8_t* p) {
+  return static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+                              (uint32_t{p[2]} << 8) | uint32_t{p[3]});
+}
+
+void write_be16(uint8_t* p, int16_t v) {
+  p[0] = static_cast<uint8_t>(static_cast<uint16_t>(v) >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+
+void write_be32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+
+// APIs whose responses carry broker addresses: never pass one through undecoded.
+bool carries_addresses(int16_t key) {
+  switch (key) {
+    case codec::kMetadata:
+    case codec::kFindCoordinator:
+    case codec::kDescribeCluster:
+    case codec::kProduce:
+    case codec::kFetch:
+    case codec::kShareFetch:
+    case codec::kShareAcknowledge:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Responses the session must decode: address rewriting, ApiVersions capping,
+// and whatever the fencing hooks learn from.
+bool needs_transform(int16_t key, int16_t version, bool fencing) {
+  switch (key) {
+    case codec::kMetadata:
+    case codec::kFindCoordinator:
+    case codec::kDescribeCluster:
+    case codec::kApiVersions:
+    case codec::kShareFetch:
+    case codec::kShareAcknowledge:
+      return true;
+    case codec::kProduce:
+      return version >= 10 || fencing;
+    case codec::kFetch:
+      return version >= 16 || (fencing && version >= 12);
+    default:
+      return fencing && FencingHooks::learns_from(key);
+  }
+}
+
+// Encodes `header` + `msg` at `version` as a size-prefixed frame into `out`.
+// Bytes a peer sent after the body (brokers ignore them) are kept, so an
+// unchanged message re-encodes byte-identical.
+template <typename M>
+void encode_response_frame(const codec::ResponseHeader& header, const M& msg, int16_t version,
+                           std::vector<uint8_t>& out, const codec::Bytes& trailing) {
+  out.clear();
+  codec::encode_frame(out, header, msg, version);
+  if (trailing.size > 0) {
+    out.insert(out.end(), trailing.data, trailing.data + trailing.size);
+    write_be32(out.data(), static_cast<uint32_t>(out.size() - 4));
+  }
+}
+
+}  // namespace
+
+Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id)
+    : ctx_(ctx),
+      list_(list),
+      node_id_(node_id),
+      client_(ctx.loop, ctx.pool, *this),
+      upstream_(std::make_unique<Connection>(ctx.loop, ctx.pool, *this)) {
+  uv_timer_init(ctx.loop, &connect_timer_);
+  connect_timer_.data = this;
+  resolve_req_.data = this;
+  connect_req_.data = this;
+  list_.add(this);
+  last_activity_ns_ = now_ns();
+  const auto& lim = ctx_.config->limits;
+  client_.set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
+  upstream_->set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
+}
+
+Session::~Session() = default;
+
+void Session::start() {
+  if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kClient, node_id_);
+  uv_tcp_nodelay(client_.tcp(), 1);
+  if (node_id_ >= 0) {
+    auto addr = ctx_.upstreams->upstream_of(node_id_);
+    if (addr) targets_.push_back(*addr);
+  } else {
+    targets_ = ctx_.upstreams->bootstrap();
+  }
+  if (targets_.empty()) {
+    // A client kept a node address across an epochgate restart: learn it first.
+    ctx_.upstreams->request_refresh("unknown_node");
+    waiting_for_node_since_ns_ = now_ns();
+    uv_timer_start(&connect_timer_, &Session::on_connect_timeout, 100, 0);
+    return;
+  }
+  resolve_next();
+}
+
+void Session::resolve_next() {
+  if (state_ == State::kClosing) return;
+  if (target_index_ >= targets_.size()) {
+    connect_failed("no reachable upstream", 0);
+    return;
+  }
+  state_ = State::kResolving;
+  const config::HostPort& t = targets_[target_index_];
+  upstream_name_ = t.to_string();
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  std::string port = std::to_string(t.port);
+  int rc = uv_getaddrinfo(ctx_.loop, &resolve_req_, &Session::on_resolved, t.host.c_str(),
+                          port.c_str(), &hints);
+  if (rc != 0) {
+    spdlog::warn("upstream {}: cannot resolve: {}", upstream_name_, uv_strerror(rc));
+    ++target_index_;
+    resolve_next();
+    return;
+  }
+  ++pending_ops_;
+  uv_timer_start(&connect_timer_, &Session::on_connect_timeout,
+                 ctx_.config->limits.upstream_connect_timeout_ms, 0);
+}
+
+void Session::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
+  auto* s = static_cast<Session*>(req->data);
+  --s->pending_ops_;
+  if (s->state_ == State::kClosing) {
+    if (res) uv_freeaddrinfo(res);
+    s->maybe_free();
+    return;
+  }
+  if (status != 0 || res == nullptr) {
+    spdlog::warn("upstream {}: cannot resolve: {}", s->upstream_name_, uv_strerror(status));
+    if (res) uv_freeaddrinfo(res);
+    if (s->ctx_.metrics) s->ctx_.metrics->upstream_connect_failure(s->node_id_);
+    ++s->target_index_;
+    s->resolve_next();
+    return;
+  }
+  s->state_ = State::kConnecting;
+  int rc = uv_tcp_connect(&s->connect_req_, s->upstream_->tcp(), res->ai_addr,
+                          &Session::on_connected);
+  uv_freeaddrinfo(res);
+  if (rc != 0) {
+    s->retry_next_target(rc);
+    return;
+  }
+  ++s->pending_ops_;
+}
+
+void Session::retry_next_target(int status) {
+  spdlog::warn("upstream {}: connect failed: {}", upstream_name_, uv_strerror(status));
+  if (ctx_.metrics) ctx_.metrics->upstream_connect_failure(node_id_);
+  // A failed socket cannot connect again: retire it and start a fresh one.
+  retired_.push_back(std::move(upstream_));
+  retired_.back()->close();
+  upstream_ = std::make_unique<Connection>(ctx_.loop, ctx_.pool, *this);
+  const auto& lim = ctx_.config->limits;
+  upstream_->set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
+  ++open_handles_;
+  ++target_index_;
+  resolve_next();
+}
+
+void Session::on_connected(uv_connect_t* req, int status) {
+  auto* s = static_cast<Session*>(req->data);
+  --s->pending_ops_;
+  if (s->state_ == State::kClosing) {
+    s->maybe_free();
+    return;
+  }
+  if (status != 0) {
+    s->retry_next_target(status);
+    return;
+  }
+  s->state_ = State::kOpen;
+  s->upstream_open_ = true;
+  uv_timer_stop(&s->connect_timer_);
+  uv_tcp_nodelay(s->upstream_->tcp(), 1);
+  if (s->ctx_.metrics) s->ctx_.metrics->connection_opened(Side::kUpstream, s->node_id_);
+  spdlog::debug("session {} -> {} (node {}) open", s->client_.peer(), s->upstream_name_,
+                s->node_id_);
+  s->upstream_->start_reading();
+  s->update_backpressure();
+}
+
+void Session::on_connect_timeout(uv_timer_t* t) {
+  auto* s = static_cast<Session*>(t->data);
+  if (s->state_ == State::kClosing || s->state_ == State::kOpen) return;
+  if (s->targets_.empty()) {
+    // Waiting to learn this node's address from a metadata refresh.
+    auto addr = s->ctx_.upstreams->upstream_of(s->node_id_);
+    if (addr) {
+      s->targets_.push_back(*addr);
+      s->resolve_next();
+      return;
+    }
+    uint64_t waited_ms = (now_ns() - s->waiting_for_node_since_ns_) / 1000000;
+    if (waited_ms >= s->ctx_.config->limits.upstream_connect_timeout_ms) {
+      s->connect_failed("node address unknown", 0);
+      return;
+    }
+    uv_timer_start(&s->connect_timer_, &Session::on_connect_timeout, 100, 0);
+    return;
+  }
+  // This attempt took too long: cancel it and try the next target.
+  if (s->state_ == State::kResolving) {
+    uv_cancel(reinterpret_cast<uv_req_t*>(&s->resolve_req_));
+    return;  // on_resolved follows with UV_EAI_CANCELED and moves on
+  }
+  s->retry_next_target(UV_ETIMEDOUT);
+}
+
+void Session::on_hold_timer(uv_timer_t* t) {
+  auto* s = static_cast<Session*>(t->data);
+  if (s->state_ != State::kOpen) return;
+  s->holding_ = false;
+  s->process_client_input();
+}
+
+void Session::connect_failed(const char* why, int status) {
+  spdlog::warn("client {} on node {} listener: closing, upstream {}: {}{}{}", client_.peer(),
+               node_id_, upstream_name_.empty() ? "?" : upstream_name_, why,
+               status ? ": " : "", status ? uv_strerror(status) : "");
+  close("upstream_unreachable");
+}
+
+void Session::close(const char* reason) {
+  if (state_ == State::kClosing) return;
+  bool was_open = upstream_open_;
+  state_ = State::kClosing;
+  if (counter_) counter_->fetch_sub(1);
+  if (ctx_.metrics) {
+    ctx_.metrics->connection_closed_reason(reason);
+    ctx_.metrics->connection_closed(Side::kClient, node_id_);
+    if (was_open) ctx_.metrics->connection_closed(Side::kUpstream, node_id_);
+  }
+  if (pending_ops_ > 0) uv_cancel(reinterpret_cast<uv_req_t*>(&resolve_req_));
+  client_.close();
+  upstream_->close();
+  uv_timer_stop(&connect_timer_);
+  uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), &Session::on_timer_closed);
+}
+
+void Session::on_timer_closed(uv_handle_t* h) {
+  auto* s = static_cast<Session*>(h->data);
+  --s->open_handles_;
+  s->maybe_free();
+}
+
+void Session::on_closed(Connection& c) {
+  --open_handles_;
+  for (auto it = retired_.begin(); it != retired_.end(); ++it) {
+    if (it->get() == &c) {
+      retired_.erase(it);
+      break;
+    }
+  }
+  maybe_free();
+}
+
+void Session::maybe_free() {
+  if (state_ != State::kClosing || open_handles_ > 0 || pending_ops_ > 0) return;
+  list_.remove(this);
+  delete this;
+}
+
+void Session::begin_drain() {
+  if (draining_ || state_ == State::kClosing) return;
+  draining_ = true;
+  if (in_flight_.empty()) {
+    close("drain");
+    return;
+  }
+  update_backpressure();
+}
+
+bool Session::idle_for(uint64_t now, uint64_t limit_ns) const {
+  return in_flight_.empty() && now - last_activity_ns_ > limit_ns;
+}
+
+bool Session::partial_frame_stalled(uint64_t now, uint64_t limit_ns) const {
+  return partial_since_ns_ != 0 && now - partial_since_ns_ > limit_ns;
+}
+
+void Session::frame_error(const char* reason, const std::string& detail) {
+  if (ctx_.metrics) ctx_.metrics->frame_error(reason);
+  spdlog::warn("client {} node {}: closing connection: {}: {}", client_.peer(), node_id_, reason,
+               detail);
+  close(reason);
+}
+
+// ---- client -> upstream -----------------------------------------------------
+
+void Session::on_readable(Connection& c) {
+  last_activity_ns_ = now_ns();
+  if (&c == &client_) {
+    process_client_input();
+  } else if (&c == upstream_.get()) {
+    process_upstream_input();
+  }
+}
+
+void Session::process_client_input() {
+  if (processing_client_) return;  // re-entered from update_backpressure()
+  processing_client_ = true;
+  ByteBuffer& in = client_.input();
+  const auto& lim = ctx_.config->limits;
+  size_t forwarded_bytes = 0;
+  while (state_ == State::kOpen && !in.empty() && !draining_ && !holding_) {
+    if (in_flight_.size() >= lim.max_in_flight_per_connection) break;
+    codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
+    if (s.kind == codec::FrameScan::Kind::kError) {
+      processing_client_ = false;
+      frame_error(codec::errc_name(s.error), "request frame size prefix");
+      return;
+    }
+    if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+      client_.reserve_input(s.size);
+      if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
+      break;
+    }
+    partial_since_ns_ = 0;
+    size_t before = upstream_->queued_bytes();
+    Step step = handle_request(in.begin() + 4, s.size);
+    if (step == Step::kClosed) {
+      processing_client_ = false;
+      return;
+    }
+    if (step == Step::kHold) break;
+    forwarded_bytes += upstream_->queued_bytes() - before;
+    in.consume(4 + s.size);
+  }
+  if (in.empty()) {
+    partial_since_ns_ = 0;
+    client_.release_idle_input();
+  }
+  if (ctx_.metrics && forwarded_bytes) ctx_.metrics->bytes(Direction::kClientToUpstream, forwarded_bytes);
+  processing_client_ = false;
+  if (state_ != State::kOpen) return;
+  upstream_->flush();
+  flush_ready();
+  client_.flush();
+  update_backpressure();
+}
+
+Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
+  int16_t key = 0, version = 0;
+  int32_t corr = 0;
+  if (!codec::peek_request_ids(frame, size, key, version, corr)) {
+    frame_error("truncated", "request header shorter than 8 bytes");
+    return Step::kClosed;
+  }
+  if (ctx_.metrics) ctx_.metrics->request(key);
+  uint64_t now = now_ns();
+  const codec::ApiInfo* info = codec::api_info(key);
+
+  if (key == codec::kApiVersions && info != nullptr && version > info->max_version) {
+    // As a broker does: answer v0 with our range so the client retries lower.
+    InFlightEntry& e = in_flight_.push(corr, key, version, now);
+    e.response = unsupported_api_versions_response(corr);
+    e.ready = true;
+    return Step::kConsumed;
+  }
+  if (info != nullptr && info->decoded && carries_addresses(key) && version > info->max_version) {
+    frame_error("unsupported_version",
+                std::string(info->name) + " v" + std::to_string(version) +
+                    " is newer than epochgate decodes (its ApiVersions said so)");
+    return Step::kClosed;
+  }
+
+  bool expects_response = true;
+  int16_t upstream_version = version;
+  if (key == codec::kProduce || (key == codec::kFetch && bridge_fetch_)) {
+    codec::RequestHeader h;
+    codec::Status st = codec::parse_request_header(frame, size, h);
+    if (!st.ok()) {
+      frame_error(codec::errc_name(st.code), "request header: " + st.message());
+      return Step::kClosed;
+    }
+    if (key == codec::kProduce) {
+      auto acks = produce_acks(frame + h.size, size - h.size, version);
+      if (!acks) {
+        frame_error("truncated", "Produce request too short to hold Acks");
+        return Step::kClosed;
+      }
+      expects_response = *acks != 0;
+      if (bridge_produce_ && version == 10) upstream_version = 9;
+    } else if (version == 16) {
+      upstream_version = 15;
+    }
+  }
+
+  if (ctx_.fencing != nullptr && FencingHooks::decides_on(key)) {
+    FencingHooks::RequestInput in{node_id_, key, version, corr, frame, size, expects_response};
+    in.after_hold = hold_started_ns_ != 0 &&
+                    now - hold_started_ns_ >= uint64_t{ctx_.config->policy.hold_timeout_ms} * 1000000;
+    FencingHooks::RequestPlan plan = ctx_.fencing->plan_request(in);
+    if (plan.action == FencingHooks::RequestPlan::Action::kHold && !in.after_hold) {
+      // Ask again once the refresh had a chance; later requests wait behind
+      // this one so per-partition order (idempotent sequences) is kept.
+      if (hold_started_ns_ == 0) hold_started_ns_ = now;
+      holding_ = true;
+      uv_timer_start(&connect_timer_, &Session::on_hold_timer, 20, 0);
+      return Step::kHold;
+    }
+    hold_started_ns_ = 0;
+    switch (plan.action) {
+      case FencingHooks::RequestPlan::Action::kForward:
+      case FencingHooks::RequestPlan::Action::kHold:
+        break;
+      case FencingHooks::RequestPlan::Action::kForwardRewritten: {
+        // The plan carries a whole new request frame (size-prefixed).
+        if (expects_response) {
+          InFlightEntry& e = in_flight_.push(corr, key, version, now);
+          e.upstream_version = upstream_version;
+          e.context = std::move(plan.context);
+          in_flight_.mark_forwarded(e, now);
+        } else {
+          in_flight_.forwarded_without_response(corr);
+        }
+        if (upstream_version != version) write_be16(plan.frame.data() + 6, upstream_version);
+        upstream_->queue(plan.frame.data(), plan.frame.size());
+        return Step::kConsumed;
+      }
+      case FencingHooks::RequestPlan::Action::kAnswerLocally: {
+        InFlightEntry& e = in_flight_.push(corr, key, version, now);
+        e.response = std::move(plan.frame);
+        e.ready = true;
+        return Step::kConsumed;
+      }
+      case FencingHooks::RequestPlan::Action::kClose:
+        if (plan.malformed) {
+          frame_error("malformed_request", plan.reason);
+          return Step::kClosed;
+        }
+        // acks=0 Produce to a stale leader: a broker closes the connection.
+        if (ctx_.metrics) ctx_.metrics->connection_closed_reason("fenced_acks0");
+        spdlog::info("client {} node {}: closing connection: {}", client_.peer(), node_id_,
+                     plan.reason);
+        close("fenced_acks0");
+        return Step::kClosed;
+    }
+  }
+
+  uint8_t* out = upstream_->queue_space(size + 4);
+  write_be32(out, static_cast<uint32_t>(size));
+  std::memcpy(out + 4, frame, size);
+  if (upstream_version != version) write_be16(out + 6, upstream_version);
+  if (expects_response) {
+    InFlightEntry& e = in_flight_.push(corr, key, version, now);
+    e.upstream_version = upstream_version;
+    in_flight_.mark_forwarded(e, now);
+  } else {
+    in_flight_.forwarded_without_response(corr);
+  }
+  return Step::kConsumed;
+}
+
+// ---- upstream -> client -----------------------------------------------------
+
+void Session::process_upstream_input() {
+  ByteBuffer& in = upstream_->input();
+  const auto& lim = ctx_.config->limits;
+  size_t delivered = client_.queued_bytes();
+  while (state_ == State::kOpen && !in.empty()) {
+    codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
+    if (s.kind == codec::FrameScan::Kind::kError) {
+      frame_error(codec::errc_name(s.error), "response frame size prefix from " + upstream_name_);
+      return;
+    }
+    if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+      upstream_->reserve_input(s.size);
+      break;
+    }
+    if (!handle_response(in.begin() + 4, s.size)) return;
+    in.consume(4 + s.size);
+  }
+  if (in.empty()) upstream_->release_idle_input();
+  if (state_ != State::kOpen) return;
+  flush_ready();
+  size_t after = client_.queued_bytes();
+  if (ctx_.metrics && after > delivered) ctx_.metrics->bytes(Direction::kUpstreamToClient, after - delivered);
+  client_.flush();
+  if (draining_ && in_flight_.empty()) {
+    close("drain");
+    return;
+  }
+  update_backpressure();
+}
+
+bool Session::handle_response(const uint8_t* frame, size_t size) {
+  if (size < 4) {
+    frame_error("truncated", "response shorter than a correlation id from " + upstream_name_);
+    return false;
+  }
+  int32_t corr = read_be32(frame);
+  InFlightEntry* e = nullptr;
+  switch (in_flight_.match_upstream(corr, &e)) {
+    case MatchResult::kMatched:
+      break;
+    case MatchResult::kNoResponseDue:
+      // The librdkafka mock cluster answers acks=0 Produce; a client must
+      // never see that (Java treats an unexpected correlation id as fatal).
+      if (ctx_.metrics) ctx_.metrics->unexpected_response();
+      return true;
+    case MatchResult::kUnknown:
+      if (ctx_.metrics) ctx_.metrics->unexpected_response();
+      spdlog::debug("upstream {}: dropped response with unknown correlation id {}",
+                    upstream_name_, corr);
+      return true;
+    case MatchResult::kOutOfOrder:
+      frame_error("unexpected_correlation_id",
+                  "upstream " + upstream_name_ + " answered " + std::to_string(corr) +
+                      " before an earlier request");
+      return false;
+  }
+  uint64_t now = now_ns();
+  if (ctx_.metrics) {
+    ctx_.metrics->response(e->api_key);
+    ctx_.metrics->upstream_latency(e->api_key, static_cast<double>(now - e->forwarded_ns) / 1e9);
+  }
+  if (needs_transform(e->api_key, e->api_version, ctx_.fencing != nullptr) || e->context) {
+    std::vector<uint8_t> rewritten;
+    bool changed = false;
+    if (!transform_response(*e, frame, size, rewritten, changed)) return false;
+    if (changed) {
+      deliver(*e, rewritten.data(), rewritten.size());
+      return true;
+    }
+  }
+  deliver(*e, frame - 4, size + 4);
+  return true;
+}
+
+void Session::deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t len) {
+  if (in_flight_.is_front(e)) {
+    client_.queue(frame_with_prefix, len);
+    if (ctx_.metrics) {
+      uint64_t upstream_ns = e.forwarded_ns ? now_ns() - e.forwarded_ns : 0;
+      (void)upstream_ns;
+    }
+    in_flight_.pop_front();
+    return;
+  }
+  e.response.assign(frame_with_prefix, frame_with_prefix + len);
+  e.ready = true;
+}
+
+void Session::flush_ready() {
+  while (InFlightEntry* f = in_flight_.front()) {
+    if (!f->ready) break;
+    client_.queue(f->response.data(), f->response.size());
+    in_flight_.pop_front();
+  }
+}
+
+bool Session::transform_response(InFlightEntry& e, const uint8_t* frame, size_t size,
+                                 std::vector<uint8_t>& out, bool& changed) {
+  const int16_t key = e.api_key;
+  const int16_t up_version = e.upstream_version;
+  const int16_t client_version = e.api_version;
+  codec::ResponseHeader h;
+  codec::Status st =
+      codec::parse_response_header(frame, size, codec::response_header_version(key, up_version), h);
+  if (!st.ok()) {
+    frame_error(codec::errc_name(st.code), "response header from " + upstream_name_);
+    return false;
+  }
+  const uint8_t* body = frame + h.size;
+  size_t body_len = size - h.size;
+  codec::Bytes trailing;
+  // The client gets the header version of the version it asked for.
+  h.header_version = codec::response_header_version(key, client_version);
+
+  auto decode_fail = [&](const codec::Status& s, const char* api) {
+    frame_error(codec::errc_name(s.code),
+                std::string(api) + " response from " + upstream_name_ + ": " + s.message());
+    return false;
+  };
+  auto count_rewrite = [&](const RewriteResult& r) {
+    if (r.failed) {
+      frame_error("endpoint_unmapped", "no listener for a broker node id in a response");
+      return false;
+    }
+    if (r.rewritten > 0 && ctx_.metrics) ctx_.metrics->addresses_rewritten(key, r.rewritten);
+    return true;
+  };
+
+  switch (key) {
+    case codec::kApiVersions: {
+      codec::ApiVersionsResponse m;
+      codec::Status s = codec::decode_body_allow_trailing(body, body_len, up_version, m, trailing);
+      if (!s.ok()) return decode_fail(s, "ApiVersions");
+      for (const auto& k : m.api_keys) {
+        if (k.api_key == codec::kProduce) broker_max_produce_ = k.max_version;
+        if (k.api_key == codec::kFetch) broker_max_fetch_ = k.max_version;
+      }
+      bool bridge = ctx_.config->policy.kip951_bridge && ctx_.fencing != nullptr;
+      if (cap_api_versions(m, bridge) > 0) {
+        bridge_produce_ = bridge && broker_max_produce_ == 9;
+        bridge_fetch_ = bridge && broker_max_fetch_ == 15;
+        if (ctx_.metrics) ctx_.metrics->api_versions_capped();
+        encode_response_frame(h, m, client_version, out, trailing);
+        changed = true;
+      }
+      return true;
+    }
+    case codec::kMetadata: {
+      codec::MetadataResponse m;
+      codec::Status s = codec::decode_body_allow_trailing(body, body_len, up_version, m, trailing);
+      if (!s.ok()) return decode_fail(s, "Metadata");
+      if (ctx_.fencing) ctx_.fencing->learn_metadata(m, up_version);
+      if (!count_rewrite(rewrite_addresses(m, up_version, *ctx_.endpoints))) return false;
+      encode_response_frame(h, m, client_version, out, trailing);
+      changed = true;
+      return true;
+    }
+    case codec::kFindCoordinator: {
+      codec::FindCoordinatorResponse m;
+      codec::Status s = codec::decode_body_allow_trailing(body, body_len, up_version, m, trailing);
+      if (!s.ok()) return decode_fail(s, "FindCoordinator");
+      RewriteResult r = rewrite_addresses(m, up_version, *ctx_.endpoints);
+      if (!count_rewrite(r)) return false;
+      if (r.rewritten > 0) {
+        encode_response_frame(h, m, client_version, out, trailing);
+        changed = true;
+      }
+      return true;
+    }
+    case codec::kDescribeCluster: {
+      codec::DescribeClusterResponse m;
+      codec::Status s = codec::decode_body_allow_trailing(body, body_len, up_version, m, trailing);
+      if (!s.ok()) return decode_fail(s, "DescribeCluster");
+      RewriteResult r = rewrite_addresses(m, up_version, *ctx_.endpoints);
+      if (!count_rewrite(r)) return false;
+      if (r.rewritten > 0) {
+        encode_response_frame(h, m, client_version, out, trailing);
+        changed = true;
+      }
+      return true;
+    }
+    case codec::kProduce:
+      return amend_hinted<codec::ProduceResponse>(e, h, body, body_len, "Produce", out, changed);
+    case codec::kFetch:
+      return amend_hinted<codec::FetchResponse>(e, h, body, body_len, "Fetch", out, changed);
+    case codec::kShareFetch:
+      return amend_hinted<codec::ShareFetchResponse>(e, h, body, body_len, "ShareFetch", out,
+                                                     changed);
+    case codec::kShareAcknowledge:
+      return amend_hinted<codec::ShareAcknowledgeResponse>(e, h, body, body_len,
+                                                           "ShareAcknowledge", out, changed);
+    default:
+      if (ctx_.fencing) {
+        std::string error;
+        if (!ctx_.fencing->on_other_response(e, h, body, body_len, out, changed, error)) {
+          frame_error("malformed_response", error + " from " + upstream_name_);
+          return false;
+        }
+      }
+      return true;
+  }
+}
+
+template <typename M>
+bool Session::amend_hinted(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
+                           size_t body_len, const char* api, std::vector<uint8_t>& out,
+                           bool& changed) {
+  M m;
+  codec::Bytes trailing;
+  codec::Status s = codec::decode_body_allow_trailing(body, body_len, e.upstream_version, m, trailing);
+  if (!s.ok()) {
+    frame_error(codec::errc_name(s.code),
+                std::string(api) + " response from " + upstream_name_ + ": " + s.message());
+    return false;
+  }
+  // Learn first (upstream addresses), then rewrite what the broker sent, then
+  // let the policy add what it adds (epochgate addresses only).
+  if (ctx_.fencing) ctx_.fencing->learn_response(m, e.upstream_version, node_id_);
+  RewriteResult r = rewrite_addresses(m, e.api_version, *ctx_.endpoints);
+  if (r.failed) {
+    frame_error("endpoint_unmapped", "no listener for a broker node id in a response");
+    return false;
+  }
+  if (r.rewritten > 0 && ctx_.metrics) {
+    ctx_.metrics->addresses_rewritten(e.api_key, r.rewritten);
+    // A broker's own KIP-951 hint, now pointing at epochgate.
+    for (int i = 0; i < r.rewritten; ++i) ctx_.metrics->hint("rewritten");
+  }
+  bool touched = e.upstream_version != e.api_version || r.rewritten > 0;
+  if (ctx_.fencing) touched |= ctx_.fencing->amend_response(e, m, e.api_version, node_id_);
+  if (touched) {
+    encode_response_frame(h, m, e.api_version, out, trailing);
+    changed = true;
+  }
+  return true;
+}
+
+// ---- backpressure and errors ------------------------------------------------
+
+void Session::update_backpressure() {
+  if (state_ != State::kOpen) return;
+  const auto& lim = ctx_.config->limits;
+  bool client_should_read = !draining_ && !upstream_->above_high_watermark() &&
+                            in_flight_.size() < lim.max_in_flight_per_connection;
+  bool upstream_should_read = !client_.above_high_watermark();
+  if (client_should_read && !client_.reading()) {
+    client_.start_reading();
+    client_paused_ = false;
+    // Whole frames may still wait in the buffer from before the pause.
+    if (!client_.input().empty()) process_client_input();
+  } else if (!client_should_read && client_.reading()) {
+    client_.stop_reading();
+    if (!client_paused_ && ctx_.metrics && !draining_)
+      ctx_.metrics->backpressure_pause(Direction::kClientToUpstream);
+    client_paused_ = true;
+  }
+  if (state_ != State::kOpen) return;
+  if (upstream_should_read && !upstream_->reading()) {
+    upstream_->start_reading();
+    upstream_paused_ = false;
+  } else if (!upstream_should_read && upstream_->reading()) {
+    upstream_->stop_reading();
+    if (!upstream_paused_ && ctx_.metrics)
+      ctx_.metrics->backpressure_pause(Direction::kUpstreamToClient);
+    upstream_paused_ = true;
+  }
+}
+
+void Session::on_drained(Connection&) { update_backpressure(); }
+
+void Session::on_read_error(Connection& c, int status) {
+  if (&c == &client_) {
+    if (status != UV_EOF) spdlog::debug("client {}: read error: {}", c.peer(), uv_strerror(status));
+    close(status == UV_EOF ? "client_closed" : "client_error");
+    return;
+  }
+  if (&c != upstream_.get()) return;
+  spdlog::info("upstream {} (node {}) closed the connection{}{}; closing client {}",
+               upstream_name_, node_id_, status == UV_EOF ? "" : ": ",
+               status == UV_EOF ? "" : uv_strerror(status), client_.peer());
+  close(status == UV_EOF ? "upstream_closed" : "upstream_error");
+}
+
+void Session::on_write_error(Connection& c, int status) {
+  spdlog::debug("{} write error: {}", &c == &client_ ? "client" : "upstream", uv_strerror(status));
+  close(&c == &client_ ? "client_error" : "upstream_error");
+}
+
+// ---- SessionList ------------------------------------------------------------
+
+void SessionList::add(Session* s) {
+  s->prev = nullptr;
+  s->next = head_;
+  if (head_) head_->prev = s;
+  head_ = s;
+  ++size_;
+}
+
+void SessionList::remove(Session* s) {
+  if (s->prev) s->prev->next = s->next; else head_ = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->prev = s->next = nullptr;
+  --size_;
+}
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,145 @@
+// proxy/session.h: one proxied client connection and its one upstream
+// connection (DESIGN.md 3). Splits frames, keeps the in-flight queue, forwards
+// untouched frames as their original bytes, rewrites the responses that carry
+// broker addresses, caps ApiVersions, and writes responses to the client in
+// request order. Applies watermark backpressure in both directions.
+// Never lets an upstream address reach the client; never answers acks=0.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codec/header.h"
+#include "proxy/connection.h"
+#include "proxy/in_flight_queue.h"
+#include "proxy/worker_context.h"
+
+namespace epochgate::proxy {
+
+class SessionList;
+
+/// A client connection accepted on the listener of `node_id` (-1: bootstrap).
+class Session : public ConnectionOwner {
+ public:
+  Session(WorkerContext& ctx, SessionList& list, int32_t node_id);
+  ~Session() override;
+
+  /// The client handle to pass to uv_accept.
+  uv_stream_t* client_stream() { return client_.stream(); }
+  /// Starts resolving and connecting the upstream; reads the client once connected.
+  void start();
+  /// Closes both sides (idempotent); the session frees itself when all handles closed.
+  void close(const char* reason);
+  /// Graceful drain: stop reading new requests; close once nothing is in flight.
+  void begin_drain();
+  bool idle_for(uint64_t now_ns, uint64_t limit_ns) const;
+  /// A frame started longer than `limit_ns` ago and is still incomplete.
+  bool partial_frame_stalled(uint64_t now_ns, uint64_t limit_ns) const;
+  int32_t node_id() const { return node_id_; }
+  /// The process-wide client connection count this session is part of; it
+  /// is decremented when the session closes.
+  void count_against(std::atomic<uint32_t>* counter) { counter_ = counter; }
+
+  // Intrusive list links (SessionList).
+  Session* prev = nullptr;
+  Session* next = nullptr;
+
+  // ConnectionOwner
+  void on_readable(Connection& c) override;
+  void on_read_error(Connection& c, int status) override;
+  void on_drained(Connection& c) override;
+  void on_write_error(Connection& c, int status) override;
+  void on_closed(Connection& c) override;
+
+ private:
+  enum class State { kResolving, kConnecting, kOpen, kClosing };
+
+  void resolve_next();
+  static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
+  static void on_connected(uv_connect_t* req, int status);
+  static void on_connect_timeout(uv_timer_t* t);
+  static void on_timer_closed(uv_handle_t* h);
+  void connect_failed(const char* why, int status);
+  void retry_next_target(int status);
+  static void on_hold_timer(uv_timer_t* t);
+
+  void process_client_input();
+  void process_upstream_input();
+  enum class Step { kConsumed, kClosed, kHold };
+  Step handle_request(const uint8_t* frame, size_t size);
+  bool handle_response(const uint8_t* frame, size_t size);
+  /// Decodes, learns from and rewrites a response that needs it. Returns false
+  /// to close the connection; sets `out` when the bytes changed.
+  bool transform_response(InFlightEntry& e, const uint8_t* frame, size_t size,
+                          std::vector<uint8_t>& out, bool& changed);
+  /// Produce/Fetch/ShareFetch/ShareAcknowledge responses: learn, rewrite, amend.
+  template <typename M>
+  bool amend_hinted(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
+                    size_t body_len, const char* api, std::vector<uint8_t>& out, bool& changed);
+  void deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t len);
+  void flush_ready();
+  void update_backpressure();
+  void maybe_free();
+  void frame_error(const char* reason, const std::string& detail);
+
+  WorkerContext& ctx_;
+  SessionList& list_;
+  int32_t node_id_;
+  State state_ = State::kResolving;
+  Connection client_;
+  std::unique_ptr<Connection> upstream_;
+  std::vector<std::unique_ptr<Connection>> retired_;  // failed upstream attempts, closing
+  InFlightQueue in_flight_;
+  uv_getaddrinfo_t resolve_req_;
+  uv_connect_t connect_req_;
+  uv_timer_t connect_timer_;
+  std::vector<config::HostPort> targets_;
+  size_t target_index_ = 0;
+  std::string upstream_name_;
+  std::atomic<uint32_t>* counter_ = nullptr;
+  int pending_ops_ = 0;     // getaddrinfo/connect requests not yet called back
+  int open_handles_ = 3;    // client, upstream, timer
+  bool client_paused_ = false;
+  bool upstream_paused_ = false;
+  bool draining_ = false;
+  bool upstream_open_ = false;
+  bool processing_client_ = false;
+  bool holding_ = false;           // a request waits for a metadata refresh
+  uint64_t hold_started_ns_ = 0;
+  uint64_t waiting_for_node_since_ns_ = 0;
+  uint64_t last_activity_ns_ = 0;
+  uint64_t partial_since_ns_ = 0;  // 0: no partial frame pending
+  // Broker limits seen in this connection's ApiVersions, for KIP-951 bridging.
+  int16_t broker_max_produce_ = -1;
+  int16_t broker_max_fetch_ = -1;
+  bool bridge_produce_ = false;
+  bool bridge_fetch_ = false;
+};
+
+/// Intrusive list of one worker's sessions, for draining and timeouts.
+class SessionList {
+ public:
+  void add(Session* s);
+  void remove(Session* s);
+  /// Live sessions; readable from any thread (drain progress).
+  size_t size() const { return size_.load(); }
+  template <typename F>
+  void for_each(F&& f) {
+    for (Session* s = head_; s != nullptr;) {
+      Session* n = s->next;
+      f(*s);
+      s = n;
+    }
+  }
+
+ private:
+  Session* head_ = nullptr;
+  std::atomic<size_t> size_{0};
+};
+
+}  // namespace epochgate::proxy

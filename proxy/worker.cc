@@ -1,0 +1,142 @@
+// proxy/worker.cc
+#include "proxy/worker.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "metrics/proxy_metrics.h"
+
+namespace epochgate::proxy {
+
+Worker::Worker(int index, WorkerContext ctx_template, std::atomic<uint32_t>& connections)
+    : ctx_(std::move(ctx_template)), connections_(connections) {
+  uv_loop_init(&loop_);
+  ctx_.loop = &loop_;
+  ctx_.worker_index = index;
+  uv_async_init(&loop_, &async_, &Worker::on_async);
+  async_.data = this;
+  uv_timer_init(&loop_, &sweep_);
+  sweep_.data = this;
+  uv_timer_start(&sweep_, &Worker::on_sweep, 1000, 1000);
+}
+
+Worker::~Worker() = default;
+
+void Worker::start() {
+  thread_ = std::thread([this] { uv_run(&loop_, UV_RUN_DEFAULT); });
+}
+
+void Worker::post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    posted_.push_back(std::move(fn));
+  }
+  uv_async_send(&async_);
+}
+
+void Worker::on_async(uv_async_t* a) { static_cast<Worker*>(a->data)->run_posted(); }
+
+void Worker::run_posted() {
+  std::vector<std::function<void()>> fns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fns.swap(posted_);
+  }
+  for (auto& f : fns) f();
+}
+
+void Worker::listen_on(int32_t node_id, int fd) {
+  if (stopping_) return;
+  auto* l = new Listener{};
+  l->node_id = node_id;
+  l->worker = this;
+  uv_tcp_init(&loop_, &l->tcp);
+  l->tcp.data = l;
+  int dup_fd = ::dup(fd);
+  int rc = dup_fd < 0 ? UV_EBADF : uv_tcp_open(&l->tcp, dup_fd);
+  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&l->tcp), 1024, &Worker::on_connection);
+  if (rc != 0) {
+    spdlog::error("worker {}: cannot accept on node {} listener: {}", ctx_.worker_index, node_id,
+                  uv_strerror(rc));
+    uv_close(reinterpret_cast<uv_handle_t*>(&l->tcp),
+             [](uv_handle_t* h) { delete static_cast<Listener*>(h->data); });
+    return;
+  }
+  listeners_.push_back(l);
+}
+
+void Worker::on_connection(uv_stream_t* server, int status) {
+  auto* l = static_cast<Listener*>(server->data);
+  Worker* w = l->worker;
+  if (status < 0) {
+    spdlog::warn("accept on node {} listener failed: {}", l->node_id, uv_strerror(status));
+    return;
+  }
+  auto* s = new Session(w->ctx_, w->sessions_, l->node_id);
+  if (uv_accept(server, s->client_stream()) != 0) {
+    s->close("accept_failed");  // another worker won the race
+    return;
+  }
+  uint32_t n = ++w->connections_;
+  s->count_against(&w->connections_);
+  if (n > w->ctx_.config->limits.max_connections) {
+    spdlog::warn("client connection refused: {} connections is the configured maximum",
+                 w->ctx_.config->limits.max_connections);
+    if (w->ctx_.metrics) w->ctx_.metrics->frame_error("max_connections");
+    s->close("max_connections");
+    return;
+  }
+  s->start();
+}
+
+void Worker::on_sweep(uv_timer_t* t) {
+  auto* w = static_cast<Worker*>(t->data);
+  const auto& lim = w->ctx_.config->limits;
+  uint64_t now = uv_hrtime();
+  uint64_t idle_ns = uint64_t{lim.idle_timeout_ms} * 1000000;
+  uint64_t partial_ns = uint64_t{lim.partial_frame_timeout_ms} * 1000000;
+  w->sessions_.for_each([&](Session& s) {
+    if (idle_ns && s.idle_for(now, idle_ns)) {
+      spdlog::info("closing client connection on node {} listener: idle for {} ms", s.node_id(),
+                   lim.idle_timeout_ms);
+      s.close("idle_timeout");
+    } else if (partial_ns && s.partial_frame_stalled(now, partial_ns)) {
+      spdlog::warn("closing client connection on node {} listener: partial frame held over {} ms",
+                   s.node_id(), lim.partial_frame_timeout_ms);
+      if (w->ctx_.metrics) w->ctx_.metrics->frame_error("partial_frame_timeout");
+      s.close("partial_frame_timeout");
+    }
+  });
+}
+
+void Worker::stop_accepting() {
+  for (Listener* l : listeners_) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&l->tcp),
+             [](uv_handle_t* h) { delete static_cast<Listener*>(h->data); });
+  }
+  listeners_.clear();
+}
+
+void Worker::begin_drain() {
+  sessions_.for_each([](Session& s) { s.begin_drain(); });
+}
+
+void Worker::close_all_sessions(const char* reason) {
+  sessions_.for_each([reason](Session& s) { s.close(reason); });
+}
+
+void Worker::stop_and_join() {
+  post([this] {
+    stopping_ = true;
+    stop_accepting();
+    close_all_sessions("shutdown");
+    uv_close(reinterpret_cast<uv_handle_t*>(&sweep_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+  });
+  if (thread_.joinable()) thread_.join();
+  uv_run(&loop_, UV_RUN_NOWAIT);
+  int rc = uv_loop_close(&loop_);
+  if (rc != 0) spdlog::warn("worker {}: loop closed with handles still open", ctx_.worker_index);
+}
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,75 @@
+// proxy/worker.h: one event-loop thread owning its connections end to end
+// (client and upstream on the same loop, issue 6 item 4). Accepts on its own
+// dup of every listening socket; other threads talk to it only through post().
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "proxy/session.h"
+#include "proxy/worker_context.h"
+
+namespace epochgate::proxy {
+
+/// An event loop with its sessions and listener handles.
+class Worker {
+ public:
+  /// `connections` is the process-wide client connection count (limit check).
+  Worker(int index, WorkerContext ctx_template, std::atomic<uint32_t>& connections);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /// Starts the loop thread.
+  void start();
+  /// Runs `fn` on the worker thread (thread-safe, FIFO).
+  void post(std::function<void()> fn);
+  /// Stops the loop once every handle is closed, and joins the thread.
+  void stop_and_join();
+
+  // The following run on the worker thread (use post() from elsewhere).
+  /// Accepts connections for `node_id` on a dup of `fd`.
+  void listen_on(int32_t node_id, int fd);
+  /// Closes the listener handles: no new connections.
+  void stop_accepting();
+  /// Drain: sessions stop reading and close once their in-flight requests finish.
+  void begin_drain();
+  /// Closes every session now.
+  void close_all_sessions(const char* reason);
+  /// Replaces the config seen by new and existing sessions (hot reload).
+  void set_config(std::shared_ptr<const config::Config> c) { ctx_.config = std::move(c); }
+
+  size_t session_count() const { return sessions_.size(); }
+  WorkerContext& context() { return ctx_; }
+
+ private:
+  struct Listener {
+    uv_tcp_t tcp;
+    int32_t node_id;
+    Worker* worker;
+  };
+  static void on_async(uv_async_t* a);
+  static void on_connection(uv_stream_t* server, int status);
+  static void on_sweep(uv_timer_t* t);
+  void run_posted();
+
+  WorkerContext ctx_;
+  std::atomic<uint32_t>& connections_;
+  uv_loop_t loop_;
+  uv_async_t async_;
+  uv_timer_t sweep_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::function<void()>> posted_;
+  std::vector<Listener*> listeners_;
+  SessionList sessions_;
+  bool stopping_ = false;
+};
+
+}  // namespace epochgate::proxy

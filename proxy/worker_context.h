@@ -1,0 +1,52 @@
+// proxy/worker_context.h: what every session on one event loop shares: the
+// loop, its buffer pool, the current config, metrics, and the application
+// services (listeners, upstream routing). Lives on the worker thread.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "proxy/buffer_pool.h"
+#include "proxy/endpoint_mapper.h"
+
+namespace epochgate::metrics {
+class ProxyMetrics;
+}
+
+namespace epochgate::proxy {
+
+class FencingHooks;
+
+/// Where a session's upstream connection goes: a node's broker address, or
+/// the bootstrap list (node id -1), tried in order.
+class UpstreamDirectory {
+ public:
+  virtual ~UpstreamDirectory() = default;
+  /// Upstream broker address of `node_id`, if known.
+  virtual std::optional<config::HostPort> upstream_of(int32_t node_id) const = 0;
+  /// Configured bootstrap brokers.
+  virtual std::vector<config::HostPort> bootstrap() const = 0;
+  /// Asks for an urgent metadata refresh (node address unknown).
+  virtual void request_refresh(const char* trigger) = 0;
+};
+
+/// Per-worker shared state. Sessions hold a reference; it outlives them.
+struct WorkerContext {
+  uv_loop_t* loop = nullptr;
+  int worker_index = 0;
+  BufferPool pool;
+  std::shared_ptr<const config::Config> config;
+  metrics::ProxyMetrics* metrics = nullptr;
+  EndpointMapper* endpoints = nullptr;
+  UpstreamDirectory* upstreams = nullptr;
+  FencingHooks* fencing = nullptr;  ///< null: policy not wired (pass-through proxy)
+  uint64_t buffered_bytes = 0;      ///< bytes held in this worker's connection buffers
+};
+
+}  // namespace epochgate::proxy

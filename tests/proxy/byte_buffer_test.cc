@@ -1,0 +1,52 @@
+// tests/proxy/byte_buffer_test.cc: cursors, compaction, growth, pooling.
+#include "proxy/buffer_pool.h"
+#include "proxy/byte_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace epochgate::proxy {
+namespace {
+
+TEST(ByteBuffer, AppendConsumeAndCompact) {
+  ByteBuffer b(8);
+  b.append("abcdef", 6);
+  b.consume(4);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.begin()), b.size()), "ef");
+  b.reserve_tail(6);  // fits after moving "ef" to the front
+  EXPECT_EQ(b.capacity(), 8u);
+  b.append("123456", 6);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.begin()), b.size()), "ef123456");
+}
+
+TEST(ByteBuffer, GrowsKeepingUnreadBytes) {
+  ByteBuffer b(4);
+  b.append("wxyz", 4);
+  b.consume(1);
+  b.append("0123456789", 10);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.begin()), b.size()), "xyz0123456789");
+}
+
+TEST(ByteBuffer, ConsumingEverythingResetsCursors) {
+  ByteBuffer b(4);
+  b.append("ab", 2);
+  b.consume(2);
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(b.tail_room(), 4u);
+}
+
+TEST(BufferPool, ReusesBlocksAndFreesOversizedOnes) {
+  BufferPool pool(16, 2);
+  ByteBuffer a = pool.take();
+  const uint8_t* storage = a.tail();
+  pool.give_back(std::move(a));
+  ByteBuffer again = pool.take();
+  EXPECT_EQ(again.tail(), storage);
+  again.reserve_tail(1000);  // grew for a large frame
+  pool.give_back(std::move(again));
+  EXPECT_EQ(pool.pooled(), 0u);
+}
+
+}  // namespace
+}  // namespace epochgate::proxy
