@@ -140,9 +140,11 @@ std::vector<TopicT> merge_topics(const std::vector<TopicLayout>& layout, const R
   for (size_t ti = 0; ti < layout.size(); ++ti) {
     Pool* up = nullptr;
     Pool* lo = nullptr;
-    if (auto it = up_index.find(layout[ti].key); it != up_index.end() && !up_pools[it->second].emitted)
+    if (auto it = up_index.find(layout[ti].key);
+        it != up_index.end() && !up_pools[it->second].emitted)
       up = &up_pools[it->second];
-    if (auto it = lo_index.find(layout[ti].key); it != lo_index.end() && !lo_pools[it->second].emitted)
+    if (auto it = lo_index.find(layout[ti].key);
+        it != lo_index.end() && !lo_pools[it->second].emitted)
       lo = &lo_pools[it->second];
     if (!up && !lo) continue;
     TopicT t = up ? up->shell : lo->shell;
@@ -192,8 +194,8 @@ std::vector<NodeEndpointT> union_endpoints(std::vector<NodeEndpointT> local_eps,
 }
 
 template <class NodeEndpointT>
-std::optional<std::vector<NodeEndpointT>> union_tagged(std::optional<std::vector<NodeEndpointT>> a,
-                                                       std::optional<std::vector<NodeEndpointT>> b) {
+std::optional<std::vector<NodeEndpointT>> union_tagged(
+    std::optional<std::vector<NodeEndpointT>> a, std::optional<std::vector<NodeEndpointT>> b) {
   if (!a && !b) return std::nullopt;
   return union_endpoints(a ? std::move(*a) : std::vector<NodeEndpointT>{},
                          b ? std::move(*b) : std::vector<NodeEndpointT>{});
@@ -244,11 +246,15 @@ bool backfill_ok(const PartitionEntry* e, int16_t error, int32_t request_epoch,
 
 bool version_carries_hints(int16_t api_key, int16_t version) {
   switch (api_key) {
-    case codec::kProduce: return version >= 10;
-    case codec::kFetch: return version >= 16;
+    case codec::kProduce:
+      return version >= 10;
+    case codec::kFetch:
+      return version >= 16;
     case codec::kShareFetch:
-    case codec::kShareAcknowledge: return true;
-    default: return false;
+    case codec::kShareAcknowledge:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -269,7 +275,10 @@ codec::ProduceResponse build_local_response(const codec::ProduceRequest& req, in
       if (!pd || !pd->answered_locally()) continue;
       if (!out) {
         out = &r.responses.emplace_back();
-        if (version >= 13) out->topic_id = t.topic_id; else out->name = t.name;
+        if (version >= 13)
+          out->topic_id = t.topic_id;
+        else
+          out->name = t.name;
       }
       auto& p = out->partition_responses.emplace_back();
       p.index = pd->partition;
@@ -319,8 +328,8 @@ codec::ProduceResponse merge_responses(const codec::ProduceRequest& req, int16_t
   out.throttle_time_ms = std::max(upstream.throttle_time_ms, local_resp.throttle_time_ms);
   out.unknown_tagged_fields = upstream.unknown_tagged_fields;
   if (version >= 10)
-    out.node_endpoints = union_tagged(std::move(local_resp.node_endpoints),
-                                      std::move(upstream.node_endpoints));
+    out.node_endpoints =
+        union_tagged(std::move(local_resp.node_endpoints), std::move(upstream.node_endpoints));
   out.responses = merge_topics(
       layout, d, std::move(upstream.responses), std::move(local_resp.responses),
       &R::TopicProduceResponse::partition_responses,
@@ -329,16 +338,15 @@ codec::ProduceResponse merge_responses(const codec::ProduceRequest& req, int16_t
   return out;
 }
 
-uint32_t backfill_hints(codec::ProduceResponse& resp, int16_t version,
-                        const BackfillContext& ctx) {
+uint32_t backfill_hints(codec::ProduceResponse& resp, int16_t version, const BackfillContext& ctx) {
   using R = codec::ProduceResponse;
   if (!version_carries_hints(codec::kProduce, version)) return 0;
   EndpointCollector<R::NodeEndpoint> nodes(ctx.view, ctx.endpoints);
   if (resp.node_endpoints) nodes.seed(*resp.node_endpoints);
   uint32_t added = 0;
   for (auto& t : resp.responses) {
-    const TopicEntry* topic = version >= 13 ? ctx.view.find_topic(t.topic_id)
-                                            : ctx.view.find_topic(t.name);
+    const TopicEntry* topic =
+        version >= 13 ? ctx.view.find_topic(t.topic_id) : ctx.view.find_topic(t.name);
     if (!topic) continue;
     for (auto& p : t.partition_responses) {
       if (p.current_leader && p.current_leader->leader_id >= 0 &&
@@ -375,7 +383,10 @@ codec::FetchResponse build_local_response(const codec::FetchRequest& req, int16_
       if (!pd || !pd->answered_locally()) continue;
       if (!out) {
         out = &r.responses.emplace_back();
-        if (version >= 13) out->topic_id = t.topic_id; else out->topic = t.topic;
+        if (version >= 13)
+          out->topic_id = t.topic_id;
+        else
+          out->topic = t.topic;
       }
       auto& p = out->partitions.emplace_back();
       p.partition_index = pd->partition;
@@ -396,8 +407,9 @@ codec::FetchResponse build_local_response(const codec::FetchRequest& req, int16_
 codec::FetchRequest rewrite_request(const codec::FetchRequest& req, int16_t version,
                                     const RequestDecision& d) {
   codec::FetchRequest out = req;
-  filter_topics(out.topics, &codec::FetchRequest::FetchTopic::partitions, d,
-                [](codec::FetchRequest::FetchPartition& p, int32_t e) { p.current_leader_epoch = e; });
+  filter_topics(
+      out.topics, &codec::FetchRequest::FetchTopic::partitions, d,
+      [](codec::FetchRequest::FetchPartition& p, int32_t e) { p.current_leader_epoch = e; });
   return out;
 }
 
@@ -421,8 +433,8 @@ codec::FetchResponse merge_responses(const codec::FetchRequest& req, int16_t ver
   out.session_id = upstream.session_id;
   out.unknown_tagged_fields = upstream.unknown_tagged_fields;
   if (version >= 16)
-    out.node_endpoints = union_tagged(std::move(local_resp.node_endpoints),
-                                      std::move(upstream.node_endpoints));
+    out.node_endpoints =
+        union_tagged(std::move(local_resp.node_endpoints), std::move(upstream.node_endpoints));
   out.responses = merge_topics(
       layout, d, std::move(upstream.responses), std::move(local_resp.responses),
       &R::FetchableTopicResponse::partitions,
@@ -431,8 +443,8 @@ codec::FetchResponse merge_responses(const codec::FetchRequest& req, int16_t ver
   return out;
 }
 
-uint32_t backfill_hints(codec::FetchResponse& resp, int16_t version,
-                        const codec::FetchRequest* req, const BackfillContext& ctx) {
+uint32_t backfill_hints(codec::FetchResponse& resp, int16_t version, const codec::FetchRequest* req,
+                        const BackfillContext& ctx) {
   using R = codec::FetchResponse;
   if (!version_carries_hints(codec::kFetch, version)) return 0;
   const bool ids = version >= 13;
@@ -456,7 +468,8 @@ uint32_t backfill_hints(codec::FetchResponse& resp, int16_t version,
       if (p.current_leader && p.current_leader->leader_id >= 0 &&
           p.current_leader->leader_epoch >= 0)
         continue;
-      if (p.error_code != kErrNotLeaderOrFollower && p.error_code != kErrFencedLeaderEpoch) continue;
+      if (p.error_code != kErrNotLeaderOrFollower && p.error_code != kErrFencedLeaderEpoch)
+        continue;
       const PartitionEntry* e = topic->partition(p.partition_index);
       if (!backfill_ok(e, p.error_code, request_epoch(t, p.partition_index), ctx) ||
           !nodes.add(e->leader_id))
@@ -524,10 +537,11 @@ codec::ListOffsetsResponse merge_responses(const codec::ListOffsetsRequest& req,
   R out;
   out.throttle_time_ms = std::max(upstream.throttle_time_ms, local_resp.throttle_time_ms);
   out.unknown_tagged_fields = upstream.unknown_tagged_fields;
-  out.topics = merge_topics(layout, d, std::move(upstream.topics), std::move(local_resp.topics),
-                            &R::ListOffsetsTopicResponse::partitions,
-                            [](const R::ListOffsetsTopicResponse& t) { return t.name; },
-                            [](const R::ListOffsetsPartitionResponse& p) { return p.partition_index; });
+  out.topics = merge_topics(
+      layout, d, std::move(upstream.topics), std::move(local_resp.topics),
+      &R::ListOffsetsTopicResponse::partitions,
+      [](const R::ListOffsetsTopicResponse& t) { return t.name; },
+      [](const R::ListOffsetsPartitionResponse& p) { return p.partition_index; });
   return out;
 }
 
@@ -568,10 +582,9 @@ codec::OffsetForLeaderEpochRequest rewrite_request(const codec::OffsetForLeaderE
   return out;
 }
 
-codec::OffsetForLeaderEpochResponse merge_responses(const codec::OffsetForLeaderEpochRequest& req,
-                                                    int16_t version, const RequestDecision& d,
-                                                    codec::OffsetForLeaderEpochResponse upstream,
-                                                    codec::OffsetForLeaderEpochResponse local_resp) {
+codec::OffsetForLeaderEpochResponse merge_responses(
+    const codec::OffsetForLeaderEpochRequest& req, int16_t version, const RequestDecision& d,
+    codec::OffsetForLeaderEpochResponse upstream, codec::OffsetForLeaderEpochResponse local_resp) {
   using R = codec::OffsetForLeaderEpochResponse;
   auto layout = layout_of(req.topics, [&](const auto& t) {
     TopicLayout l{t.topic, {}};
@@ -581,17 +594,18 @@ codec::OffsetForLeaderEpochResponse merge_responses(const codec::OffsetForLeader
   R out;
   out.throttle_time_ms = std::max(upstream.throttle_time_ms, local_resp.throttle_time_ms);
   out.unknown_tagged_fields = upstream.unknown_tagged_fields;
-  out.topics = merge_topics(layout, d, std::move(upstream.topics), std::move(local_resp.topics),
-                            &R::OffsetForLeaderTopicResult::partitions,
-                            [](const R::OffsetForLeaderTopicResult& t) { return t.topic; },
-                            [](const R::EpochEndOffset& p) { return p.partition; });
+  out.topics = merge_topics(
+      layout, d, std::move(upstream.topics), std::move(local_resp.topics),
+      &R::OffsetForLeaderTopicResult::partitions,
+      [](const R::OffsetForLeaderTopicResult& t) { return t.topic; },
+      [](const R::EpochEndOffset& p) { return p.partition; });
   return out;
 }
 
 // ------------------------------------------------------- ShareFetch / Ack
 
-codec::ShareFetchResponse build_local_response(const codec::ShareFetchRequest& req,
-                                               int16_t version, const RequestDecision& d,
+codec::ShareFetchResponse build_local_response(const codec::ShareFetchRequest& req, int16_t version,
+                                               const RequestDecision& d,
                                                const MetadataSnapshot& view,
                                                const EndpointResolver& endpoints, AnswerStats* st) {
   using R = codec::ShareFetchResponse;
@@ -610,9 +624,11 @@ codec::ShareFetchResponse build_local_response(const codec::ShareFetchRequest& r
       auto& p = out->partitions.emplace_back();
       p.partition_index = pd->partition;
       p.error_code = pd->error_code;
-      if (!t.partitions[pi].acknowledgement_batches.empty()) p.acknowledge_error_code = pd->error_code;
+      if (!t.partitions[pi].acknowledgement_batches.empty())
+        p.acknowledge_error_code = pd->error_code;
       p.current_leader = R::LeaderIdAndEpoch{-1, -1, {}};
-      if (attach_hint(*pd, nodes, st)) p.current_leader = R::LeaderIdAndEpoch{pd->hint_leader, pd->hint_epoch, {}};
+      if (attach_hint(*pd, nodes, st))
+        p.current_leader = R::LeaderIdAndEpoch{pd->hint_leader, pd->hint_epoch, {}};
       p.records = codec::Bytes{};
     }
   }
@@ -642,7 +658,8 @@ codec::ShareAcknowledgeResponse build_local_response(const codec::ShareAcknowled
       p.partition_index = pd->partition;
       p.error_code = pd->error_code;
       p.current_leader = R::LeaderIdAndEpoch{-1, -1, {}};
-      if (attach_hint(*pd, nodes, st)) p.current_leader = R::LeaderIdAndEpoch{pd->hint_leader, pd->hint_epoch, {}};
+      if (attach_hint(*pd, nodes, st))
+        p.current_leader = R::LeaderIdAndEpoch{pd->hint_leader, pd->hint_epoch, {}};
     }
   }
   r.node_endpoints = std::move(nodes.added());
@@ -680,9 +697,10 @@ Resp merge_share(const Req& req, const RequestDecision& d, Resp upstream, Resp l
   });
   Resp out = std::move(upstream);  // keeps error message, lock timeout, tagged fields
   out.throttle_time_ms = std::max(out.throttle_time_ms, local_resp.throttle_time_ms);
-  out.node_endpoints = union_endpoints(std::move(local_resp.node_endpoints),
-                                       std::move(out.node_endpoints));
-  using PartT = typename std::remove_reference_t<decltype(std::declval<TopicT&>().partitions)>::value_type;
+  out.node_endpoints =
+      union_endpoints(std::move(local_resp.node_endpoints), std::move(out.node_endpoints));
+  using PartT =
+      typename std::remove_reference_t<decltype(std::declval<TopicT&>().partitions)>::value_type;
   out.*topics_member = merge_topics(
       layout, d, std::move(out.*topics_member), std::move(local_resp.*topics_member),
       &TopicT::partitions, [](const TopicT& t) { return id_key(t.topic_id); },
@@ -820,10 +838,12 @@ Resp merge_persister(const Req& req, const RequestDecision& d, Resp upstream, Re
     return l;
   });
   Resp out = std::move(upstream);
-  using PartT = typename std::remove_reference_t<decltype(std::declval<TopicT&>().partitions)>::value_type;
-  out.results = merge_topics(layout, d, std::move(out.results), std::move(local_resp.results),
-                             &TopicT::partitions, [](const TopicT& t) { return id_key(t.topic_id); },
-                             [](const PartT& p) { return p.partition; });
+  using PartT =
+      typename std::remove_reference_t<decltype(std::declval<TopicT&>().partitions)>::value_type;
+  out.results = merge_topics(
+      layout, d, std::move(out.results), std::move(local_resp.results), &TopicT::partitions,
+      [](const TopicT& t) { return id_key(t.topic_id); },
+      [](const PartT& p) { return p.partition; });
   return out;
 }
 
@@ -838,10 +858,9 @@ codec::ReadShareGroupStateResponse merge_responses(const codec::ReadShareGroupSt
       req, d, std::move(upstream), std::move(local_resp));
 }
 
-codec::WriteShareGroupStateResponse merge_responses(const codec::WriteShareGroupStateRequest& req,
-                                                    int16_t version, const RequestDecision& d,
-                                                    codec::WriteShareGroupStateResponse upstream,
-                                                    codec::WriteShareGroupStateResponse local_resp) {
+codec::WriteShareGroupStateResponse merge_responses(
+    const codec::WriteShareGroupStateRequest& req, int16_t version, const RequestDecision& d,
+    codec::WriteShareGroupStateResponse upstream, codec::WriteShareGroupStateResponse local_resp) {
   return merge_persister<codec::WriteShareGroupStateRequest, codec::WriteShareGroupStateResponse,
                          codec::WriteShareGroupStateResponse::WriteStateResult>(
       req, d, std::move(upstream), std::move(local_resp));

@@ -70,8 +70,8 @@ codec::OffsetForLeaderEpochResponse build_local_response(
     const MetadataSnapshot& view, const EndpointResolver& endpoints, AnswerStats* stats = nullptr);
 /// A fenced partition that carried acknowledgements also gets
 /// AcknowledgeErrorCode NOT_LEADER_OR_FOLLOWER (they were not applied).
-codec::ShareFetchResponse build_local_response(const codec::ShareFetchRequest& req,
-                                               int16_t version, const RequestDecision& d,
+codec::ShareFetchResponse build_local_response(const codec::ShareFetchRequest& req, int16_t version,
+                                               const RequestDecision& d,
                                                const MetadataSnapshot& view,
                                                const EndpointResolver& endpoints,
                                                AnswerStats* stats = nullptr);
@@ -171,8 +171,8 @@ struct BackfillContext {
 };
 
 uint32_t backfill_hints(codec::ProduceResponse& resp, int16_t version, const BackfillContext& ctx);
-uint32_t backfill_hints(codec::FetchResponse& resp, int16_t version,
-                        const codec::FetchRequest* req, const BackfillContext& ctx);
+uint32_t backfill_hints(codec::FetchResponse& resp, int16_t version, const codec::FetchRequest* req,
+                        const BackfillContext& ctx);
 uint32_t backfill_hints(codec::ShareFetchResponse& resp, int16_t version,
                         const BackfillContext& ctx);
 uint32_t backfill_hints(codec::ShareAcknowledgeResponse& resp, int16_t version,

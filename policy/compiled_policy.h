@@ -12,10 +12,10 @@ namespace epochgate::policy {
 
 struct CompiledPolicy {
   ModeResolver modes;
-  bool inject_epochs = true;               ///< write the view's epoch into CurrentLeaderEpoch -1
-  uint32_t max_staleness_ms = 300000;      ///< older view entries never fence
-  uint32_t refresh_before_fence_ms = 5000; ///< older entries: hold, refresh, then decide
-  uint32_t hold_timeout_ms = 500;          ///< longest a held request waits for that refresh
+  bool inject_epochs = true;                ///< write the view's epoch into CurrentLeaderEpoch -1
+  uint32_t max_staleness_ms = 300000;       ///< older view entries never fence
+  uint32_t refresh_before_fence_ms = 5000;  ///< older entries: hold, refresh, then decide
+  uint32_t hold_timeout_ms = 500;           ///< longest a held request waits for that refresh
 
   /// Builds the compiled form of `cfg` (PolicyConfig defaults: enforce everywhere).
   static CompiledPolicy compile(const config::PolicyConfig& cfg) {

@@ -10,41 +10,64 @@ namespace epochgate::policy {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "pass";
-    case Verdict::kFence: return "fence";
-    case Verdict::kInject: return "inject";
-    case Verdict::kPassAndRefresh: return "pass_and_refresh";
-    case Verdict::kHold: return "hold";
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kFence:
+      return "fence";
+    case Verdict::kInject:
+      return "inject";
+    case Verdict::kPassAndRefresh:
+      return "pass_and_refresh";
+    case Verdict::kHold:
+      return "hold";
   }
   return "unknown";
 }
 
 const char* reason_name(Reason r) {
   switch (r) {
-    case Reason::kNone: return "none";
-    case Reason::kStaleEpoch: return "stale_epoch";
-    case Reason::kNotLeader: return "not_leader";
-    case Reason::kNotReplica: return "not_replica";
-    case Reason::kInjected: return "injected";
-    case Reason::kViewBehind: return "view_behind";
-    case Reason::kUnknownPartition: return "unknown_partition";
-    case Reason::kStaleView: return "stale_view";
-    case Reason::kSuspect: return "suspect";
-    case Reason::kNoLeader: return "no_leader";
-    case Reason::kNoEpoch: return "no_epoch";
-    case Reason::kReplicaRequest: return "replica_request";
+    case Reason::kNone:
+      return "none";
+    case Reason::kStaleEpoch:
+      return "stale_epoch";
+    case Reason::kNotLeader:
+      return "not_leader";
+    case Reason::kNotReplica:
+      return "not_replica";
+    case Reason::kInjected:
+      return "injected";
+    case Reason::kViewBehind:
+      return "view_behind";
+    case Reason::kUnknownPartition:
+      return "unknown_partition";
+    case Reason::kStaleView:
+      return "stale_view";
+    case Reason::kSuspect:
+      return "suspect";
+    case Reason::kNoLeader:
+      return "no_leader";
+    case Reason::kNoEpoch:
+      return "no_epoch";
+    case Reason::kReplicaRequest:
+      return "replica_request";
   }
   return "unknown";
 }
 
 const char* action_name(Action a) {
   switch (a) {
-    case Action::kForwardAsIs: return "forward_as_is";
-    case Action::kForwardRewritten: return "forward_rewritten";
-    case Action::kAnswerLocally: return "answer_locally";
-    case Action::kSplit: return "split";
-    case Action::kCloseConnection: return "close_connection";
-    case Action::kHold: return "hold";
+    case Action::kForwardAsIs:
+      return "forward_as_is";
+    case Action::kForwardRewritten:
+      return "forward_rewritten";
+    case Action::kAnswerLocally:
+      return "answer_locally";
+    case Action::kSplit:
+      return "split";
+    case Action::kCloseConnection:
+      return "close_connection";
+    case Action::kHold:
+      return "hold";
   }
   return "unknown";
 }
@@ -69,9 +92,12 @@ bool policy_decides(int16_t api_key, int16_t version) {
     case codec::kReadShareGroupState:
     case codec::kWriteShareGroupState:
       return true;
-    case codec::kListOffsets: return version >= 4;
-    case codec::kOffsetForLeaderEpoch: return version >= 2;
-    default: return false;
+    case codec::kListOffsets:
+      return version >= 4;
+    case codec::kOffsetForLeaderEpoch:
+      return version >= 2;
+    default:
+      return false;
   }
 }
 
@@ -101,8 +127,8 @@ class TableWalker {
   void begin_topic(std::string_view name, const codec::Uuid& id) {
     out_.topic_start.push_back(static_cast<uint32_t>(out_.partitions.size()));
     topic_ = !name.empty() ? ctx_.view.find_topic(name) : ctx_.view.find_topic(id);
-    std::string_view mode_name = !name.empty() ? name : (topic_ ? std::string_view(topic_->name)
-                                                                : std::string_view());
+    std::string_view mode_name =
+        !name.empty() ? name : (topic_ ? std::string_view(topic_->name) : std::string_view());
     mode_ = ctx_.policy.modes.resolve(mode_name, group_);
     topic_name_ = name;
     topic_id_ = &id;
@@ -183,14 +209,18 @@ class TableWalker {
       return;
     }
     d.verdict = Verdict::kFence;
-    if (enforce) ++out_.fenced; else ++out_.observed_fences;
+    if (enforce)
+      ++out_.fenced;
+    else
+      ++out_.observed_fences;
   }
 
   void decide_one(PartitionDecision& d, int32_t e_c) {
     const PartitionEntry* e = topic_ ? topic_->partition(d.partition) : nullptr;
     if (!e) return refresh(d, Reason::kUnknownPartition);
     d.view_epoch = e->leader_epoch;
-    if (e->age_ms(ctx_.now_ms) > ctx_.policy.max_staleness_ms) return refresh(d, Reason::kStaleView);
+    if (e->age_ms(ctx_.now_ms) > ctx_.policy.max_staleness_ms)
+      return refresh(d, Reason::kStaleView);
     if (e->suspect()) return refresh(d, Reason::kSuspect);
     if (e->leader_epoch < 0) {
       // Never fence on an entry without an epoch: nothing orders it against
@@ -208,8 +238,8 @@ class TableWalker {
           return mismatch(d, *e, kErrFencedLeaderEpoch, Reason::kStaleEpoch,
                           check_ != Check::kPersister);
         }
-        if (check_ == Check::kFetch && target >= 0 && e->leader_id >= 0 &&
-            target != e->leader_id && e->replica_set && !e->is_replica(target)) {
+        if (check_ == Check::kFetch && target >= 0 && e->leader_id >= 0 && target != e->leader_id &&
+            e->replica_set && !e->is_replica(target)) {
           return mismatch(d, *e, kErrNotLeaderOrFollower, Reason::kNotReplica, true);
         }
         if (e_c < 0 && epoch_field_ && check_ != Check::kPersister && ctx_.policy.inject_epochs) {
@@ -225,7 +255,8 @@ class TableWalker {
         if (target == e->leader_id) return;
         return mismatch(d, *e, kErrNotLeaderOrFollower, Reason::kNotLeader, true);
       }
-      case Check::kNothing: return;
+      case Check::kNothing:
+        return;
     }
   }
 
@@ -250,7 +281,10 @@ void decide(const codec::ProduceRequest& req, int16_t version, const DecideConte
   TableWalker w(ctx, out, codec::kProduce, version, ApiGroup::kProduce, Check::kLeader, false);
   for (uint32_t ti = 0; ti < req.topic_data.size(); ++ti) {
     const auto& t = req.topic_data[ti];
-    if (version >= 13) w.begin_topic({}, t.topic_id); else w.begin_topic(t.name, kZeroId);
+    if (version >= 13)
+      w.begin_topic({}, t.topic_id);
+    else
+      w.begin_topic(t.name, kZeroId);
     for (uint32_t pi = 0; pi < t.partition_data.size(); ++pi)
       w.partition(ti, pi, t.partition_data[pi].index, -1);
     w.end_topic();
@@ -261,14 +295,18 @@ void decide(const codec::ProduceRequest& req, int16_t version, const DecideConte
 void decide(const codec::FetchRequest& req, int16_t version, const DecideContext& ctx,
             RequestDecision& out) {
   // A follower's fetch (ReplicaId, or ReplicaState from v15) is broker-to-broker.
-  const bool from_replica = version >= 15 ? (req.replica_state && req.replica_state->replica_id >= 0)
-                                          : req.replica_id >= 0;
+  const bool from_replica = version >= 15
+                                ? (req.replica_state && req.replica_state->replica_id >= 0)
+                                : req.replica_id >= 0;
   const bool epoch_field = version >= 9;
   TableWalker w(ctx, out, codec::kFetch, version, ApiGroup::kFetch,
                 from_replica ? Check::kNothing : Check::kFetch, epoch_field);
   for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
     const auto& t = req.topics[ti];
-    if (version >= 13) w.begin_topic({}, t.topic_id); else w.begin_topic(t.topic, kZeroId);
+    if (version >= 13)
+      w.begin_topic({}, t.topic_id);
+    else
+      w.begin_topic(t.topic, kZeroId);
     for (uint32_t pi = 0; pi < t.partitions.size(); ++pi) {
       const auto& p = t.partitions[pi];
       w.partition(ti, pi, p.partition, epoch_field ? p.current_leader_epoch : -1);
@@ -366,8 +404,8 @@ void decide_persister(const Req& req, int16_t api_key, int16_t version, const De
 
 }  // namespace
 
-void decide(const codec::ReadShareGroupStateRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out) {
+void decide(const codec::ReadShareGroupStateRequest& req, int16_t version, const DecideContext& ctx,
+            RequestDecision& out) {
   decide_persister(req, codec::kReadShareGroupState, version, ctx, out, true);
 }
 void decide(const codec::WriteShareGroupStateRequest& req, int16_t version,

@@ -57,8 +57,8 @@ void decide(const codec::ShareFetchRequest& req, int16_t version, const DecideCo
             RequestDecision& out);
 void decide(const codec::ShareAcknowledgeRequest& req, int16_t version, const DecideContext& ctx,
             RequestDecision& out);
-void decide(const codec::ReadShareGroupStateRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out);
+void decide(const codec::ReadShareGroupStateRequest& req, int16_t version, const DecideContext& ctx,
+            RequestDecision& out);
 void decide(const codec::WriteShareGroupStateRequest& req, int16_t version,
             const DecideContext& ctx, RequestDecision& out);
 /// These carry no leader epoch (Initialize, Delete) or one the group

@@ -49,12 +49,12 @@ const char* reason_name(Reason r);
 
 /// What the session does with the whole request.
 enum class Action : uint8_t {
-  kForwardAsIs,        ///< original bytes upstream
-  kForwardRewritten,   ///< re-encoded upstream: epochs injected (no partition fenced)
-  kAnswerLocally,      ///< every partition fenced: answer, nothing goes upstream
-  kSplit,              ///< some fenced: rewrite (remove them, inject), forward, merge
-  kCloseConnection,    ///< acks=0 Produce to a stale leader (enforce): close, never answer
-  kHold,               ///< refresh the view first (bounded wait), then decide again
+  kForwardAsIs,       ///< original bytes upstream
+  kForwardRewritten,  ///< re-encoded upstream: epochs injected (no partition fenced)
+  kAnswerLocally,     ///< every partition fenced: answer, nothing goes upstream
+  kSplit,             ///< some fenced: rewrite (remove them, inject), forward, merge
+  kCloseConnection,   ///< acks=0 Produce to a stale leader (enforce): close, never answer
+  kHold,              ///< refresh the view first (bounded wait), then decide again
 };
 const char* action_name(Action a);
 
@@ -66,14 +66,16 @@ struct PartitionDecision {
   Verdict verdict = Verdict::kPass;
   Reason reason = Reason::kNone;
   config::Mode mode = config::Mode::kEnforce;
-  int16_t error_code = 0;        ///< kFence/kHold: NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
-  int32_t request_epoch = -1;    ///< epoch in the request (-1: none or absent)
-  int32_t view_epoch = -1;       ///< the view's epoch when decided (-1 unknown); kInject writes it
-  int32_t hint_leader = -1;      ///< kFence: leader to hint, -1 when no hint may be given
-  int32_t hint_epoch = -1;       ///< strictly newer than request_epoch when set
+  int16_t error_code = 0;      ///< kFence/kHold: NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+  int32_t request_epoch = -1;  ///< epoch in the request (-1: none or absent)
+  int32_t view_epoch = -1;     ///< the view's epoch when decided (-1 unknown); kInject writes it
+  int32_t hint_leader = -1;    ///< kFence: leader to hint, -1 when no hint may be given
+  int32_t hint_epoch = -1;     ///< strictly newer than request_epoch when set
 
   /// Answered by epochgate (a fence in enforce mode).
-  bool answered_locally() const { return verdict == Verdict::kFence && mode == config::Mode::kEnforce; }
+  bool answered_locally() const {
+    return verdict == Verdict::kFence && mode == config::Mode::kEnforce;
+  }
   /// The forwarded request carries view_epoch instead of -1.
   bool injected() const { return verdict == Verdict::kInject && mode == config::Mode::kEnforce; }
   bool has_hint() const { return hint_leader >= 0 && hint_epoch >= 0; }

@@ -9,10 +9,14 @@ namespace epochgate::policy {
 
 const char* source_name(Source s) {
   switch (s) {
-    case Source::kMetadataResponse: return "metadata_response";
-    case Source::kRefresher: return "refresher";
-    case Source::kHint: return "hint";
-    case Source::kError: return "error";
+    case Source::kMetadataResponse:
+      return "metadata_response";
+    case Source::kRefresher:
+      return "refresher";
+    case Source::kHint:
+      return "hint";
+    case Source::kError:
+      return "error";
   }
   return "unknown";
 }
@@ -107,11 +111,21 @@ void append_json_string(std::string& out, std::string_view s) {
   for (char c : s) {
     unsigned char u = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (u < 0x20) {
           char buf[8];
@@ -148,7 +162,10 @@ std::string MetadataSnapshot::to_json(uint64_t now_ms) const {
     out += "{\"node_id\":" + std::to_string(id) + ",\"upstream_host\":";
     append_json_string(out, n.host);
     out += ",\"upstream_port\":" + std::to_string(n.port) + ",\"rack\":";
-    if (n.rack) append_json_string(out, *n.rack); else out += "null";
+    if (n.rack)
+      append_json_string(out, *n.rack);
+    else
+      out += "null";
     out.push_back('}');
   }
   out += "],\"topics\":[";
@@ -163,7 +180,10 @@ std::string MetadataSnapshot::to_json(uint64_t now_ms) const {
     out += "{\"name\":";
     append_json_string(out, t->name);
     out += ",\"topic_id\":";
-    if (is_zero_uuid(t->id)) out += "null"; else append_json_string(out, uuid_to_string(t->id));
+    if (is_zero_uuid(t->id))
+      out += "null";
+    else
+      append_json_string(out, uuid_to_string(t->id));
     out += ",\"partitions\":[";
     bool pfirst = true;
     for (size_t i = 0; i < t->partitions.size(); ++i) {

@@ -40,11 +40,11 @@ struct ReplicaSet {
 
 /// What the view knows about one partition.
 struct PartitionEntry {
-  int32_t leader_id = -1;     ///< -1: no leader
-  int32_t leader_epoch = -1;  ///< -1: unknown (Metadata < v7) or no leader
-  uint64_t learned_at_ms = 0; ///< last time a report agreed with this entry
+  int32_t leader_id = -1;      ///< -1: no leader
+  int32_t leader_epoch = -1;   ///< -1: unknown (Metadata < v7) or no leader
+  uint64_t learned_at_ms = 0;  ///< last time a report agreed with this entry
   Source source = Source::kMetadataResponse;
-  bool known = false;         ///< false: an empty slot (partition never learned)
+  bool known = false;  ///< false: an empty slot (partition never learned)
   /// Same epoch seen with two leaders: never fence, never hint, until a
   /// strictly newer epoch arrives (librdkafka PR 5593).
   bool conflicted = false;
@@ -60,7 +60,9 @@ struct PartitionEntry {
   /// A leader and an epoch that may be sent to a client as a hint.
   bool hintable() const { return known && !suspect() && leader_id >= 0 && leader_epoch >= 0; }
   bool is_replica(int32_t node) const { return replica_set && replica_set->contains(node); }
-  uint64_t age_ms(uint64_t now_ms) const { return now_ms > learned_at_ms ? now_ms - learned_at_ms : 0; }
+  uint64_t age_ms(uint64_t now_ms) const {
+    return now_ms > learned_at_ms ? now_ms - learned_at_ms : 0;
+  }
 };
 
 /// One topic: its name, its id (zero when no version seen carried one) and
@@ -68,7 +70,7 @@ struct PartitionEntry {
 /// a name (a topic id the view cannot name is not stored: it is refreshed).
 struct TopicEntry {
   std::string name;
-  codec::Uuid id{};     ///< all zero: unknown
+  codec::Uuid id{};  ///< all zero: unknown
   std::vector<PartitionEntry> partitions;
 
   /// The entry for `partition`, or nullptr when never learned.

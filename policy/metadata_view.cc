@@ -154,7 +154,7 @@ namespace {
 /// One report about one partition.
 struct Incoming {
   int32_t leader = -1;
-  int32_t epoch = -1;  ///< -1: the report carries no epoch
+  int32_t epoch = -1;                          ///< -1: the report carries no epoch
   std::shared_ptr<const ReplicaSet> replicas;  ///< null: the report has none
   /// The report and the view name the topic with the same non-zero id, so a
   /// lower epoch is a lagging broker, not a recreated topic.
@@ -255,11 +255,15 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
 
 }  // namespace
 
-MetadataView::MetadataView() { current_.store(std::make_shared<const MetadataSnapshot>()); }
+MetadataView::MetadataView() {
+  current_.store(std::make_shared<const MetadataSnapshot>());
+}
 
 LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, int16_t version,
                                          uint64_t now_ms, Source source) {
   LearnReport rep;
+  // v13 top-level error (e.g. REBOOTSTRAP_REQUIRED): the body says nothing.
+  if (version >= 13 && resp.error_code != kNone) return rep;
   std::lock_guard lock(write_mu_);
   Editor ed(current_.load());
   const bool has_epochs = version >= 7;
@@ -314,10 +318,15 @@ LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, in
       Incoming in;
       in.leader = p.leader_id < 0 ? -1 : p.leader_id;
       in.epoch = has_epochs && p.leader_epoch >= 0 ? p.leader_epoch : -1;
-      auto rs = std::make_shared<ReplicaSet>();
-      rs->replicas = p.replica_nodes;
-      rs->isr = p.isr_nodes;
-      in.replicas = std::move(rs);
+      if (e->known && e->replica_set && e->replica_set->replicas == p.replica_nodes &&
+          e->replica_set->isr == p.isr_nodes) {
+        in.replicas = e->replica_set;  // unchanged: keep sharing it
+      } else {
+        auto rs = std::make_shared<ReplicaSet>();
+        rs->replicas = p.replica_nodes;
+        rs->isr = p.isr_nodes;
+        in.replicas = std::move(rs);
+      }
       in.ids_verified = ids_verified;
       bool advanced = false;
       refresh |= apply(*e, in, source, now_ms, rep, advanced);
@@ -419,8 +428,8 @@ LearnReport MetadataView::learn_facts(const std::vector<detail::ResponseFact>& f
     }
     const TopicEntry* cur = ed.find(name);
     if (cur && is_zero_uuid(ref.id)) ref.id = cur->id;
-    const bool other_incarnation = cur && !is_zero_uuid(f.topic.id) && !is_zero_uuid(cur->id) &&
-                                   cur->id != f.topic.id;
+    const bool other_incarnation =
+        cur && !is_zero_uuid(f.topic.id) && !is_zero_uuid(cur->id) && cur->id != f.topic.id;
     if (other_incarnation) {
       rep.add_refresh(ref);
       continue;

@@ -40,14 +40,14 @@ struct ResponseFact {
 /// refresher (which coalesces and rate-limits) and `new_nodes` to the
 /// listener manager (a listener per node id).
 struct LearnReport {
-  uint32_t partitions_learned = 0;  ///< entries created
-  uint32_t epochs_advanced = 0;     ///< entries whose leader epoch moved forward
-  uint32_t leaders_confirmed = 0;   ///< reports agreeing with the entry (age reset)
-  uint32_t stale_ignored = 0;       ///< reports with a lower epoch than the view
-  uint32_t marked_suspect = 0;      ///< entries that may no longer fence
-  uint32_t hints_learned = 0;       ///< CurrentLeader hints that advanced the view
-  uint32_t topics_recreated = 0;    ///< a new topic id for a known name
-  uint32_t topics_removed = 0;      ///< the cluster said the topic does not exist
+  uint32_t partitions_learned = 0;       ///< entries created
+  uint32_t epochs_advanced = 0;          ///< entries whose leader epoch moved forward
+  uint32_t leaders_confirmed = 0;        ///< reports agreeing with the entry (age reset)
+  uint32_t stale_ignored = 0;            ///< reports with a lower epoch than the view
+  uint32_t marked_suspect = 0;           ///< entries that may no longer fence
+  uint32_t hints_learned = 0;            ///< CurrentLeader hints that advanced the view
+  uint32_t topics_recreated = 0;         ///< a new topic id for a known name
+  uint32_t topics_removed = 0;           ///< the cluster said the topic does not exist
   std::vector<TopicRef> urgent_refresh;  ///< deduplicated
   std::vector<int32_t> new_nodes;        ///< node ids never seen before
   bool published = false;                ///< a new snapshot was published

@@ -5,12 +5,18 @@ namespace epochgate::policy {
 
 const char* api_group_name(ApiGroup g) {
   switch (g) {
-    case ApiGroup::kProduce: return "produce";
-    case ApiGroup::kFetch: return "fetch";
-    case ApiGroup::kListOffsets: return "list_offsets";
-    case ApiGroup::kOffsetForLeaderEpoch: return "offset_for_leader_epoch";
-    case ApiGroup::kShare: return "share";
-    case ApiGroup::kPersister: return "persister";
+    case ApiGroup::kProduce:
+      return "produce";
+    case ApiGroup::kFetch:
+      return "fetch";
+    case ApiGroup::kListOffsets:
+      return "list_offsets";
+    case ApiGroup::kOffsetForLeaderEpoch:
+      return "offset_for_leader_epoch";
+    case ApiGroup::kShare:
+      return "share";
+    case ApiGroup::kPersister:
+      return "persister";
   }
   return "unknown";
 }
@@ -28,9 +34,12 @@ bool parse_api_group(std::string_view name, ApiGroup& out) {
 
 const char* mode_label(config::Mode m) {
   switch (m) {
-    case config::Mode::kEnforce: return "enforce";
-    case config::Mode::kObserve: return "observe";
-    case config::Mode::kOff: return "off";
+    case config::Mode::kEnforce:
+      return "enforce";
+    case config::Mode::kObserve:
+      return "observe";
+    case config::Mode::kOff:
+      return "off";
   }
   return "unknown";
 }

@@ -22,7 +22,10 @@ class Backfill : public ::testing::Test {
   static codec::ProduceResponse produce_error(int16_t version, int32_t partition, int16_t error) {
     codec::ProduceResponse r;
     auto& t = r.responses.emplace_back();
-    if (version >= 13) t.topic_id = testing::uuid(1); else t.name = "orders";
+    if (version >= 13)
+      t.topic_id = testing::uuid(1);
+    else
+      t.name = "orders";
     auto& p = t.partition_responses.emplace_back();
     p.index = partition;
     p.error_code = error;
@@ -56,12 +59,14 @@ TEST_F(Backfill, ProduceV10GetsTheViewsLeaderV9CannotCarryIt) {
 
 TEST_F(Backfill, BrokerHintWithMinusOneIsReplacedARealOneIsKept) {
   auto r = produce_error(10, 0, kErrNotLeaderOrFollower);
-  r.responses[0].partition_responses[0].current_leader = codec::ProduceResponse::LeaderIdAndEpoch{-1, -1, {}};
+  r.responses[0].partition_responses[0].current_leader =
+      codec::ProduceResponse::LeaderIdAndEpoch{-1, -1, {}};
   EXPECT_EQ(backfill_hints(r, 10, ctx(2)), 1u);
   EXPECT_EQ(r.responses[0].partition_responses[0].current_leader->leader_id, 1);
 
   r = produce_error(10, 0, kErrNotLeaderOrFollower);
-  r.responses[0].partition_responses[0].current_leader = codec::ProduceResponse::LeaderIdAndEpoch{3, 6, {}};
+  r.responses[0].partition_responses[0].current_leader =
+      codec::ProduceResponse::LeaderIdAndEpoch{3, 6, {}};
   EXPECT_EQ(backfill_hints(r, 10, ctx(2)), 0u);
   EXPECT_EQ(r.responses[0].partition_responses[0].current_leader->leader_id, 3);
 }
@@ -79,13 +84,15 @@ TEST_F(Backfill, OtherErrorsSuspectStaleAndLeaderlessEntriesGetNothing) {
   EXPECT_EQ(backfill_hints(r, 10, ctx(2)), 0u);
   r = produce_error(10, 0, kErrNotLeaderOrFollower);
   EXPECT_EQ(backfill_hints(r, 10, ctx(2, testing::kLearnedAt + 300001)), 0u) << "stale view";
-  auto conflict = testing::metadata({1}, {testing::TopicSpec{"orders", testing::uuid(1),
-                                                            {testing::PartSpec{0, 3, 5, {1, 2, 3}}}}});
+  auto conflict = testing::metadata(
+      {1},
+      {testing::TopicSpec{"orders", testing::uuid(1), {testing::PartSpec{0, 3, 5, {1, 2, 3}}}}});
   view_.learn_metadata(conflict, 12, kNow, Source::kMetadataResponse);
   r = produce_error(10, 0, kErrNotLeaderOrFollower);
   EXPECT_EQ(backfill_hints(r, 10, ctx(2)), 0u) << "same epoch, two leaders";
-  auto leaderless = testing::metadata({1}, {testing::TopicSpec{"orders", testing::uuid(1),
-                                                              {testing::PartSpec{1, -1, 8, {1, 2, 3}}}}});
+  auto leaderless = testing::metadata(
+      {1},
+      {testing::TopicSpec{"orders", testing::uuid(1), {testing::PartSpec{1, -1, 8, {1, 2, 3}}}}});
   view_.learn_metadata(leaderless, 12, kNow, Source::kRefresher);
   r = produce_error(10, 1, kErrNotLeaderOrFollower);
   EXPECT_EQ(backfill_hints(r, 10, ctx(3)), 0u) << "leader -1 is never hinted";
@@ -95,7 +102,10 @@ TEST_F(Backfill, FetchV16OnlyAndStrictlyNewerThanTheRequest) {
   auto make = [](int16_t v, int16_t error) {
     codec::FetchResponse r;
     auto& t = r.responses.emplace_back();
-    if (v >= 13) t.topic_id = testing::uuid(1); else t.topic = "orders";
+    if (v >= 13)
+      t.topic_id = testing::uuid(1);
+    else
+      t.topic = "orders";
     auto& p = t.partitions.emplace_back();
     p.partition_index = 1;
     p.error_code = error;
@@ -109,7 +119,7 @@ TEST_F(Backfill, FetchV16OnlyAndStrictlyNewerThanTheRequest) {
     EXPECT_EQ(n, v >= 16 ? 1u : 0u) << "v" << v;
     if (v >= 16) {
       EXPECT_EQ(r.responses[0].partitions[0].current_leader->leader_epoch, 7);
-      testing::expect_endpoints_cover(*r.node_endpoints, 2)  ;
+      testing::expect_endpoints_cover(*r.node_endpoints, 2);
       auto back = testing::decode_body<codec::FetchResponse>(testing::encode_body(r, v), v);
       EXPECT_TRUE(back == r);
     }

@@ -167,8 +167,9 @@ TEST_F(DecisionTable, FetchByTopicIdFromV13) {
 }
 
 TEST_F(DecisionTable, LeaderlessPartitionFencesOnEpochWithoutHintAndNeverOnLeadership) {
-  auto md = testing::metadata({1, 2}, {testing::TopicSpec{"nolead", testing::uuid(5),
-                                                          {testing::PartSpec{0, -1, 4, {1, 2}, {}, 5}}}});
+  auto md = testing::metadata(
+      {1, 2}, {testing::TopicSpec{
+                  "nolead", testing::uuid(5), {testing::PartSpec{0, -1, 4, {1, 2}, {}, 5}}}});
   view_.learn_metadata(md, 12, testing::kLearnedAt, Source::kRefresher);
   testing::ReqTopic t{"nolead", testing::uuid(5), {{0, 3}}};
   auto d = run(fetch_request(16, {t}), 16, 2);
@@ -283,7 +284,8 @@ TEST_F(DecisionTable, ShareFetchAndAcknowledgeToANonLeader) {
     EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass);
   }
   // Unknown topic id: never fence, refresh by id.
-  auto d = run(testing::share_fetch_request({testing::ReqTopic{"", testing::uuid(99), {{0}}}}), 1, 3);
+  auto d =
+      run(testing::share_fetch_request({testing::ReqTopic{"", testing::uuid(99), {{0}}}}), 1, 3);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPassAndRefresh);
   ASSERT_EQ(d.urgent_refresh.size(), 1u);
   EXPECT_EQ(d.urgent_refresh[0].id, testing::uuid(99));
@@ -350,8 +352,9 @@ TEST_F(DecisionTable, EntryOlderThanMaxStalenessPasses) {
 }
 
 TEST_F(DecisionTable, SuspectEntriesNeverFence) {
-  auto conflict = testing::metadata({1}, {testing::TopicSpec{"orders", testing::uuid(1),
-                                                            {testing::PartSpec{0, 2, 5, {1, 2, 3}}}}});
+  auto conflict = testing::metadata(
+      {1},
+      {testing::TopicSpec{"orders", testing::uuid(1), {testing::PartSpec{0, 2, 5, {1, 2, 3}}}}});
   view_.learn_metadata(conflict, 12, testing::kLearnedAt, Source::kMetadataResponse);
   auto d = run(produce_request(9, {orders({{0}})}), 9, 3);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPassAndRefresh);
@@ -362,7 +365,8 @@ TEST_F(DecisionTable, SuspectEntriesNeverFence) {
 }
 
 TEST_F(DecisionTable, EntriesWithoutEpochsNeverFence) {
-  auto md = testing::metadata({1, 2}, {testing::TopicSpec{"old", {}, {testing::PartSpec{0, 1, 3, {1, 2}}}}});
+  auto md = testing::metadata(
+      {1, 2}, {testing::TopicSpec{"old", {}, {testing::PartSpec{0, 1, 3, {1, 2}}}}});
   view_.learn_metadata(md, 5, testing::kLearnedAt, Source::kMetadataResponse);
   auto d = run(produce_request(5, {testing::ReqTopic{"old", {}, {{0}}}}), 5, 2);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPassAndRefresh);
@@ -422,7 +426,9 @@ TEST_F(DecisionTable, OffModeDoesNothing) {
   config::PolicyConfig cfg;
   cfg.rules.push_back({"*", {"fetch"}, Mode::kOff});
   policy_ = CompiledPolicy::compile(cfg);
-  auto d = run(fetch_request(12, {orders({{0, 1}, {1, -1}}), testing::ReqTopic{"zzz", {}, {{0, 1}}}}), 12, 4);
+  auto d =
+      run(fetch_request(12, {orders({{0, 1}, {1, -1}}), testing::ReqTopic{"zzz", {}, {{0, 1}}}}),
+          12, 4);
   for (const auto& p : d.partitions) {
     EXPECT_EQ(p.verdict, Verdict::kPass);
     EXPECT_EQ(p.reason, Reason::kNone);
@@ -451,8 +457,9 @@ TEST_F(DecisionTable, ViewBehindTheClientNeverFences) {
   d = run(produce_request(9, {orders({{0}})}), 9, 2, now);
   EXPECT_EQ(d.action, Action::kHold);
   // The refresh brings epoch 6 with leader 2: the produce passes.
-  auto md = testing::metadata({1, 2, 3}, {testing::TopicSpec{"orders", testing::uuid(1),
-                                                             {testing::PartSpec{0, 2, 6, {1, 2, 3}}}}});
+  auto md = testing::metadata(
+      {1, 2, 3},
+      {testing::TopicSpec{"orders", testing::uuid(1), {testing::PartSpec{0, 2, 6, {1, 2, 3}}}}});
   view_.learn_metadata(md, 12, now + 5, Source::kRefresher);
   d = run(produce_request(9, {orders({{0}})}), 9, 2, now + 10, false);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass);

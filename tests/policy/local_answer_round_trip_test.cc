@@ -129,7 +129,8 @@ TEST_F(LocalAnswers, FetchEveryVersionHintsFromV16) {
       EXPECT_EQ(parts[i].records.size, 0u);
       if (v >= 16) {
         ASSERT_TRUE(parts[i].current_leader);
-        EXPECT_GT(parts[i].current_leader->leader_epoch, req.topics[0].partitions[i].current_leader_epoch);
+        EXPECT_GT(parts[i].current_leader->leader_epoch,
+                  req.topics[0].partitions[i].current_leader_epoch);
       } else {
         EXPECT_FALSE(parts[i].current_leader) << "no NodeEndpoints before v16: no hint";
       }
@@ -248,7 +249,8 @@ TEST_F(LocalAnswers, HintInvariantHoldsOnEveryBuiltAnswer) {
             }
       }
       for (int16_t v = 4; v <= 18; ++v) {
-        auto req = testing::fetch_request(v, {orders({{0, e}, {1, e}, {2, e}}), payments({{0, e}})});
+        auto req =
+            testing::fetch_request(v, {orders({{0, e}, {1, e}, {2, e}}), payments({{0, e}})});
         auto resp = build_local_response(req, v, decide_at(req, v, target), *snap_, endpoints_);
         for (const auto& t : resp.responses)
           for (const auto& p : t.partitions)

@@ -112,7 +112,8 @@ TEST(MetadataViewRules, RecreatedTopicStartsAgain) {
 TEST(MetadataViewRules, HintAboutAnotherIncarnationIsNotApplied) {
   MetadataView view;
   learn_standard_cluster(view);
-  LearnReport rep = view.learn_current_leader(TopicRef{"orders", uuid(9)}, 0, 3, 1, 2000, Source::kHint);
+  LearnReport rep =
+      view.learn_current_leader(TopicRef{"orders", uuid(9)}, 0, 3, 1, 2000, Source::kHint);
   EXPECT_EQ(rep.hints_learned, 0u);
   EXPECT_EQ(rep.urgent_refresh.size(), 1u);
   EXPECT_EQ(view.snapshot()->find_partition("orders", 0)->leader_epoch, 5);
@@ -143,8 +144,9 @@ TEST(MetadataViewRules, SameEpochTwoLeadersIsConflictedUntilANewerEpoch) {
 
 TEST(MetadataViewRules, LeaderlessIsStoredButNeverHintable) {
   MetadataView view;
-  auto md = metadata({1}, {TopicSpec{"t", uuid(3), {PartSpec{0, -1, -1, {1}, {}, 5},
-                                                     PartSpec{1, -1, 4, {1}, {}, 5}}}});
+  auto md = metadata(
+      {1},
+      {TopicSpec{"t", uuid(3), {PartSpec{0, -1, -1, {1}, {}, 5}, PartSpec{1, -1, 4, {1}, {}, 5}}}});
   view.learn_metadata(md, 12, 100, Source::kRefresher);
   auto snap = view.snapshot();
   for (int32_t p : {0, 1}) {
@@ -270,7 +272,8 @@ TEST(MetadataViewRules, EpochsNeverGoBackwardsUnderRandomLearnSequences) {
         auto& pr = t.partition_responses.emplace_back();
         pr.index = p;
         pr.error_code = rng() % 2 ? kErrNotLeaderOrFollower : kErrFencedLeaderEpoch;
-        if (rng() % 2) pr.current_leader = codec::ProduceResponse::LeaderIdAndEpoch{leader, epoch, {}};
+        if (rng() % 2)
+          pr.current_leader = codec::ProduceResponse::LeaderIdAndEpoch{leader, epoch, {}};
         view.learn_from_produce_response(resp, 10, static_cast<int32_t>(rng() % 3), now);
       }
       auto snap = view.snapshot();
@@ -424,7 +427,8 @@ TEST(MetadataViewRules, ConcurrentReadersSeeConsistentSnapshots) {
     }
   });
   for (int32_t epoch = 6; epoch < 2000; ++epoch)
-    view.learn_current_leader(TopicRef{"orders", {}}, 0, epoch % 3 + 1, epoch, 2000 + epoch, Source::kHint);
+    view.learn_current_leader(TopicRef{"orders", {}}, 0, epoch % 3 + 1, epoch, 2000 + epoch,
+                              Source::kHint);
   stop = true;
   reader.join();
   EXPECT_EQ(view.snapshot()->find_partition("orders", 0)->leader_epoch, 1999);

@@ -54,7 +54,8 @@ TEST_F(PartialFencing, ProduceSplitAndMergeInRequestOrder) {
   EXPECT_EQ(fwd.topic_data[0].name, "payments");
   ASSERT_EQ(fwd.topic_data[1].partition_data.size(), 1u);
   EXPECT_EQ(fwd.topic_data[1].partition_data[0].index, 1);
-  EXPECT_EQ(fwd.topic_data[1].partition_data[0].records.data, req.topic_data[1].partition_data[1].records.data)
+  EXPECT_EQ(fwd.topic_data[1].partition_data[0].records.data,
+            req.topic_data[1].partition_data[1].records.data)
       << "record bytes are not copied";
   EXPECT_EQ(fwd.acks, req.acks);
   // The forwarded request round-trips through the codec.
@@ -72,7 +73,8 @@ TEST_F(PartialFencing, ProduceSplitAndMergeInRequestOrder) {
   up.name = "payments";
   up.partition_responses.push_back(produced(0, 300));
   upstream.node_endpoints = std::vector<codec::ProduceResponse::NodeEndpoint>{
-      {2, "epochgate.test", 19002, std::nullopt, {}}, {1, "epochgate.test", 19001, std::nullopt, {}}};
+      {2, "epochgate.test", 19002, std::nullopt, {}},
+      {1, "epochgate.test", 19001, std::nullopt, {}}};
 
   auto local = build_local_response(req, v, d, *snap_, endpoints_);
   local.throttle_time_ms = 0;
@@ -160,7 +162,8 @@ TEST_F(PartialFencing, FetchTopLevelErrorFromUpstreamWins) {
   ASSERT_EQ(d.action, Action::kSplit);
   codec::FetchResponse upstream;
   upstream.error_code = 70;  // FETCH_SESSION_ID_NOT_FOUND
-  auto merged = merge_responses(req, v, d, upstream, build_local_response(req, v, d, *snap_, endpoints_));
+  auto merged =
+      merge_responses(req, v, d, upstream, build_local_response(req, v, d, *snap_, endpoints_));
   EXPECT_EQ(merged.error_code, 70);
   EXPECT_TRUE(merged.responses.empty());
 }

@@ -63,7 +63,8 @@ TEST_F(PersisterFrames, ReadShareGroupStateOlderLeaderEpochIsFenced) {
   EXPECT_EQ(d.partitions[2].verdict, Verdict::kPassAndRefresh) << "the view is behind";
   EXPECT_EQ(d.action, Action::kSplit);
   auto local = build_local_response(req, 0, d, *snap_, endpoints_);
-  auto back = testing::decode_body<codec::ReadShareGroupStateResponse>(testing::encode_body(local, 0), 0);
+  auto back =
+      testing::decode_body<codec::ReadShareGroupStateResponse>(testing::encode_body(local, 0), 0);
   ASSERT_EQ(back.results.size(), 1u);
   ASSERT_EQ(back.results[0].partitions.size(), 1u);
   EXPECT_EQ(back.results[0].partitions[0].partition, 0);

@@ -48,7 +48,9 @@ struct TopicSpec {
   int16_t error = 0;
 };
 
-inline std::string upstream_host(int32_t node) { return "broker-" + std::to_string(node) + ".upstream"; }
+inline std::string upstream_host(int32_t node) {
+  return "broker-" + std::to_string(node) + ".upstream";
+}
 
 /// A Metadata response naming brokers `nodes` (upstream addresses) and `topics`.
 inline codec::MetadataResponse metadata(const std::vector<int32_t>& nodes,
@@ -102,11 +104,12 @@ class FakeEndpoints : public EndpointResolver {
 /// Learned at t = 1000 ms through the refresher (Metadata v12).
 inline constexpr uint64_t kLearnedAt = 1000;
 inline void learn_standard_cluster(MetadataView& view, uint64_t at = kLearnedAt) {
-  auto md = metadata({1, 2, 3, 4},
-                     {TopicSpec{"orders", uuid(1),
-                                {PartSpec{0, 1, 5, {1, 2, 3}}, PartSpec{1, 2, 7, {2, 3, 1}},
-                                 PartSpec{2, 3, 9, {3, 1, 2}}}},
-                      TopicSpec{"payments", uuid(2), {PartSpec{0, 2, 3, {2, 3, 4}}}}});
+  auto md =
+      metadata({1, 2, 3, 4}, {TopicSpec{"orders",
+                                        uuid(1),
+                                        {PartSpec{0, 1, 5, {1, 2, 3}}, PartSpec{1, 2, 7, {2, 3, 1}},
+                                         PartSpec{2, 3, 9, {3, 1, 2}}}},
+                              TopicSpec{"payments", uuid(2), {PartSpec{0, 2, 3, {2, 3, 4}}}}});
   view.learn_metadata(md, 12, at, Source::kRefresher);
 }
 
@@ -130,7 +133,9 @@ M decode_body(const std::vector<uint8_t>& bytes, int16_t version) {
 
 /// A policy with the configuration defaults (enforce, inject on,
 /// max staleness 300 s, refresh-before-fence 5 s, hold 500 ms).
-inline CompiledPolicy default_policy() { return CompiledPolicy::compile(config::PolicyConfig{}); }
+inline CompiledPolicy default_policy() {
+  return CompiledPolicy::compile(config::PolicyConfig{});
+}
 
 /// Checks DESIGN.md invariant 5 on the NodeEndpoints of a response: every
 /// hinted node appears there with epochgate's address (never upstream).
@@ -161,8 +166,12 @@ struct ReqTopic {
 };
 
 /// The standard cluster's topics as request topics.
-inline ReqTopic orders(std::vector<Req> parts) { return ReqTopic{"orders", uuid(1), std::move(parts)}; }
-inline ReqTopic payments(std::vector<Req> parts) { return ReqTopic{"payments", uuid(2), std::move(parts)}; }
+inline ReqTopic orders(std::vector<Req> parts) {
+  return ReqTopic{"orders", uuid(1), std::move(parts)};
+}
+inline ReqTopic payments(std::vector<Req> parts) {
+  return ReqTopic{"payments", uuid(2), std::move(parts)};
+}
 
 inline const uint8_t kRecordBytes[] = {0xde, 0xad, 0xbe, 0xef};
 
@@ -173,7 +182,10 @@ inline codec::ProduceRequest produce_request(int16_t version, const std::vector<
   r.timeout_ms = 30000;
   for (const auto& t : topics) {
     auto& td = r.topic_data.emplace_back();
-    if (version >= 13) td.topic_id = t.id; else td.name = t.name;
+    if (version >= 13)
+      td.topic_id = t.id;
+    else
+      td.name = t.name;
     for (const auto& p : t.parts) {
       auto& pd = td.partition_data.emplace_back();
       pd.index = p.partition;
@@ -190,7 +202,10 @@ inline codec::FetchRequest fetch_request(int16_t version, const std::vector<ReqT
   r.min_bytes = 1;
   for (const auto& t : topics) {
     auto& ft = r.topics.emplace_back();
-    if (version >= 13) ft.topic_id = t.id; else ft.topic = t.name;
+    if (version >= 13)
+      ft.topic_id = t.id;
+    else
+      ft.topic = t.name;
     for (const auto& p : t.parts) {
       auto& fp = ft.partitions.emplace_back();
       fp.partition = p.partition;
@@ -254,7 +269,8 @@ inline codec::ShareFetchRequest share_fetch_request(const std::vector<ReqTopic>&
   return r;
 }
 
-inline codec::ShareAcknowledgeRequest share_acknowledge_request(const std::vector<ReqTopic>& topics) {
+inline codec::ShareAcknowledgeRequest share_acknowledge_request(
+    const std::vector<ReqTopic>& topics) {
   codec::ShareAcknowledgeRequest r;
   r.group_id = "share-group";
   r.member_id = "member-1";
