@@ -254,6 +254,8 @@ bool configure_logging(const LogOptions& options, std::string* error) {
     if (error) *error = "unknown log format '" + options.format + "' (text or json)";
     return false;
   }
+  // Plain spdlog::info(...) calls go through the same sink and format.
+  spdlog::set_default_logger(logger("epochgate"));
   set_level(options.level);
   state().sink->format.store(format);
   set_rate_limit_per_sec(options.rate_limit_per_sec);

@@ -75,8 +75,10 @@ struct LogOptions {
 };
 
 /// Applies `options` (level, format, rate limit) to every logger, present and
-/// future. Returns false and sets `*error` if a level or format is unknown
-/// (nothing is changed then). Safe to call again at run time (hot reload).
+/// future, and makes logger("epochgate") spdlog's default logger so plain
+/// spdlog::info(...) calls share the sink and format. Returns false and sets
+/// `*error` if a level or format is unknown (nothing is changed then). Safe to
+/// call again at run time (hot reload).
 bool configure_logging(const LogOptions& options, std::string* error = nullptr);
 
 /// Changes the level of every logger at run time. False if `level` is unknown.
