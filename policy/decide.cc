@@ -115,8 +115,8 @@ enum class Check : uint8_t {
 class TableWalker {
  public:
   TableWalker(const DecideContext& ctx, RequestDecision& out, int16_t api_key, int16_t version,
-              ApiGroup group, Check check, bool epoch_field)
-      : ctx_(ctx), out_(out), group_(group), check_(check), epoch_field_(epoch_field) {
+              ApiGroup group, Check check, bool may_inject)
+      : ctx_(ctx), out_(out), group_(group), check_(check), may_inject_(may_inject) {
     out_.clear();
     out_.api_key = api_key;
     out_.version = version;
@@ -242,7 +242,7 @@ class TableWalker {
             e->replica_set && !e->is_replica(target)) {
           return mismatch(d, *e, kErrNotLeaderOrFollower, Reason::kNotReplica, true);
         }
-        if (e_c < 0 && epoch_field_ && check_ != Check::kPersister && ctx_.policy.inject_epochs) {
+        if (e_c < 0 && may_inject_ && check_ != Check::kPersister && ctx_.policy.inject_epochs) {
           d.verdict = Verdict::kInject;
           d.reason = Reason::kInjected;
           if (d.mode == config::Mode::kEnforce) ++out_.injected;
@@ -264,7 +264,7 @@ class TableWalker {
   RequestDecision& out_;
   ApiGroup group_;
   Check check_;
-  bool epoch_field_;
+  bool may_inject_;  ///< the version has CurrentLeaderEpoch and writing it is safe
   const TopicEntry* topic_ = nullptr;
   config::Mode mode_ = config::Mode::kEnforce;
   std::string_view topic_name_;
@@ -299,8 +299,14 @@ void decide(const codec::FetchRequest& req, int16_t version, const DecideContext
                                 ? (req.replica_state && req.replica_state->replica_id >= 0)
                                 : req.replica_id >= 0;
   const bool epoch_field = version >= 9;
+  // Only sessionless fetches (SessionEpoch -1) get an epoch injected: a fetch
+  // session (KIP-227) caches each partition's epoch and keeps validating it
+  // for partitions later requests omit (KAFKA-9338), so an injected epoch
+  // would outlive the next leader-epoch bump and fence a client that asked
+  // for no validation at all.
+  const bool may_inject = epoch_field && req.session_epoch == -1;
   TableWalker w(ctx, out, codec::kFetch, version, ApiGroup::kFetch,
-                from_replica ? Check::kNothing : Check::kFetch, epoch_field);
+                from_replica ? Check::kNothing : Check::kFetch, may_inject);
   for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
     const auto& t = req.topics[ti];
     if (version >= 13)

@@ -86,12 +86,15 @@ class MetadataView {
 
   /// Learns from a broker response to a request the proxy forwarded to
   /// `target_node` (-1 unknown): CurrentLeader hints, NodeEndpoints, and
-  /// leader errors. NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH without a
-  /// hint that advances the view mark the entry doubted (it can no longer
-  /// fence) and ask for an urgent refresh; UNKNOWN_LEADER_EPOCH,
-  /// UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID and LEADER_NOT_AVAILABLE ask
-  /// for an urgent refresh. A success from a broker the view does not think
-  /// leads the partition asks for one too (the view may be behind).
+  /// leader errors. NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+  /// UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID and
+  /// LEADER_NOT_AVAILABLE without a hint that advances the view ask for an
+  /// urgent refresh; NOT_LEADER_OR_FOLLOWER from the very broker the view
+  /// calls leader also marks the entry doubted (it stops fencing until a
+  /// refresh confirms it or a newer epoch arrives). For leader-only APIs
+  /// (Produce, share), a success from a broker the view does not call leader
+  /// asks for a refresh too (the view may be behind). Feed only upstream
+  /// responses here, never epochgate's own local answers.
   LearnReport learn_from_produce_response(const codec::ProduceResponse& resp, int16_t version,
                                           int32_t target_node, uint64_t now_ms);
   LearnReport learn_from_fetch_response(const codec::FetchResponse& resp, int16_t version,

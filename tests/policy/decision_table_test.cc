@@ -105,6 +105,17 @@ TEST_F(DecisionTable, FetchMinusOneGetsTheViewEpochInjectedFromV9) {
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass) << "v8 has no field to write into";
   EXPECT_EQ(d.action, Action::kForwardAsIs);
 
+  // Not into a fetch session (full or incremental): the broker would cache
+  // the injected epoch for the session's lifetime.
+  for (int32_t session_epoch : {0, 1, 7}) {
+    auto in_session = fetch_request(12, {orders({{0, -1}})});
+    in_session.session_id = session_epoch == 0 ? 0 : 55;
+    in_session.session_epoch = session_epoch;
+    d = run(in_session, 12, 1);
+    EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass) << "session epoch " << session_epoch;
+    EXPECT_EQ(d.action, Action::kForwardAsIs);
+  }
+
   policy_.inject_epochs = false;
   d = run(fetch_request(12, {orders({{0, -1}})}), 12, 1);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass);

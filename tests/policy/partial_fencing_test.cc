@@ -104,12 +104,10 @@ TEST_F(PartialFencing, ProduceSplitAndMergeInRequestOrder) {
   EXPECT_TRUE(back == merged);
 }
 
-TEST_F(PartialFencing, FetchSplitInjectsAndMergesSessionExtras) {
+TEST_F(PartialFencing, FetchSplitInjectsAndMergesBrokerExtras) {
   const int16_t v = 12;
   // To broker 1: orders p0 -1 (inject 5), p1 epoch 6 (stale, view 7), p2 epoch 9 (ok, follower).
-  auto req = testing::fetch_request(v, {orders({{0, -1}, {1, 6}, {2, 9}})});
-  req.session_id = 77;
-  req.session_epoch = 3;
+  auto req = testing::fetch_request(v, {orders({{0, -1}, {1, 6}, {2, 9}})});  // sessionless
   auto d = decide_at(req, v, 1);
   ASSERT_EQ(d.action, Action::kSplit);
   EXPECT_EQ(d.injected, 1u);
@@ -121,15 +119,16 @@ TEST_F(PartialFencing, FetchSplitInjectsAndMergesSessionExtras) {
   EXPECT_EQ(fwd.topics[0].partitions[0].current_leader_epoch, 5) << "view epoch injected";
   EXPECT_EQ(fwd.topics[0].partitions[1].partition, 2);
   EXPECT_EQ(fwd.topics[0].partitions[1].current_leader_epoch, 9);
-  EXPECT_EQ(fwd.session_id, 77);
+  EXPECT_EQ(fwd.session_epoch, -1);
   EXPECT_EQ(req.topics[0].partitions[0].current_leader_epoch, -1) << "original untouched";
 
   codec::FetchResponse upstream;
   upstream.throttle_time_ms = 5;
-  upstream.session_id = 77;
   auto& t = upstream.responses.emplace_back();
   t.topic = "orders";
-  for (int32_t p : {2, 0, 1, 5}) {  // p1 from the session too: the local answer wins
+  // The broker also answers p1 (as a fetch session would for a cached
+  // partition; the local answer wins) and p5, which the request did not name.
+  for (int32_t p : {2, 0, 1, 5}) {
     auto& pd = t.partitions.emplace_back();
     pd.partition_index = p;
     pd.high_watermark = 1000 + p;
@@ -142,7 +141,7 @@ TEST_F(PartialFencing, FetchSplitInjectsAndMergesSessionExtras) {
   local.throttle_time_ms = 20;
   auto merged = merge_responses(req, v, d, upstream, local);
   EXPECT_EQ(merged.throttle_time_ms, 20);
-  EXPECT_EQ(merged.session_id, 77);
+  EXPECT_EQ(merged.session_id, 0);
   ASSERT_EQ(merged.responses.size(), 2u);
   const auto& mp = merged.responses[0].partitions;
   ASSERT_EQ(mp.size(), 4u);
@@ -283,6 +282,34 @@ TEST_F(PartialFencing, NothingFencedRewriteIsIdentical) {
   auto d = decide_at(req, 9, 2);
   ASSERT_EQ(d.action, Action::kForwardAsIs);
   EXPECT_EQ(testing::encode_body(rewrite_request(req, 9, d), 9), testing::encode_body(req, 9));
+}
+
+}  // namespace
+}  // namespace epochgate::policy
+
+namespace epochgate::policy {
+namespace {
+
+TEST_F(PartialFencing, FetchSessionSplitKeepsTheSessionAndInjectsNothing) {
+  const int16_t v = 13;
+  auto req = testing::fetch_request(v, {orders({{0, -1}, {1, 6}})});
+  req.session_id = 77;
+  req.session_epoch = 3;
+  auto d = decide_at(req, v, 1);
+  ASSERT_EQ(d.action, Action::kSplit);
+  EXPECT_EQ(d.injected, 0u);
+  auto fwd = rewrite_request(req, v, d);
+  EXPECT_EQ(fwd.session_id, 77);
+  EXPECT_EQ(fwd.session_epoch, 3);
+  EXPECT_EQ(fwd.topics.at(0).partitions.at(0).current_leader_epoch, -1);
+  codec::FetchResponse upstream;
+  upstream.session_id = 77;
+  auto m =
+      merge_responses(req, v, d, upstream, build_local_response(req, v, d, *snap_, endpoints_));
+  EXPECT_EQ(m.session_id, 77) << "the broker's session id goes back to the client";
+  ASSERT_EQ(m.responses.size(), 1u);
+  ASSERT_EQ(m.responses[0].partitions.size(), 1u);
+  EXPECT_EQ(m.responses[0].partitions[0].partition_index, 1);
 }
 
 }  // namespace
