@@ -382,6 +382,32 @@ class Harness:
         act on the cluster while it runs). Call .result(timeout) for its JSON."""
         return BackgroundCheck(self, [self.tool("epochgate-rdkafka-check")] + list(args), name)
 
+    def connected_ports(self, rdkafka_log):
+        """Ports a librdkafka client (run with --debug broker and a log file)
+        opened TCP connections to."""
+        ports = set()
+        with open(rdkafka_log, errors="replace") as f:
+            for line in f:
+                marker = "Connecting to ipv4#"
+                at = line.find(marker)
+                if at >= 0:
+                    addr = line[at + len(marker):].split()[0]
+                    ports.add(int(addr.rsplit(":", 1)[1]))
+        return ports
+
+    def assert_only_front_connections(self, rdkafka_log, cluster):
+        """Through epochgate, a client must never reach an upstream broker
+        port (that would mean an address leaked past the rewrite). With
+        --direct the client must have reached them (control)."""
+        ports = self.connected_ports(rdkafka_log)
+        leaked = ports & set(cluster.ports)
+        if self.direct:
+            assert leaked, "control: direct client never connected to the cluster? %s" % ports
+        else:
+            assert not leaked, "client connected to upstream ports %s (all: %s)" % (
+                sorted(leaked), sorted(ports))
+        return ports
+
     def python_peer(self, args, timeout=90.0):
         """Runs client_peer.py under /usr/bin/python3; returns its JSON result."""
         if not os.access(TEST_PYTHON, os.X_OK):

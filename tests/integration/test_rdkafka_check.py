@@ -10,12 +10,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 
+def _debug_args(h, name):
+    """librdkafka broker-level debug into a log, to see every address dialled."""
+    return ["--debug", "broker", "--log-file", os.path.join(h.workdir, name + ".rdkafka.log")]
+
+
 def test_idempotent_keyed_10000_consumed_in_group_exactly_once(h):
     cluster = h.start_cluster(3, ["orders:3:3"])
     bootstrap, _ = h.front(cluster)
     s = h.rdkafka_check(["--bootstrap", bootstrap, "--topic", "orders", "--messages", "10000",
                          "--partitions-keyed", "--idempotent", "--acks", "all",
-                         "--consume-group", "check-group", "--deadline-s", "60"])
+                         "--consume-group", "check-group", "--deadline-s", "60"]
+                        + _debug_args(h, "check"))
+    # Producer, group coordinator and partition leaders: all via epochgate.
+    h.assert_only_front_connections(os.path.join(h.workdir, "check.rdkafka.log"), cluster)
     assert s["acked"] == 10000 and s["consumed"] == 10000, s
     assert s["missing"] == 0 and s["duplicates"] == 0 and s["out_of_order"] == 0, s
     assert s["misplaced"] == 0, s
@@ -29,8 +37,10 @@ def test_transaction_commit_visible_to_read_committed_group(h):
     bootstrap, _ = h.front(cluster)
     s = h.rdkafka_check(["--bootstrap", bootstrap, "--topic", "txn-commit", "--messages", "2000",
                          "--partitions-keyed", "--transactional", "commit",
-                         "--consume-group", "txn-commit-group"])
+                         "--consume-group", "txn-commit-group"] + _debug_args(h, "txn"))
     assert s["acked"] == 2000 and s["consumed"] == 2000 and s["missing"] == 0, s
+    # Transaction coordinator included (FindCoordinator key type 1).
+    h.assert_only_front_connections(os.path.join(h.workdir, "txn.rdkafka.log"), cluster)
 
 
 def test_transaction_abort_invisible_to_read_committed_reader(h):
