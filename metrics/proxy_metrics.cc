@@ -153,7 +153,8 @@ struct ProxyMetrics::Impl {
                          .Register(*registry)),
         closed_reasons(prometheus::BuildCounter()
                            .Name("epochgate_connections_closed_total")
-                           .Help("Connections epochgate closed itself, by reason.")
+                           .Help("Proxied connections closed, by reason (client_closed, upstream_error, "
+                                 "idle_timeout, fenced_acks0, ...).")
                            .Register(*registry)),
         api_versions_capped_family(prometheus::BuildCounter()
                                        .Name("epochgate_api_versions_capped_total")

@@ -54,7 +54,8 @@ class ProxyMetrics {
   void unexpected_response();
   /// epochgate_backpressure_pauses_total{direction}: reads paused on a high watermark.
   void backpressure_pause(Direction d);
-  /// epochgate_connections_closed_total{reason}: why epochgate closed a connection.
+  /// epochgate_connections_closed_total{reason}: why a proxied connection closed
+  /// (client_closed, upstream_error, idle_timeout, fenced_acks0, ...).
   void connection_closed_reason(std::string_view reason);
   /// epochgate_api_versions_capped_total: ApiVersions responses whose ranges were capped.
   void api_versions_capped();
