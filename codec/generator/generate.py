@@ -441,6 +441,10 @@ def emit_api_table(keys, msgs):
         k = by_key.get(m.api_key)
         if k is None or (k.min_version, k.max_version) != (m.min_version, m.max_version):
             raise SystemExit(f"{m.name}: valid versions disagree with api_keys.schema")
+        flex = [v for v in m.versions() if m.flexible.contains(v)]
+        if (flex[0] if flex else None) != k.first_flexible or \
+                flex != list(range(flex[0], m.max_version + 1) if flex else []):
+            raise SystemExit(f"{m.name}: flexible versions disagree with api_keys.schema")
     out = [BANNER.rstrip(), "// Implements codec/api_table.h from codec/schema/api_keys.schema.", "",
            '#include "codec/api_table.h"', "", "namespace epochgate::codec {", "namespace {", "",
            f"constexpr ApiInfo kApis[{max(by_key) + 1}] = {{"]
@@ -628,11 +632,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
-    from schema import parse_message_file  # noqa: F401  (same module, explicit)
     msgs, keys, files = load_schema_dir(args.schema)
-    per_file = {}
-    for f in files:
-        per_file[f] = parse_message_file(os.path.join(args.schema, f))
+    per_file = {f: [m for m in msgs if os.path.basename(m.path) == f] for f in files}
     if args.list:
         print(";".join(outputs(files, msgs)))
         return

@@ -2,7 +2,7 @@
 // version, request and response: the sample encodes, decodes back to an equal
 // value and re-encodes byte for byte; every strict prefix fails cleanly; the
 // frame survives FrameSplitter one byte at a time; garbage after the body is
-// reported as trailing bytes.
+// reported as trailing bytes; corrupted bodies fail cleanly or decode.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -54,6 +54,23 @@ void run_case(int16_t v) {
     M d;
     Status ps = decode_body(prefix.data(), prefix.size(), v, d);
     ASSERT_FALSE(ps.ok()) << "prefix of " << n << " of " << bytes.size() << " bytes decoded";
+  }
+
+  // Deterministic random corruption: one to three bytes changed. Each decode
+  // returns ok or an error; whatever decoded re-encodes without trouble.
+  uint32_t rng = 0x9e3779b9u ^ static_cast<uint32_t>(v * 7919 + M::kApiKey);
+  auto next = [&rng]() {
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return rng;
+  };
+  for (int i = 0; i < 200 && !bytes.empty(); ++i) {
+    std::vector<uint8_t> bad = bytes;
+    int flips = 1 + static_cast<int>(next() % 3);
+    for (int f = 0; f < flips; ++f) bad[next() % bad.size()] = static_cast<uint8_t>(next());
+    M d;
+    if (decode_body(bad.data(), bad.size(), v, d).ok()) (void)encode_body(d, v);
   }
 
   // Garbage after the body.
