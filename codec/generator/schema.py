@@ -209,6 +209,10 @@ def _check(msg, fields, path):
         for v in msg.versions():
             if f.tagged.contains(v) and not msg.flexible.contains(v):
                 _fail(path, f.line, f"tagged in non-flexible version {v}")
+            # The C++ type of a tagged field is optional<T> in every version, so
+            # a field cannot be tagged in some versions and regular in others.
+            if f.is_tagged and f.versions.contains(v) != f.tagged.contains(v):
+                _fail(path, f.line, f"tagged versions must equal versions (v{v})")
         _check(msg, f.fields, path)
 
 
