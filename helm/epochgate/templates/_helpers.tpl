@@ -111,7 +111,7 @@ ports:
 {{- end -}}
 
 {{/*
-The epochgate config file (README "Config"). The chart owns the listeners,
+The epochgate config file (docs/config.md). The chart owns the listeners,
 the upstream and the admin address; everything under .Values.config is
 epochgate's own keys, copied as they are.
 */}}
