@@ -363,6 +363,20 @@ struct ProxyMetrics::Impl {
 
   std::mutex build_info_mutex;
   Gauge* build_info_child = nullptr;
+
+  // Buffer memory budget (limits.buffer_budget_bytes), registered on first use.
+  Counter* budget_pauses = &prometheus::BuildCounter()
+                                .Name("epochgate_buffer_budget_pauses_total")
+                                .Help("Times a client connection stopped being read because all "
+                                      "connections' buffers together passed "
+                                      "limits.buffer_budget_bytes.")
+                                .Register(*registry)
+                                .Add({});
+  Gauge* buffered_bytes = &prometheus::BuildGauge()
+                               .Name("epochgate_buffered_bytes")
+                               .Help("Bytes of connection buffers held, all connections.")
+                               .Register(*registry)
+                               .Add({});
 };
 
 namespace {
@@ -519,5 +533,11 @@ void ProxyMetrics::version_downgrade(int16_t api_key) {
 }
 
 void ProxyMetrics::set_ready(bool ready) { impl_->ready.Set(ready ? 1 : 0); }
+
+void ProxyMetrics::buffer_budget_pause() { impl_->budget_pauses->Increment(); }
+
+void ProxyMetrics::set_buffered_bytes(int64_t n) {
+  impl_->buffered_bytes->Set(static_cast<double>(n));
+}
 
 }  // namespace epochgate::metrics

@@ -62,6 +62,11 @@ class ProxyMetrics {
   /// epochgate_addresses_rewritten_total{api}: broker endpoints rewritten in responses.
   void addresses_rewritten(int16_t api_key, uint64_t n);
 
+  /// epochgate_buffer_budget_pauses_total: client reads paused by the global buffer budget.
+  void buffer_budget_pause();
+  /// epochgate_buffered_bytes (gauge): connection buffer bytes held, all connections.
+  void set_buffered_bytes(int64_t n);
+
   // Operations.
   /// epochgate_config_reloads_total{result="success|failure"}
   void config_reload(bool success);

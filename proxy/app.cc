@@ -124,6 +124,7 @@ bool App::start(std::string& error) {
     error = "no upstream bootstrap servers configured (--bootstrap or bootstrap_servers)";
     return false;
   }
+  budget_.set_limit(c.limits.buffer_budget_bytes);
   unsigned n = c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < n; ++i) {
     WorkerContext ctx;
@@ -132,6 +133,7 @@ bool App::start(std::string& error) {
     ctx.endpoints = this;
     ctx.upstreams = this;
     ctx.fencing = fencing_.get();
+    ctx.budget = &budget_;
     workers_.push_back(std::make_unique<Worker>(static_cast<int>(i), std::move(ctx),
                                                 client_connections_));
   }
@@ -300,6 +302,7 @@ void App::apply_config(config::Config next) {
   for (auto& w : workers_) w->post([w = w.get(), fresh] { w->set_config(fresh); });
   if (refresher_) refresher_->set_config(fresh);
   fencing_->set_config(fresh);
+  budget_.set_limit(fresh->limits.buffer_budget_bytes);
   metrics::LogOptions log;
   log.level = fresh->logging.level;
   log.format = fresh->logging.format;

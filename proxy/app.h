@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "policy/endpoint_resolver.h"
 #include "policy/metadata_view.h"
+#include "proxy/buffer_budget.h"
 #include "proxy/endpoint_mapper.h"
 #include "proxy/listener_registry.h"
 #include "proxy/worker.h"
@@ -83,6 +84,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::unique_ptr<PolicyFencing> fencing_;
   std::unique_ptr<ListenerRegistry> listeners_;
   std::atomic<uint32_t> client_connections_{0};
+  BufferBudget budget_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<Refresher> refresher_;
   std::unique_ptr<metrics::AdminServer> admin_;

@@ -29,11 +29,13 @@ void Connection::stop_reading() {
 
 void Connection::release_idle_input() {
   if (in_.allocated() && in_.empty()) pool_.give_back(std::move(in_));
+  account();
 }
 
 void Connection::reserve_input(size_t total) {
   if (!in_.allocated()) in_ = pool_.take();
   if (in_.size() < total) in_.reserve_tail(total - in_.size());
+  account();
 }
 
 void Connection::on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
@@ -44,6 +46,7 @@ void Connection::on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   if (c->in_.tail_room() < c->pool_.block_size() / 4) c->in_.reserve_tail(c->pool_.block_size());
   buf->base = reinterpret_cast<char*>(c->in_.tail());
   buf->len = c->in_.tail_room();
+  c->account();
 }
 
 void Connection::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
@@ -66,6 +69,7 @@ void Connection::queue(const void* data, size_t n) {
   if (!out_.allocated()) out_ = pool_.take();
   out_.append(data, n);
   if (queued_bytes() > high_) was_above_high_ = true;
+  account();
 }
 
 uint8_t* Connection::queue_space(size_t n) {
@@ -74,6 +78,7 @@ uint8_t* Connection::queue_space(size_t n) {
   uint8_t* p = out_.tail();
   out_.commit(n);
   if (queued_bytes() > high_) was_above_high_ = true;
+  account();
   return p;
 }
 
@@ -92,6 +97,7 @@ void Connection::flush() {
   }
   if (out_.empty()) {
     pool_.give_back(std::move(out_));
+    account();
     if (was_above_high_ && queued_bytes() <= low_) {
       was_above_high_ = false;
       owner_.on_drained(*this);
@@ -119,6 +125,7 @@ void Connection::on_write(uv_write_t* req, int status) {
   c->write_in_flight_ = false;
   if (status == 0) c->bytes_written_ += c->writing_.size();
   c->pool_.give_back(std::move(c->writing_));
+  c->account();
   if (status != 0) {
     if (status != UV_ECANCELED) c->owner_.on_write_error(*c, status);
     return;
@@ -127,6 +134,7 @@ void Connection::on_write(uv_write_t* req, int status) {
     c->start_write();
   } else if (c->out_.allocated()) {
     c->pool_.give_back(std::move(c->out_));
+    c->account();
   }
   if (c->was_above_high_ && c->queued_bytes() <= c->low_) {
     c->was_above_high_ = false;
@@ -146,6 +154,7 @@ void Connection::on_close(uv_handle_t* h) {
   c->pool_.give_back(std::move(c->in_));
   c->pool_.give_back(std::move(c->out_));
   c->pool_.give_back(std::move(c->writing_));
+  c->account();
   c->owner_.on_closed(*c);
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "proxy/buffer_budget.h"
 #include "proxy/buffer_pool.h"
 #include "proxy/byte_buffer.h"
 
@@ -76,6 +77,11 @@ class Connection {
 
   /// Peer address as "host:port", for logs ("" if unknown).
   std::string peer() const;
+  /// Reports this connection's buffer memory to `budget` from now on.
+  void set_budget(BufferBudget* budget) { budget_ = budget; }
+  /// Buffer bytes this connection holds (input and output storage).
+  size_t held_bytes() const { return in_.capacity() + out_.capacity() + writing_.capacity(); }
+
   /// Total bytes read and written on this connection.
   uint64_t bytes_read() const { return bytes_read_; }
   uint64_t bytes_written() const { return bytes_written_; }
@@ -86,6 +92,13 @@ class Connection {
   static void on_write(uv_write_t* req, int status);
   static void on_close(uv_handle_t* h);
   void start_write();
+  /// Reports the change in held_bytes() since the last report.
+  void account() {
+    if (budget_ == nullptr) return;
+    int64_t now = static_cast<int64_t>(held_bytes());
+    budget_->add(now - reported_);
+    reported_ = now;
+  }
 
   uv_tcp_t tcp_;
   uv_write_t write_req_;
@@ -100,6 +113,8 @@ class Connection {
   bool was_above_high_ = false;
   size_t low_ = 1 << 20;
   size_t high_ = 4 << 20;
+  BufferBudget* budget_ = nullptr;
+  int64_t reported_ = 0;
   uint64_t bytes_read_ = 0;
   uint64_t bytes_written_ = 0;
 };

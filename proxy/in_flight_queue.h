@@ -27,7 +27,8 @@ struct InFlightEntry {
   bool ready = false;             ///< `response` holds the whole frame for the client
   std::vector<uint8_t> response;  ///< size-prefixed frame, when not written straight through
   uint64_t received_ns = 0;       ///< request frame complete (monotonic ns)
-  uint64_t forwarded_ns = 0;      ///< queued upstream
+  uint64_t forwarded_ns = 0;      ///< queued upstream (0: answered by epochgate)
+  uint64_t answered_ns = 0;       ///< broker response read
   std::unique_ptr<EntryContext> context;
 };
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "codec/api_table.h"
+#include "codec/api_versions_io.h"
 #include "codec/frame_splitter.h"
 #include "codec/message_io.h"
 #include "codec/reader.h"
@@ -105,6 +106,8 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id)
   resolve_req_.data = this;
   connect_req_.data = this;
   list_.add(this);
+  client_.set_budget(ctx.budget);
+  upstream_->set_budget(ctx.budget);
   last_activity_ns_ = now_ns();
   const auto& lim = ctx_.config->limits;
   client_.set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
@@ -192,6 +195,7 @@ void Session::retry_next_target(int status) {
   retired_.push_back(std::move(upstream_));
   retired_.back()->close();
   upstream_ = std::make_unique<Connection>(ctx_.loop, ctx_.pool, *this);
+  upstream_->set_budget(ctx_.budget);
   const auto& lim = ctx_.config->limits;
   upstream_->set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
   ++open_handles_;
@@ -456,7 +460,10 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
         } else {
           in_flight_.forwarded_without_response(corr);
         }
-        if (upstream_version != version) write_be16(plan.frame.data() + 6, upstream_version);
+        if (upstream_version != version) {
+          write_be16(plan.frame.data() + 6, upstream_version);
+          if (ctx_.metrics) ctx_.metrics->version_downgrade(key);
+        }
         upstream_->queue(plan.frame.data(), plan.frame.size());
         return Step::kConsumed;
       }
@@ -480,6 +487,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     }
   }
 
+  if (upstream_version != version && ctx_.metrics) ctx_.metrics->version_downgrade(key);
   uint8_t* out = upstream_->queue_space(size + 4);
   write_be32(out, static_cast<uint32_t>(size));
   std::memcpy(out + 4, frame, size);
@@ -553,6 +561,7 @@ bool Session::handle_response(const uint8_t* frame, size_t size) {
       return false;
   }
   uint64_t now = now_ns();
+  e->answered_ns = now;
   if (ctx_.metrics) {
     ctx_.metrics->response(e->api_key);
     ctx_.metrics->upstream_latency(e->api_key, static_cast<double>(now - e->forwarded_ns) / 1e9);
@@ -573,10 +582,7 @@ bool Session::handle_response(const uint8_t* frame, size_t size) {
 void Session::deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t len) {
   if (in_flight_.is_front(e)) {
     client_.queue(frame_with_prefix, len);
-    if (ctx_.metrics) {
-      uint64_t upstream_ns = e.forwarded_ns ? now_ns() - e.forwarded_ns : 0;
-      (void)upstream_ns;
-    }
+    record_proxy_latency(e);
     in_flight_.pop_front();
     return;
   }
@@ -584,10 +590,21 @@ void Session::deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t
   e.ready = true;
 }
 
+void Session::record_proxy_latency(const InFlightEntry& e) {
+  if (!ctx_.metrics) return;
+  // Time epochgate held the request before forwarding plus the time it held
+  // the response after the broker's answer; the broker's own time excluded.
+  uint64_t now = now_ns();
+  uint64_t held = e.forwarded_ns ? (e.forwarded_ns - e.received_ns) + (now - e.answered_ns)
+                                 : now - e.received_ns;
+  ctx_.metrics->proxy_latency(static_cast<double>(held) / 1e9);
+}
+
 void Session::flush_ready() {
   while (InFlightEntry* f = in_flight_.front()) {
     if (!f->ready) break;
     client_.queue(f->response.data(), f->response.size());
+    record_proxy_latency(*f);
     in_flight_.pop_front();
   }
 }
@@ -627,8 +644,12 @@ bool Session::transform_response(InFlightEntry& e, const uint8_t* frame, size_t 
   switch (key) {
     case codec::kApiVersions: {
       codec::ApiVersionsResponse m;
-      codec::Status s = codec::decode_body_allow_trailing(body, body_len, up_version, m, trailing);
-      if (!s.ok()) return decode_fail(s, "ApiVersions");
+      int16_t used_version = up_version;
+      codec::Status s =
+          codec::decode_api_versions_response(body, body_len, up_version, m, used_version);
+      // A broker refusing the version (error 35, body in v0) or a body that
+      // decodes in neither version: the client handles it as from the broker.
+      if (!s.ok() || m.error_code != 0) return true;
       for (const auto& k : m.api_keys) {
         if (k.api_key == codec::kProduce) broker_max_produce_ = k.max_version;
         if (k.api_key == codec::kFetch) broker_max_fetch_ = k.max_version;
@@ -638,7 +659,7 @@ bool Session::transform_response(InFlightEntry& e, const uint8_t* frame, size_t 
         bridge_produce_ = bridge && broker_max_produce_ == 9;
         bridge_fetch_ = bridge && broker_max_fetch_ == 15;
         if (ctx_.metrics) ctx_.metrics->api_versions_capped();
-        encode_response_frame(h, m, client_version, out, trailing);
+        encode_response_frame(h, m, used_version, out, codec::Bytes{});
         changed = true;
       }
       return true;
@@ -738,8 +759,16 @@ bool Session::amend_hinted(InFlightEntry& e, codec::ResponseHeader& h, const uin
 void Session::update_backpressure() {
   if (state_ != State::kOpen) return;
   const auto& lim = ctx_.config->limits;
+  bool over_budget = ctx_.budget != nullptr && ctx_.budget->exceeded();
   bool client_should_read = !draining_ && !upstream_->above_high_watermark() &&
-                            in_flight_.size() < lim.max_in_flight_per_connection;
+                            in_flight_.size() < lim.max_in_flight_per_connection && !over_budget;
+  if (over_budget && !budget_paused_ && client_.reading()) {
+    budget_paused_ = true;
+    if (ctx_.metrics) ctx_.metrics->buffer_budget_pause();
+    if (ctx_.budget_recheck) ctx_.budget_recheck();
+  } else if (!over_budget) {
+    budget_paused_ = false;
+  }
   bool upstream_should_read = !client_.above_high_watermark();
   if (client_should_read && !client_.reading()) {
     client_.start_reading();

@@ -41,6 +41,11 @@ class Session : public ConnectionOwner {
   /// A frame started longer than `limit_ns` ago and is still incomplete.
   bool partial_frame_stalled(uint64_t now_ns, uint64_t limit_ns) const;
   int32_t node_id() const { return node_id_; }
+  /// Re-evaluates reading after the buffer budget may have freed up.
+  void recheck_budget() {
+    if (budget_paused_) update_backpressure();
+  }
+  bool budget_paused() const { return budget_paused_; }
   /// The process-wide client connection count this session is part of; it
   /// is decremented when the session closes.
   void count_against(std::atomic<uint32_t>* counter) { counter_ = counter; }
@@ -83,6 +88,7 @@ class Session : public ConnectionOwner {
                     size_t body_len, const char* api, std::vector<uint8_t>& out, bool& changed);
   void deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t len);
   void flush_ready();
+  void record_proxy_latency(const InFlightEntry& e);
   void update_backpressure();
   void maybe_free();
   void frame_error(const char* reason, const std::string& detail);
@@ -108,6 +114,7 @@ class Session : public ConnectionOwner {
   bool upstream_paused_ = false;
   bool draining_ = false;
   bool upstream_open_ = false;
+  bool budget_paused_ = false;
   bool processing_client_ = false;
   bool holding_ = false;           // a request waits for a metadata refresh
   uint64_t hold_started_ns_ = 0;

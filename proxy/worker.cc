@@ -18,6 +18,24 @@ Worker::Worker(int index, WorkerContext ctx_template, std::atomic<uint32_t>& con
   uv_timer_init(&loop_, &sweep_);
   sweep_.data = this;
   uv_timer_start(&sweep_, &Worker::on_sweep, 1000, 1000);
+  uv_timer_init(&loop_, &budget_timer_);
+  budget_timer_.data = this;
+  ctx_.budget_recheck = [this] {
+    if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&budget_timer_)))
+      uv_timer_start(&budget_timer_, &Worker::on_budget_timer, 25, 25);
+  };
+}
+
+void Worker::on_budget_timer(uv_timer_t* t) {
+  auto* w = static_cast<Worker*>(t->data);
+  bool waiting = false;
+  w->sessions_.for_each([&](Session& s) {
+    s.recheck_budget();
+    waiting = waiting || s.budget_paused();
+  });
+  if (!waiting) uv_timer_stop(t);
+  if (w->ctx_.metrics && w->ctx_.budget)
+    w->ctx_.metrics->set_buffered_bytes(w->ctx_.budget->used());
 }
 
 Worker::~Worker() = default;
@@ -92,6 +110,8 @@ void Worker::on_connection(uv_stream_t* server, int status) {
 void Worker::on_sweep(uv_timer_t* t) {
   auto* w = static_cast<Worker*>(t->data);
   const auto& lim = w->ctx_.config->limits;
+  if (w->ctx_.metrics && w->ctx_.budget)
+    w->ctx_.metrics->set_buffered_bytes(w->ctx_.budget->used());
   uint64_t now = uv_hrtime();
   uint64_t idle_ns = uint64_t{lim.idle_timeout_ms} * 1000000;
   uint64_t partial_ns = uint64_t{lim.partial_frame_timeout_ms} * 1000000;
@@ -131,6 +151,7 @@ void Worker::stop_and_join() {
     stop_accepting();
     close_all_sessions("shutdown");
     uv_close(reinterpret_cast<uv_handle_t*>(&sweep_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&budget_timer_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
   });
   if (thread_.joinable()) thread_.join();

@@ -57,6 +57,7 @@ class Worker {
   static void on_async(uv_async_t* a);
   static void on_connection(uv_stream_t* server, int status);
   static void on_sweep(uv_timer_t* t);
+  static void on_budget_timer(uv_timer_t* t);
   void run_posted();
 
   WorkerContext ctx_;
@@ -64,6 +65,7 @@ class Worker {
   uv_loop_t loop_;
   uv_async_t async_;
   uv_timer_t sweep_;
+  uv_timer_t budget_timer_;  // runs only while sessions wait for the buffer budget
   std::thread thread_;
   std::mutex mu_;
   std::vector<std::function<void()>> posted_;

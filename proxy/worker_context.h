@@ -6,12 +6,14 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "proxy/buffer_budget.h"
 #include "proxy/buffer_pool.h"
 #include "proxy/endpoint_mapper.h"
 
@@ -40,13 +42,15 @@ class UpstreamDirectory {
 struct WorkerContext {
   uv_loop_t* loop = nullptr;
   int worker_index = 0;
-  BufferPool pool;
+  BufferPool pool{64 * 1024, 64};
   std::shared_ptr<const config::Config> config;
   metrics::ProxyMetrics* metrics = nullptr;
   EndpointMapper* endpoints = nullptr;
   UpstreamDirectory* upstreams = nullptr;
   FencingHooks* fencing = nullptr;  ///< null: policy not wired (pass-through proxy)
-  uint64_t buffered_bytes = 0;      ///< bytes held in this worker's connection buffers
+  BufferBudget* budget = nullptr;   ///< process-wide buffer memory budget (may be null)
+  /// Asks the worker to re-check sessions paused by the budget soon.
+  std::function<void()> budget_recheck;
 };
 
 }  // namespace epochgate::proxy
