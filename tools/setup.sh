@@ -14,6 +14,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev node-llhttp
   kcat python3-kafka python3-confluent-kafka python3-prometheus-client python3-yaml
   curl procps
+  # Helm chart rendering in the tests (Helm itself is not packaged): Go's
+  # text/template with sprig, and Helm's JSON-schema validator.
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
+  golang-github-xeipuuv-gojsonschema-dev
 )
 missing=()
 for p in "${packages[@]}"; do
