@@ -252,7 +252,10 @@ def emit_read(qual, fields, msg):
             if both != "true":
                 out.append(f"{ind}      if (!({both})) return false;")
             out.append(f'{ind}      r.set_field("{f.name}");')
-            out.append(f"{ind}      {read_value(f, msg, member_name(f) + '.emplace()')}")
+            # emplace(T{}), not emplace(): clang 14 rejects the latter for a
+            # nested struct with default member initializers (it caches
+            # is_constructible<T> as false while the outer class is incomplete).
+            out.append(f"{ind}      {read_value(f, msg, member_name(f) + '.emplace(' + value_cpp(f, msg) + '{})')}")
             out.append(f"{ind}      return true;")
         out.append(f"{ind}    default:")
         out.append(f"{ind}      return false;")
@@ -498,7 +501,8 @@ def sample_stmts(fields, msg, target, ind):
             tc = cond(f.tagged, msg)
             c = " && ".join(dict.fromkeys(x for x in (c, tc, "flex") if x != "true"))
         m = f"{target}.{member_name(f)}"
-        val = m + (".emplace()" if f.is_tagged else "")
+        # emplace(T{}) as in emit_read; T spelled via decltype (free function here).
+        val = m + (f".emplace(std::decay_t<decltype({m})>::value_type{{}})" if f.is_tagged else "")
         nc = cond(f.nullable, msg)
         null_ok = "false" if nc == "false" else f"(({nc}) && sample_null(seed, {idx}))"
         body = []
