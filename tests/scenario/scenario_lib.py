@@ -1,0 +1,360 @@
+"""Shared pieces of the fencing scenarios (issue 4): epochgate's metrics and
+view as a user reads them (/metrics, /debug/metadata), epochgate started
+from a YAML file, raw connections through epochgate, and what a librdkafka
+debug log says about leader hints.
+
+Owns: reading Prometheus text and the view JSON, waiting (bounded) for the
+view to reach a state, and the per-scenario helpers that several files use.
+It reuses tests/integration/harness.py and kafka_wire.py (imported, never
+copied) and must never look at epochgate's log text to decide a verdict.
+"""
+
+import json
+import os
+import re
+import socket
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import harness  # noqa: E402,F401  (re-exported for the scenario files)
+import kafka_wire as kw  # noqa: E402
+import scenario_wire as sw  # noqa: E402
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+# ------------------------------------------------------------------ metrics
+
+class Metrics:
+    """One scrape of /metrics: samples by name and labels."""
+
+    def __init__(self, text):
+        self.samples = []
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            m = _SAMPLE.match(line)
+            if not m:
+                continue
+            labels = dict(_LABEL.findall(m.group(3) or ""))
+            try:
+                value = float(m.group(4))
+            except ValueError:
+                continue
+            self.samples.append((m.group(1), labels, value))
+
+    def sum(self, name, **labels):
+        """Sum of every sample of `name` whose labels include `labels`."""
+        return sum(v for n, l, v in self.samples
+                   if n == name and all(l.get(k) == str(x) for k, x in labels.items()))
+
+    def by(self, name, label):
+        """{label value: summed value} of `name`."""
+        out = {}
+        for n, l, v in self.samples:
+            if n == name:
+                out[l.get(label, "")] = out.get(l.get(label, ""), 0) + v
+        return out
+
+    def rows(self, name):
+        return [(l, v) for n, l, v in self.samples if n == name and v]
+
+
+def scrape(gate):
+    return Metrics(gate.metrics())
+
+
+def delta(after, before, name, **labels):
+    return after.sum(name, **labels) - before.sum(name, **labels)
+
+
+FENCED = "epochgate_fenced_partitions_total"
+HINTS = "epochgate_hints_total"
+INJECTED = "epochgate_epochs_injected_total"
+REFRESHES = "epochgate_metadata_refreshes_total"
+DOWNGRADES = "epochgate_version_downgrades_total"
+
+
+def fences_text(m):
+    """Short text of the non-zero fence and hint counters, for notes."""
+    fences = ", ".join("%s/%s/%s=%d" % (l.get("api"), l.get("reason"), l.get("mode"), v)
+                       for l, v in m.rows(FENCED))
+    hints = ", ".join("%s=%d" % (l.get("source"), v) for l, v in m.rows(HINTS))
+    return "fenced[%s] hints[%s]" % (fences or "none", hints or "none")
+
+
+# --------------------------------------------------------------------- view
+
+def view(gate):
+    """/debug/metadata as a dict."""
+    status, body = gate.http_get("/debug/metadata")
+    if status != 200:
+        raise AssertionError("/debug/metadata answered %d" % status)
+    return json.loads(body)
+
+
+def view_partition(gate, topic, partition):
+    """The view's entry {leader, epoch, ...} of one partition, or None."""
+    for t in view(gate)["topics"]:
+        if t["name"] == topic:
+            for p in t["partitions"]:
+                if p["partition"] == partition:
+                    p = dict(p)
+                    p["topic_id"] = t["topic_id"]
+                    return p
+    return None
+
+
+def wait_view(gate, topic, partition, leader, epoch, timeout=5.0):
+    """Waits until the view names `leader` at `epoch` for the partition."""
+    def ok():
+        p = view_partition(gate, topic, partition)
+        return p if p and p["leader"] == leader and p["epoch"] == epoch else None
+    try:
+        return harness.wait_until(ok, timeout, interval=0.02,
+                                  what="view %s[%d] = leader %d epoch %d" % (
+                                      topic, partition, leader, epoch))
+    except AssertionError:
+        raise AssertionError("view %s[%d] is %s, wanted leader %d epoch %d" % (
+            topic, partition, view_partition(gate, topic, partition), leader, epoch))
+
+
+# ---------------------------------------------------------------- epochgate
+
+def write_config(h, text, name="epochgate.yaml"):
+    path = os.path.join(h.workdir, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def start_gate(h, cluster, config=None, upstream=None, args=()):
+    """epochgate in front of `cluster` (or `upstream`), optionally with a YAML
+    config file body. Returns the harness Epochgate."""
+    extra = list(args)
+    if config is not None:
+        extra += ["--config", write_config(h, config)]
+    return h.start_gate(upstream or cluster.bootstrap, extra)
+
+
+def connect(address, timeout=10.0):
+    host, port = address if isinstance(address, tuple) else harness.parse_hostport(address)
+    return kw.Connection(host, port, timeout=timeout)
+
+
+class GateClient:
+    """Raw connections through epochgate: the bootstrap one, and one per node
+    listener as a client finds them in Metadata through epochgate."""
+
+    def __init__(self, h, gate):
+        self.h = h
+        self.gate = gate
+        self.conns = {}
+        self.brokers = {}
+        self.corr = 1000
+
+    def next_corr(self):
+        self.corr += 1
+        return self.corr
+
+    def conn(self, node=None):
+        """Connection to the bootstrap listener (node None) or to the listener
+        epochgate advertises for `node`."""
+        if node not in self.conns:
+            if node is None:
+                c = connect(self.gate.bootstrap_address)
+            else:
+                if node not in self.brokers:
+                    self.metadata([])
+                host, port = self.brokers[node]
+                c = connect((host, port))
+            self.h.on_close(c.close)
+            self.conns[node] = c
+        return self.conns[node]
+
+    def exchange(self, frame, node=None, timeout=10.0):
+        c = self.conn(node)
+        c.send(frame)
+        return c.recv_frame(timeout=timeout)
+
+    def metadata(self, topics, node=None):
+        """Metadata v7 through epochgate (the view learns from its answer)."""
+        md = kw.parse_metadata_response(
+            self.exchange(kw.metadata_request(self.next_corr(), list(topics), version=7), node), 7)
+        self.brokers = {b: (host, port) for b, (host, port, _) in md["brokers"].items()}
+        return md
+
+    def metadata_v12(self, topics, node=None):
+        md = sw.parse_metadata_response_v12(
+            self.exchange(sw.metadata_request_v12(self.next_corr(), list(topics)), node))
+        self.brokers = dict(md["brokers"])
+        return md
+
+    def node_of_port(self, port):
+        for node, (_, p) in self.brokers.items():
+            if p == port:
+                return node
+        return None
+
+
+def other_broker(leader, brokers=3):
+    return 1 + leader % brokers
+
+
+def produce_values(gate_client, node, topic, partition, values, acks=-1, version=10):
+    """One Produce through epochgate's listener of `node`; returns the parsed response."""
+    frame = sw.produce_request(gate_client.next_corr(), topic,
+                               [(partition, kw.record_batch(values))], acks, version)
+    return sw.parse_produce_response(gate_client.exchange(frame, node), version)
+
+
+def read_partition(h, cluster, topic, partition, start=0, count=None, timeout=15.0):
+    """Values of one partition, read with kcat straight from the cluster (not
+    through epochgate), from offset `start` to the end."""
+    args = ["-b", cluster.bootstrap, "-C", "-t", topic, "-p", str(partition), "-o", str(start),
+            "-e", "-f", "%s\\n", "-X", "check.crcs=true", "-q"]
+    if count is not None:
+        args += ["-c", str(count)]
+    out = h.kcat(args, timeout=timeout).stdout
+    return [line for line in out.split("\n") if line]
+
+
+def end_offset(cluster, topic, partition):
+    """Latest offset of a partition, asked of its leader directly."""
+    leader = cluster.partition(topic, partition)["leader"]
+    c = connect(cluster.broker_address(leader), timeout=5)
+    try:
+        c.send(kw.list_offsets_request(7, topic, [partition], -1))
+        _, offs = kw.parse_list_offsets_response(c.recv_frame())
+    finally:
+        c.close()
+    offset, error = offs[(topic, partition)]
+    if error:
+        raise AssertionError("ListOffsets %s[%d] error %d" % (topic, partition, error))
+    return offset
+
+
+def port_closed_by_peer(conn, timeout):
+    """True if the peer closed `conn` within `timeout` s without sending a
+    single byte; False if bytes arrived; raises on timeout."""
+    conn.sock.settimeout(timeout)
+    try:
+        data = conn.sock.recv(1 << 16)
+    except socket.timeout:
+        raise AssertionError("connection still open after %.1fs" % timeout)
+    except ConnectionResetError:
+        return True
+    return data == b""
+
+
+# ------------------------------------------------------ librdkafka debug log
+
+def hint_updates(log_path, topic, partition):
+    """librdkafka's METADATAUPDATE lines for one partition: the leader
+    discovery path (KIP-951 hints in Produce/Fetch responses), not a full
+    metadata refresh. Returns [(leader, epoch)] in log order."""
+    out = []
+    pat = re.compile(r"METADATAUPDATE.*Partition %s\([^)]*\)\[%d\]: updated with leader (-?\d+) "
+                     r"and epoch (-?\d+)" % (re.escape(topic), partition))
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            m = pat.search(line)
+            if m:
+                out.append((int(m.group(1)), int(m.group(2))))
+    return out
+
+
+def metadata_requests(log_path):
+    """Number of Metadata requests a librdkafka client sent (protocol debug)."""
+    n = 0
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if "Sent MetadataRequest" in line:
+                n += 1
+    return n
+
+
+def client_leader_errors(log_path, topic, partition):
+    """Produce batches a librdkafka client saw fail with NOT_LEADER_OR_FOLLOWER
+    on one partition (msg debug context)."""
+    n = 0
+    marker = "%s [%d]: MessageSet with" % (topic, partition)
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if marker in line and "Not leader for partition" in line:
+                n += 1
+    return n
+
+
+def log_time_of_hint(log_path, topic, partition, leader, epoch):
+    """Wall-clock time (s) of the first METADATAUPDATE line that moved the
+    partition to (leader, epoch), from the check tool's timestamped log."""
+    pat = "Partition %s(" % topic
+    want = "[%d]: updated with leader %d and epoch %d" % (partition, leader, epoch)
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if "METADATAUPDATE" in line and pat in line and want in line:
+                return float(line.split(" ", 1)[0])
+    return None
+
+
+# ------------------------------------------------------------ leader moves
+
+def open_node_connections(gc, topics):
+    """Learns epochgate's node listeners and opens one raw connection to
+    each, so a later Metadata costs no connection set-up."""
+    md = gc.metadata(topics)
+    for node in sorted(md["brokers"]):
+        gc.conn(node)
+    return md
+
+
+def move_view_first(cluster, gc, topic, partition, new):
+    """Moves a partition's leader to `new` so that epochgate's view knows the
+    move before the old leader stops accepting requests, as happens in Kafka
+    when the controller's decision reaches a broker's metadata cache (and a
+    client's Metadata through epochgate) before the old leader's become-
+    follower: the old leader is a zombie for a moment.
+
+    The mock cluster is told to answer the next Metadata for the partition
+    with (new, epoch + 1); that Metadata crosses epochgate (through the new
+    leader's listener), so the view learns it; then the cluster really moves
+    the leader, which bumps the epoch to the same epoch + 1. A client request
+    that reaches the old leader's listener after that is met by epochgate's
+    view: any request the broker answers was forwarded before, when the old
+    leader still led. Returns (moved_us: wall clock µs of the real move,
+    new_epoch, old_leader, learned_us: when the view had it)."""
+    before = cluster.partition(topic, partition)
+    old, epoch = before["leader"], before["leader_epoch"] + 1
+    if old == new:
+        raise AssertionError("partition %s[%d] already led by %d" % (topic, partition, new))
+    cluster.cmd("push-leader-response %s %d %d %d" % (topic, partition, new, epoch))
+    gc.metadata([topic], node=new)
+    learned = view_partition(gc.gate, topic, partition)
+    if not learned or (learned["leader"], learned["epoch"]) != (new, epoch):
+        raise AssertionError("view after the pushed Metadata: %s" % learned)
+    learned_us = int(time.time() * 1e6)
+    moved_us = int(time.time() * 1e6)
+    cluster.cmd("leader %s %d %d" % (topic, partition, new))
+    after = cluster.partition(topic, partition)
+    if (after["leader"], after["leader_epoch"]) != (new, epoch):
+        raise AssertionError("leader move did not take: %s" % after)
+    return moved_us, epoch, old, learned_us
+
+
+def first_fetched_from(log_path, topic, partition, node, since_s):
+    """Wall-clock time (s) a librdkafka consumer (fetch debug) first queued
+    records of the partition fetched from `node` at or after `since_s`."""
+    marker = "on %s [%d] fetch queue" % (topic, partition)
+    thread = "/%d]: " % node
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if marker in line and "Enqueue" in line and thread in line:
+                t = float(line.split(" ", 1)[0])
+                if t >= since_s:
+                    return t
+    return None
