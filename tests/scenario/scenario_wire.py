@@ -176,14 +176,17 @@ def parse_produce_response(frame, version):
 
 def fetch_request(correlation_id, topic, partitions, version=12, session_epoch=-1,
                   max_wait_ms=0, min_bytes=0):
-    """Fetch v9-v12 for one topic (by name). `partitions` is
-    [(partition, current_leader_epoch, fetch_offset)]. SessionId 0 and
-    SessionEpoch -1 make it sessionless (KIP-227), as librdkafka's first fetch."""
-    if not 9 <= version <= 12:
-        raise ValueError("Fetch v9-v12 only")
+    """Fetch v9-v16 for one topic: its name up to v12, its 16-byte id (bytes)
+    from v13. `partitions` is [(partition, current_leader_epoch,
+    fetch_offset)]. SessionId 0 and SessionEpoch -1 make it sessionless
+    (KIP-227), as librdkafka's fetches. v15 drops ReplicaId (a consumer sends
+    no ReplicaState); v16 has the same request layout as v15."""
+    if not 9 <= version <= 16:
+        raise ValueError("Fetch v9-v16 only")
     flexible = version >= 12
     w = FlexWriter() if flexible else kw.Writer()
-    w.int32(-1)  # ReplicaId: a consumer
+    if version <= 14:
+        w.int32(-1)  # ReplicaId: a consumer
     w.int32(max_wait_ms).int32(min_bytes).int32(0x7FFFFFFF).int8(0)
     w.int32(0).int32(session_epoch)
 
@@ -195,14 +198,21 @@ def fetch_request(correlation_id, topic, partitions, version=12, session_epoch=-
         if flexible:
             w.empty_tags()
 
+    def topic_ref(w, t):
+        if version >= 13:
+            if len(t) != 16:
+                raise ValueError("Fetch v13+ names topics by their 16-byte id")
+            return w.raw(t)
+        return w.compact_string(t) if flexible else w.string(t)
+
     if flexible:
-        w.compact_array([topic], lambda w, t: w.compact_string(t).compact_array(partitions, part)
+        w.compact_array([topic], lambda w, t: topic_ref(w, t).compact_array(partitions, part)
                         .empty_tags())
         w.compact_array([], None)  # ForgottenTopicsData
         w.compact_string("")       # RackId (v11+)
         w.empty_tags()
     else:
-        w.array([topic], lambda w, t: w.string(t).array(partitions, part))
+        w.array([topic], lambda w, t: topic_ref(w, t).array(partitions, part))
         w.array([], None)
         if version >= 11:
             w.string("")
@@ -211,18 +221,19 @@ def fetch_request(correlation_id, topic, partitions, version=12, session_epoch=-
 
 
 def parse_fetch_request(frame):
-    """Decodes a Fetch v9-v12 request frame (size prefix included) as it
+    """Decodes a Fetch v9-v16 request frame (size prefix included) as it
     crossed a relay: dict api_version, correlation_id, session_epoch,
-    partitions {(topic, partition): current_leader_epoch}."""
+    partitions {(topic name or 16-byte id, partition): current_leader_epoch}."""
     r = FlexReader(frame[4:])
     key, version, corr = r.int16(), r.int16(), r.int32()
-    if key != kw.API_FETCH or not 9 <= version <= 12:
-        raise kw.WireError("not a Fetch v9-v12 request: key %d v%d" % (key, version))
+    if key != kw.API_FETCH or not 9 <= version <= 16:
+        raise kw.WireError("not a Fetch v9-v16 request: key %d v%d" % (key, version))
     r.string()  # client id
     flexible = version >= 12
     if flexible:
         r.tags()
-    r.int32()  # replica id
+    if version <= 14:
+        r.int32()  # replica id
     r.int32()
     r.int32()
     r.int32()
@@ -243,7 +254,10 @@ def parse_fetch_request(frame):
         out[(topic, p)] = epoch
 
     def topic(r):
-        name = r.compact_string() if flexible else r.string()
+        if version >= 13:
+            name = r._take(16)
+        else:
+            name = r.compact_string() if flexible else r.string()
         if flexible:
             r.compact_array(lambda r: part(r, name))
             r.tags()
@@ -259,8 +273,10 @@ def parse_fetch_request(frame):
 
 
 def parse_fetch_response(frame, version=12):
-    """Fetch v9-v12 -> dict: correlation_id, error, partitions {(topic, p):
-    {error, high_watermark, records (bytes or None), current_leader}}."""
+    """Fetch v9-v16 -> dict: correlation_id, error, partitions {(topic, p):
+    {error, high_watermark, records (bytes or None), current_leader}} where
+    topic is the name (v9-v12) or the 16-byte id (v13+), node_endpoints
+    {id: (host, port, rack)} (v16)."""
     flexible = version >= 12
     r = FlexReader(frame[4:])
     corr = r.int32()
@@ -297,19 +313,26 @@ def parse_fetch_response(frame, version=12):
                                "current_leader": leader}
 
     def topic(r):
-        name = r.compact_string() if flexible else r.string()
+        if version >= 13:
+            name = r._take(16)
+        else:
+            name = r.compact_string() if flexible else r.string()
         if flexible:
             r.compact_array(lambda r: partition(r, name))
             r.tags()
         else:
             r.array(lambda r: partition(r, name))
 
+    endpoints = {}
     if flexible:
         r.compact_array(topic)
-        r.tags()
+        tags = r.tagged()
+        if 0 in tags and version >= 16:
+            endpoints = _node_endpoints(tags[0])
     else:
         r.array(topic)
-    return {"correlation_id": corr, "error": error, "partitions": parts}
+    return {"correlation_id": corr, "error": error, "partitions": parts,
+            "node_endpoints": endpoints}
 
 
 def record_values(records):
