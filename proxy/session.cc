@@ -479,7 +479,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
           return Step::kClosed;
         }
         // acks=0 Produce to a stale leader: a broker closes the connection.
-        if (ctx_.metrics) ctx_.metrics->connection_closed_reason("fenced_acks0");
+        // close() counts the reason.
         spdlog::info("client {} node {}: closing connection: {}", client_.peer(), node_id_,
                      plan.reason);
         close("fenced_acks0");
