@@ -104,7 +104,6 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id)
   uv_timer_init(ctx.loop, &connect_timer_);
   connect_timer_.data = this;
   resolve_req_.data = this;
-  connect_req_.data = this;
   list_.add(this);
   client_.set_budget(ctx.budget);
   upstream_->set_budget(ctx.budget);
@@ -178,10 +177,14 @@ void Session::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
     return;
   }
   s->state_ = State::kConnecting;
-  int rc = uv_tcp_connect(&s->connect_req_, s->upstream_->tcp(), res->ai_addr,
-                          &Session::on_connected);
+  // One request per attempt: a timed-out attempt's callback still arrives
+  // (UV_ECANCELED) after the next attempt started on a fresh handle.
+  auto* attempt = new uv_connect_t;
+  attempt->data = s;
+  int rc = uv_tcp_connect(attempt, s->upstream_->tcp(), res->ai_addr, &Session::on_connected);
   uv_freeaddrinfo(res);
   if (rc != 0) {
+    delete attempt;
     s->retry_next_target(rc);
     return;
   }
@@ -205,9 +208,11 @@ void Session::retry_next_target(int status) {
 
 void Session::on_connected(uv_connect_t* req, int status) {
   auto* s = static_cast<Session*>(req->data);
+  bool current = req->handle == s->upstream_->stream();
+  delete req;
   --s->pending_ops_;
-  if (s->state_ == State::kClosing) {
-    s->maybe_free();
+  if (s->state_ == State::kClosing || !current) {
+    s->maybe_free();  // closing, or an attempt already given up on
     return;
   }
   if (status != 0) {

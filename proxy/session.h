@@ -102,7 +102,6 @@ class Session : public ConnectionOwner {
   std::vector<std::unique_ptr<Connection>> retired_;  // failed upstream attempts, closing
   InFlightQueue in_flight_;
   uv_getaddrinfo_t resolve_req_;
-  uv_connect_t connect_req_;
   uv_timer_t connect_timer_;
   std::vector<config::HostPort> targets_;
   size_t target_index_ = 0;
