@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "codec/api_table.h"
 #include "codec/api_versions_io.h"
@@ -628,24 +629,8 @@ bool Session::transform_response(InFlightEntry& e, const uint8_t* frame, size_t 
   }
   const uint8_t* body = frame + h.size;
   size_t body_len = size - h.size;
-  codec::Bytes trailing;
   // The client gets the header version of the version it asked for.
   h.header_version = codec::response_header_version(key, client_version);
-
-  auto decode_fail = [&](const codec::Status& s, const char* api) {
-    frame_error(codec::errc_name(s.code),
-                std::string(api) + " response from " + upstream_name_ + ": " + s.message());
-    return false;
-  };
-  auto count_rewrite = [&](const RewriteResult& r) {
-    if (r.failed) {
-      frame_error("endpoint_unmapped", "no listener for a broker node id in a response");
-      return false;
-    }
-    if (r.rewritten > 0 && ctx_.metrics) ctx_.metrics->addresses_rewritten(key, r.rewritten);
-    return true;
-  };
-
   switch (key) {
     case codec::kApiVersions: {
       codec::ApiVersionsResponse m;
@@ -669,50 +654,21 @@ bool Session::transform_response(InFlightEntry& e, const uint8_t* frame, size_t 
       }
       return true;
     }
-    case codec::kMetadata: {
-      codec::MetadataResponse m;
-      codec::Status s = codec::decode_body_allow_trailing(body, body_len, up_version, m, trailing);
-      if (!s.ok()) return decode_fail(s, "Metadata");
-      if (ctx_.fencing) ctx_.fencing->learn_metadata(m, up_version);
-      if (!count_rewrite(rewrite_addresses(m, up_version, *ctx_.endpoints))) return false;
-      encode_response_frame(h, m, client_version, out, trailing);
-      changed = true;
-      return true;
-    }
-    case codec::kFindCoordinator: {
-      codec::FindCoordinatorResponse m;
-      codec::Status s = codec::decode_body_allow_trailing(body, body_len, up_version, m, trailing);
-      if (!s.ok()) return decode_fail(s, "FindCoordinator");
-      RewriteResult r = rewrite_addresses(m, up_version, *ctx_.endpoints);
-      if (!count_rewrite(r)) return false;
-      if (r.rewritten > 0) {
-        encode_response_frame(h, m, client_version, out, trailing);
-        changed = true;
-      }
-      return true;
-    }
-    case codec::kDescribeCluster: {
-      codec::DescribeClusterResponse m;
-      codec::Status s = codec::decode_body_allow_trailing(body, body_len, up_version, m, trailing);
-      if (!s.ok()) return decode_fail(s, "DescribeCluster");
-      RewriteResult r = rewrite_addresses(m, up_version, *ctx_.endpoints);
-      if (!count_rewrite(r)) return false;
-      if (r.rewritten > 0) {
-        encode_response_frame(h, m, client_version, out, trailing);
-        changed = true;
-      }
-      return true;
-    }
+    case codec::kMetadata:
+      return rewrite_response<codec::MetadataResponse>(e, h, body, body_len, out, changed);
+    case codec::kFindCoordinator:
+      return rewrite_response<codec::FindCoordinatorResponse>(e, h, body, body_len, out, changed);
+    case codec::kDescribeCluster:
+      return rewrite_response<codec::DescribeClusterResponse>(e, h, body, body_len, out, changed);
     case codec::kProduce:
-      return amend_hinted<codec::ProduceResponse>(e, h, body, body_len, "Produce", out, changed);
+      return rewrite_response<codec::ProduceResponse>(e, h, body, body_len, out, changed);
     case codec::kFetch:
-      return amend_hinted<codec::FetchResponse>(e, h, body, body_len, "Fetch", out, changed);
+      return rewrite_response<codec::FetchResponse>(e, h, body, body_len, out, changed);
     case codec::kShareFetch:
-      return amend_hinted<codec::ShareFetchResponse>(e, h, body, body_len, "ShareFetch", out,
-                                                     changed);
+      return rewrite_response<codec::ShareFetchResponse>(e, h, body, body_len, out, changed);
     case codec::kShareAcknowledge:
-      return amend_hinted<codec::ShareAcknowledgeResponse>(e, h, body, body_len,
-                                                           "ShareAcknowledge", out, changed);
+      return rewrite_response<codec::ShareAcknowledgeResponse>(e, h, body, body_len, out,
+                                                               changed);
     default:
       if (ctx_.fencing) {
         std::string error;
@@ -726,20 +682,30 @@ bool Session::transform_response(InFlightEntry& e, const uint8_t* frame, size_t 
 }
 
 template <typename M>
-bool Session::amend_hinted(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
-                           size_t body_len, const char* api, std::vector<uint8_t>& out,
-                           bool& changed) {
+bool Session::rewrite_response(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
+                               size_t body_len, std::vector<uint8_t>& out, bool& changed) {
   M m;
   codec::Bytes trailing;
-  codec::Status s = codec::decode_body_allow_trailing(body, body_len, e.upstream_version, m, trailing);
+  codec::Status s =
+      codec::decode_body_allow_trailing(body, body_len, e.upstream_version, m, trailing);
   if (!s.ok()) {
     frame_error(codec::errc_name(s.code),
-                std::string(api) + " response from " + upstream_name_ + ": " + s.message());
+                std::string(M::kName) + " from " + upstream_name_ + ": " + s.message());
     return false;
   }
+  constexpr bool kHinted = std::is_same_v<M, codec::ProduceResponse> ||
+                           std::is_same_v<M, codec::FetchResponse> ||
+                           std::is_same_v<M, codec::ShareFetchResponse> ||
+                           std::is_same_v<M, codec::ShareAcknowledgeResponse>;
   // Learn first (upstream addresses), then rewrite what the broker sent, then
   // let the policy add what it adds (epochgate addresses only).
-  if (ctx_.fencing) ctx_.fencing->learn_response(m, e.upstream_version, node_id_);
+  if (ctx_.fencing) {
+    if constexpr (std::is_same_v<M, codec::MetadataResponse>) {
+      ctx_.fencing->learn_metadata(m, e.upstream_version);
+    } else if constexpr (kHinted) {
+      ctx_.fencing->learn_response(m, e.upstream_version, node_id_);
+    }
+  }
   RewriteResult r = rewrite_addresses(m, e.api_version, *ctx_.endpoints);
   if (r.failed) {
     frame_error("endpoint_unmapped", "no listener for a broker node id in a response");
@@ -748,10 +714,13 @@ bool Session::amend_hinted(InFlightEntry& e, codec::ResponseHeader& h, const uin
   if (r.rewritten > 0 && ctx_.metrics) {
     ctx_.metrics->addresses_rewritten(e.api_key, r.rewritten);
     // A broker's own KIP-951 hint, now pointing at epochgate.
-    for (int i = 0; i < r.rewritten; ++i) ctx_.metrics->hint("rewritten");
+    if constexpr (kHinted)
+      for (int i = 0; i < r.rewritten; ++i) ctx_.metrics->hint("rewritten");
   }
   bool touched = e.upstream_version != e.api_version || r.rewritten > 0;
-  if (ctx_.fencing) touched |= ctx_.fencing->amend_response(e, m, e.api_version, node_id_);
+  if constexpr (kHinted) {
+    if (ctx_.fencing) touched |= ctx_.fencing->amend_response(e, m, e.api_version, node_id_);
+  }
   if (touched) {
     encode_response_frame(h, m, e.api_version, out, trailing);
     changed = true;

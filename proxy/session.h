@@ -82,10 +82,11 @@ class Session : public ConnectionOwner {
   /// to close the connection; sets `out` when the bytes changed.
   bool transform_response(InFlightEntry& e, const uint8_t* frame, size_t size,
                           std::vector<uint8_t>& out, bool& changed);
-  /// Produce/Fetch/ShareFetch/ShareAcknowledge responses: learn, rewrite, amend.
+  /// Responses that carry broker addresses: decode, learn, rewrite, let the
+  /// policy amend (merge, backfill hints), re-encode only if something changed.
   template <typename M>
-  bool amend_hinted(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
-                    size_t body_len, const char* api, std::vector<uint8_t>& out, bool& changed);
+  bool rewrite_response(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
+                        size_t body_len, std::vector<uint8_t>& out, bool& changed);
   void deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t len);
   void flush_ready();
   void record_proxy_latency(const InFlightEntry& e);
