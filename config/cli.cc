@@ -16,10 +16,10 @@ struct FlagSpec {
 };
 
 constexpr FlagSpec kFlags[] = {
-    {"--config", true},        {"--check-config", true},   {"--bootstrap", true},
-    {"--listen", true},        {"--advertise-host", true}, {"--broker-port-base", true},
-    {"--admin", true},         {"--no-admin", false},      {"--workers", true},
-    {"--log-level", true},     {"--log-format", true},     {"--help", false},
+    {"--config", true},    {"--check-config", true},   {"--bootstrap", true},
+    {"--listen", true},    {"--advertise-host", true}, {"--broker-port-base", true},
+    {"--admin", true},     {"--no-admin", false},      {"--workers", true},
+    {"--log-level", true}, {"--log-format", true},     {"--help", false},
     {"--version", false},
 };
 

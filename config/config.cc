@@ -10,9 +10,12 @@ std::string HostPort::to_string() const {
 
 const char* mode_name(Mode m) {
   switch (m) {
-    case Mode::kEnforce: return "enforce";
-    case Mode::kObserve: return "observe";
-    case Mode::kOff: return "off";
+    case Mode::kEnforce:
+      return "enforce";
+    case Mode::kObserve:
+      return "observe";
+    case Mode::kOff:
+      return "off";
   }
   return "enforce";
 }

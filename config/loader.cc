@@ -33,7 +33,9 @@ std::string join(const Keys& keys) {
   return out;
 }
 
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string quoted(std::string_view s) {
+  return "'" + std::string(s) + "'";
+}
 
 enum class UintKind { kPlain, kSize, kDuration };
 
@@ -82,11 +84,16 @@ class Parser {
 
   static std::string describe(const YAML::Node& n) {
     switch (n.Type()) {
-      case YAML::NodeType::Null: return "an empty value";
-      case YAML::NodeType::Sequence: return "a list";
-      case YAML::NodeType::Map: return "a map";
-      case YAML::NodeType::Scalar: return quoted(n.Scalar());
-      default: return "nothing";
+      case YAML::NodeType::Null:
+        return "an empty value";
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Map:
+        return "a map";
+      case YAML::NodeType::Scalar:
+        return quoted(n.Scalar());
+      default:
+        return "nothing";
     }
   }
 
@@ -146,8 +153,7 @@ class Parser {
 
   template <typename T>
   void uint_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m, T& out,
-                  UintKind kind = UintKind::kPlain,
-                  uint64_t max = std::numeric_limits<T>::max()) {
+                  UintKind kind = UintKind::kPlain, uint64_t max = std::numeric_limits<T>::max()) {
     const char* expected = kind == UintKind::kSize       ? "a size in bytes (e.g. 1048576 or 1MiB)"
                            : kind == UintKind::kDuration ? "a duration in ms (e.g. 500 or 30s)"
                                                          : "an integer";
@@ -384,84 +390,122 @@ class Parser {
 
   void top(const YAML::Node& root) {
     Config& c = r_.config;
-    each_field(root, "", "", root.Mark(), [&](const std::string& key, const YAML::Node& v,
-                                              const std::string& p, const YAML::Mark& m) {
-      if (key == "listen") {
-        host_port_field(v, p, m, c.listen);
-      } else if (key == "advertise_host") {
-        string_field(v, p, m, c.advertise_host);
-      } else if (key == "bootstrap_servers") {
-        bootstrap_field(v, p, m, c.bootstrap_servers);
-      } else if (key == "workers") {
-        uint_field(v, p, m, c.workers);
-      } else if (key == "drain_timeout_ms") {
-        uint_field(v, p, m, c.drain_timeout_ms, UintKind::kDuration);
-      } else if (key == "broker_ports") {
-        seen(p, m);
-        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
-                                   const std::string& fp, const YAML::Mark& fm) {
-          BrokerPortsConfig& b = c.broker_ports;
-          if (k == "bind_host") string_field(fv, fp, fm, b.bind_host);
-          else if (k == "base") uint_field(fv, fp, fm, b.base);
-          else if (k == "map") broker_map_field(fv, fp, fm, b.map);
-          else if (k == "max_node_id") uint_field(fv, fp, fm, b.max_node_id);
+    each_field(
+        root, "", "", root.Mark(),
+        [&](const std::string& key, const YAML::Node& v, const std::string& p,
+            const YAML::Mark& m) {
+          if (key == "listen") {
+            host_port_field(v, p, m, c.listen);
+          } else if (key == "advertise_host") {
+            string_field(v, p, m, c.advertise_host);
+          } else if (key == "bootstrap_servers") {
+            bootstrap_field(v, p, m, c.bootstrap_servers);
+          } else if (key == "workers") {
+            uint_field(v, p, m, c.workers);
+          } else if (key == "drain_timeout_ms") {
+            uint_field(v, p, m, c.drain_timeout_ms, UintKind::kDuration);
+          } else if (key == "broker_ports") {
+            seen(p, m);
+            each_field(v, p, p, m,
+                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
+                           const YAML::Mark& fm) {
+                         BrokerPortsConfig& b = c.broker_ports;
+                         if (k == "bind_host")
+                           string_field(fv, fp, fm, b.bind_host);
+                         else if (k == "base")
+                           uint_field(fv, fp, fm, b.base);
+                         else if (k == "map")
+                           broker_map_field(fv, fp, fm, b.map);
+                         else if (k == "max_node_id")
+                           uint_field(fv, fp, fm, b.max_node_id);
+                       });
+          } else if (key == "admin") {
+            seen(p, m);
+            each_field(v, p, p, m,
+                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
+                           const YAML::Mark& fm) {
+                         if (k == "enabled")
+                           bool_field(fv, fp, fm, c.admin.enabled);
+                         else if (k == "listen")
+                           host_port_field(fv, fp, fm, c.admin.listen);
+                       });
+          } else if (key == "limits") {
+            seen(p, m);
+            each_field(v, p, p, m,
+                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
+                           const YAML::Mark& fm) {
+                         LimitsConfig& l = c.limits;
+                         if (k == "max_frame_bytes")
+                           uint_field(fv, fp, fm, l.max_frame_bytes, UintKind::kSize);
+                         else if (k == "max_in_flight_per_connection")
+                           uint_field(fv, fp, fm, l.max_in_flight_per_connection);
+                         else if (k == "max_connections")
+                           uint_field(fv, fp, fm, l.max_connections);
+                         else if (k == "high_watermark_bytes")
+                           uint_field(fv, fp, fm, l.high_watermark_bytes, UintKind::kSize);
+                         else if (k == "low_watermark_bytes")
+                           uint_field(fv, fp, fm, l.low_watermark_bytes, UintKind::kSize);
+                         else if (k == "idle_timeout_ms")
+                           uint_field(fv, fp, fm, l.idle_timeout_ms, UintKind::kDuration);
+                         else if (k == "partial_frame_timeout_ms")
+                           uint_field(fv, fp, fm, l.partial_frame_timeout_ms, UintKind::kDuration);
+                         else if (k == "buffer_budget_bytes")
+                           uint_field(fv, fp, fm, l.buffer_budget_bytes, UintKind::kSize);
+                         else if (k == "upstream_connect_timeout_ms")
+                           uint_field(fv, fp, fm, l.upstream_connect_timeout_ms,
+                                      UintKind::kDuration);
+                       });
+          } else if (key == "policy") {
+            seen(p, m);
+            each_field(v, p, p, m,
+                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
+                           const YAML::Mark& fm) {
+                         PolicyConfig& pc = c.policy;
+                         if (k == "default_mode")
+                           mode_field(fv, fp, fm, pc.default_mode);
+                         else if (k == "rules")
+                           rules_field(fv, fp, fm, pc.rules);
+                         else if (k == "inject_epochs")
+                           bool_field(fv, fp, fm, pc.inject_epochs);
+                         else if (k == "kip951_bridge")
+                           bool_field(fv, fp, fm, pc.kip951_bridge);
+                         else if (k == "max_staleness_ms")
+                           uint_field(fv, fp, fm, pc.max_staleness_ms, UintKind::kDuration);
+                         else if (k == "refresh_before_fence_ms")
+                           uint_field(fv, fp, fm, pc.refresh_before_fence_ms, UintKind::kDuration);
+                         else if (k == "hold_timeout_ms")
+                           uint_field(fv, fp, fm, pc.hold_timeout_ms, UintKind::kDuration);
+                       });
+          } else if (key == "refresher") {
+            seen(p, m);
+            each_field(v, p, p, m,
+                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
+                           const YAML::Mark& fm) {
+                         RefresherConfig& rc = c.refresher;
+                         if (k == "enabled")
+                           bool_field(fv, fp, fm, rc.enabled);
+                         else if (k == "interval_ms")
+                           uint_field(fv, fp, fm, rc.interval_ms, UintKind::kDuration);
+                         else if (k == "urgent_min_interval_ms")
+                           uint_field(fv, fp, fm, rc.urgent_min_interval_ms, UintKind::kDuration);
+                         else if (k == "request_timeout_ms")
+                           uint_field(fv, fp, fm, rc.request_timeout_ms, UintKind::kDuration);
+                       });
+          } else if (key == "logging") {
+            seen(p, m);
+            each_field(v, p, p, m,
+                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
+                           const YAML::Mark& fm) {
+                         LoggingConfig& lc = c.logging;
+                         if (k == "level")
+                           choice_field(fv, fp, fm, kLogLevels, lc.level);
+                         else if (k == "format")
+                           choice_field(fv, fp, fm, kLogFormats, lc.format);
+                         else if (k == "rate_limit_per_sec")
+                           uint_field(fv, fp, fm, lc.rate_limit_per_sec);
+                       });
+          }
         });
-      } else if (key == "admin") {
-        seen(p, m);
-        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
-                                   const std::string& fp, const YAML::Mark& fm) {
-          if (k == "enabled") bool_field(fv, fp, fm, c.admin.enabled);
-          else if (k == "listen") host_port_field(fv, fp, fm, c.admin.listen);
-        });
-      } else if (key == "limits") {
-        seen(p, m);
-        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
-                                   const std::string& fp, const YAML::Mark& fm) {
-          LimitsConfig& l = c.limits;
-          if (k == "max_frame_bytes") uint_field(fv, fp, fm, l.max_frame_bytes, UintKind::kSize);
-          else if (k == "max_in_flight_per_connection") uint_field(fv, fp, fm, l.max_in_flight_per_connection);
-          else if (k == "max_connections") uint_field(fv, fp, fm, l.max_connections);
-          else if (k == "high_watermark_bytes") uint_field(fv, fp, fm, l.high_watermark_bytes, UintKind::kSize);
-          else if (k == "low_watermark_bytes") uint_field(fv, fp, fm, l.low_watermark_bytes, UintKind::kSize);
-          else if (k == "idle_timeout_ms") uint_field(fv, fp, fm, l.idle_timeout_ms, UintKind::kDuration);
-          else if (k == "partial_frame_timeout_ms") uint_field(fv, fp, fm, l.partial_frame_timeout_ms, UintKind::kDuration);
-          else if (k == "buffer_budget_bytes") uint_field(fv, fp, fm, l.buffer_budget_bytes, UintKind::kSize);
-          else if (k == "upstream_connect_timeout_ms") uint_field(fv, fp, fm, l.upstream_connect_timeout_ms, UintKind::kDuration);
-        });
-      } else if (key == "policy") {
-        seen(p, m);
-        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
-                                   const std::string& fp, const YAML::Mark& fm) {
-          PolicyConfig& pc = c.policy;
-          if (k == "default_mode") mode_field(fv, fp, fm, pc.default_mode);
-          else if (k == "rules") rules_field(fv, fp, fm, pc.rules);
-          else if (k == "inject_epochs") bool_field(fv, fp, fm, pc.inject_epochs);
-          else if (k == "kip951_bridge") bool_field(fv, fp, fm, pc.kip951_bridge);
-          else if (k == "max_staleness_ms") uint_field(fv, fp, fm, pc.max_staleness_ms, UintKind::kDuration);
-          else if (k == "refresh_before_fence_ms") uint_field(fv, fp, fm, pc.refresh_before_fence_ms, UintKind::kDuration);
-          else if (k == "hold_timeout_ms") uint_field(fv, fp, fm, pc.hold_timeout_ms, UintKind::kDuration);
-        });
-      } else if (key == "refresher") {
-        seen(p, m);
-        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
-                                   const std::string& fp, const YAML::Mark& fm) {
-          RefresherConfig& rc = c.refresher;
-          if (k == "enabled") bool_field(fv, fp, fm, rc.enabled);
-          else if (k == "interval_ms") uint_field(fv, fp, fm, rc.interval_ms, UintKind::kDuration);
-          else if (k == "urgent_min_interval_ms") uint_field(fv, fp, fm, rc.urgent_min_interval_ms, UintKind::kDuration);
-          else if (k == "request_timeout_ms") uint_field(fv, fp, fm, rc.request_timeout_ms, UintKind::kDuration);
-        });
-      } else if (key == "logging") {
-        seen(p, m);
-        each_field(v, p, p, m, [&](const std::string& k, const YAML::Node& fv,
-                                   const std::string& fp, const YAML::Mark& fm) {
-          LoggingConfig& lc = c.logging;
-          if (k == "level") choice_field(fv, fp, fm, kLogLevels, lc.level);
-          else if (k == "format") choice_field(fv, fp, fm, kLogFormats, lc.format);
-          else if (k == "rate_limit_per_sec") uint_field(fv, fp, fm, lc.rate_limit_per_sec);
-        });
-      }
-    });
   }
 
   LoadResult& r_;
@@ -538,7 +582,9 @@ std::string canonical_host(const std::string& h) {
   return h;
 }
 
-bool is_wildcard(const std::string& h) { return h == "0.0.0.0" || h == "::"; }
+bool is_wildcard(const std::string& h) {
+  return h == "0.0.0.0" || h == "::";
+}
 
 bool hosts_overlap(const std::string& a, const std::string& b) {
   const std::string ca = canonical_host(a), cb = canonical_host(b);
@@ -561,8 +607,8 @@ void check_port_clashes(const Config& c, Checker& ck) {
   }
   if (c.admin.enabled && ck.usable("admin.listen") && ck.usable("admin.enabled") &&
       c.admin.listen.port != 0) {
-    binds.push_back({"admin.listen", "the admin listener", c.admin.listen.host,
-                     c.admin.listen.port});
+    binds.push_back(
+        {"admin.listen", "the admin listener", c.admin.listen.host, c.admin.listen.port});
   }
   const bool map_usable = ck.usable("broker_ports.map") && ck.usable("broker_ports.bind_host");
   if (map_usable) {
@@ -706,17 +752,17 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
 
   // Broker ports.
   const auto& b = c.broker_ports;
-  ck.range("broker_ports.max_node_id", static_cast<uint64_t>(std::max(b.max_node_id, 0)), 0,
-           65535);
+  ck.range("broker_ports.max_node_id", static_cast<uint64_t>(std::max(b.max_node_id, 0)), 0, 65535);
   if (b.base != 0 && ck.usable("broker_ports.base") && ck.usable("broker_ports.max_node_id") &&
       static_cast<uint32_t>(b.base) + static_cast<uint32_t>(b.max_node_id) > 65535) {
-    ck.report("broker_ports.base",
-              "base " + std::to_string(b.base) + " + max_node_id " +
-                  std::to_string(b.max_node_id) + " passes the highest port 65535");
+    ck.report("broker_ports.base", "base " + std::to_string(b.base) + " + max_node_id " +
+                                       std::to_string(b.max_node_id) +
+                                       " passes the highest port 65535");
   }
   for (const auto& [id, port] : b.map) {
     const std::string p = "broker_ports.map." + std::to_string(id);
-    if (ck.usable(p) && port == 0) ck.report(p, "port 0 is not allowed for a mapped node (1..65535)");
+    if (ck.usable(p) && port == 0)
+      ck.report(p, "port 0 is not allowed for a mapped node (1..65535)");
   }
   check_port_clashes(c, ck);
 
@@ -741,10 +787,10 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
   }
   if (ck.usable("limits.buffer_budget_bytes") && ck.usable("limits.high_watermark_bytes") &&
       l.buffer_budget_bytes < l.high_watermark_bytes) {
-    ck.report("limits.buffer_budget_bytes",
-              "buffer budget (" + std::to_string(l.buffer_budget_bytes) +
-                  ") must be at least the high watermark (" +
-                  std::to_string(l.high_watermark_bytes) + ")");
+    ck.report("limits.buffer_budget_bytes", "buffer budget (" +
+                                                std::to_string(l.buffer_budget_bytes) +
+                                                ") must be at least the high watermark (" +
+                                                std::to_string(l.high_watermark_bytes) + ")");
   }
 
   // Policy.
@@ -753,10 +799,9 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
   ck.range("policy.hold_timeout_ms", p.hold_timeout_ms, 0, 60000);
   if (ck.usable("policy.refresh_before_fence_ms") && ck.usable("policy.max_staleness_ms") &&
       p.refresh_before_fence_ms > p.max_staleness_ms) {
-    ck.report("policy.refresh_before_fence_ms",
-              std::to_string(p.refresh_before_fence_ms) +
-                  " must not exceed policy.max_staleness_ms (" +
-                  std::to_string(p.max_staleness_ms) + ")");
+    ck.report("policy.refresh_before_fence_ms", std::to_string(p.refresh_before_fence_ms) +
+                                                    " must not exceed policy.max_staleness_ms (" +
+                                                    std::to_string(p.max_staleness_ms) + ")");
   }
   for (std::size_t i = 0; i < p.rules.size(); ++i) {
     const std::string rp = "policy.rules[" + std::to_string(i) + "].topics";

@@ -138,7 +138,8 @@ void ConfigWatcher::reload(const char* trigger) {
   running_ = merge_live(running_, r.config);
   ++reloads_ok_;
   if (metrics_) metrics_->config_reload(true);
-  metrics::log(*lg, spdlog::level::info, "config reloaded", {{"trigger", trigger}, {"file", path_}});
+  metrics::log(*lg, spdlog::level::info, "config reloaded",
+               {{"trigger", trigger}, {"file", path_}});
   for (const std::string& s : needs_restart) {
     metrics::log(*lg, spdlog::level::warn,
                  "config change needs a restart to apply; keeping the running value",

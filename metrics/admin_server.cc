@@ -36,17 +36,28 @@ struct Response {
 
 const char* reason_phrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 414:
+      return "URI Too Long";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
   }
 }
 
@@ -101,7 +112,9 @@ struct Conn {
   char read_buf[16384];
 };
 
-Conn* conn_of(llhttp_t* p) { return static_cast<Conn*>(p->data); }
+Conn* conn_of(llhttp_t* p) {
+  return static_cast<Conn*>(p->data);
+}
 
 void on_conn_handle_closed(uv_handle_t* h) {
   Conn* c = static_cast<Conn*>(h->data);
@@ -142,8 +155,7 @@ void queue_write(Conn* c, std::string data) {
   w->data = std::move(data);
   w->req.data = c;
   uv_buf_t buf = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
-  const int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->tcp), &buf, 1,
-                          on_write_done);
+  const int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->tcp), &buf, 1, on_write_done);
   if (rc < 0) {
     delete w;
     close_conn(c);
@@ -394,12 +406,18 @@ Response AdminServer::Impl::route(const Conn& c) {
   const bool is_get = c.method == HTTP_GET || c.method == HTTP_HEAD;
   enum class Ep { kIndex, kMetrics, kHealthz, kReadyz, kMetadata, kConfig, kNone };
   Ep ep = Ep::kNone;
-  if (path == "/") ep = Ep::kIndex;
-  else if (path == "/metrics") ep = Ep::kMetrics;
-  else if (path == "/healthz") ep = Ep::kHealthz;
-  else if (path == "/readyz") ep = Ep::kReadyz;
-  else if (path == "/debug/metadata" && handlers.debug_metadata) ep = Ep::kMetadata;
-  else if (path == "/debug/config" && handlers.debug_config) ep = Ep::kConfig;
+  if (path == "/")
+    ep = Ep::kIndex;
+  else if (path == "/metrics")
+    ep = Ep::kMetrics;
+  else if (path == "/healthz")
+    ep = Ep::kHealthz;
+  else if (path == "/readyz")
+    ep = Ep::kReadyz;
+  else if (path == "/debug/metadata" && handlers.debug_metadata)
+    ep = Ep::kMetadata;
+  else if (path == "/debug/config" && handlers.debug_config)
+    ep = Ep::kConfig;
   if (ep == Ep::kMetrics && !handlers.metrics) ep = Ep::kNone;
   if (ep == Ep::kNone) return text_response(404, "not found\n");
   if (!is_get) {
@@ -428,8 +446,8 @@ Response AdminServer::Impl::route(const Conn& c) {
       }
       case Ep::kMetadata:
       case Ep::kConfig: {
-        Response r = text_response(200, ep == Ep::kMetadata ? handlers.debug_metadata()
-                                                            : handlers.debug_config());
+        Response r = text_response(
+            200, ep == Ep::kMetadata ? handlers.debug_metadata() : handlers.debug_config());
         r.content_type = "application/json";
         if (r.body.empty() || r.body.back() != '\n') r.body.push_back('\n');
         return r;
@@ -496,8 +514,8 @@ ListenResult AdminServer::listen(const std::string& host_in, uint16_t port) {
   hints.ai_flags = AI_PASSIVE;
   uv_getaddrinfo_t gai;
   // No callback: libuv resolves synchronously (startup only, never on a hot loop).
-  int rc = uv_getaddrinfo(impl_->loop, &gai, nullptr, host.c_str(),
-                          std::to_string(port).c_str(), &hints);
+  int rc = uv_getaddrinfo(impl_->loop, &gai, nullptr, host.c_str(), std::to_string(port).c_str(),
+                          &hints);
   if (rc < 0) return fail(rc, "admin address '" + host_in + "'");
   sockaddr_storage addr{};
   std::memcpy(&addr, gai.addrinfo->ai_addr, gai.addrinfo->ai_addrlen);
@@ -518,14 +536,16 @@ ListenResult AdminServer::listen(const std::string& host_in, uint16_t port) {
   sockaddr_storage bound{};
   int len = sizeof bound;
   uv_tcp_getsockname(tcp, reinterpret_cast<sockaddr*>(&bound), &len);
-  impl_->port = ntohs(bound.ss_family == AF_INET6
-                          ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                          : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  impl_->port =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   result.port = impl_->port;
   return result;
 }
 
-uint16_t AdminServer::bound_port() const { return impl_->port; }
+uint16_t AdminServer::bound_port() const {
+  return impl_->port;
+}
 
 void AdminServer::close(std::function<void()> on_closed) {
   if (impl_->closing) {
@@ -541,10 +561,16 @@ void AdminServer::close(std::function<void()> on_closed) {
   }
 }
 
-std::size_t AdminServer::connection_count() const { return impl_->conns.size(); }
+std::size_t AdminServer::connection_count() const {
+  return impl_->conns.size();
+}
 
-uint64_t AdminServer::requests_served() const { return impl_->served; }
+uint64_t AdminServer::requests_served() const {
+  return impl_->served;
+}
 
-uint64_t AdminServer::connections_accepted() const { return impl_->accepted; }
+uint64_t AdminServer::connections_accepted() const {
+  return impl_->accepted;
+}
 
 }  // namespace epochgate::metrics

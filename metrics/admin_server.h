@@ -31,8 +31,8 @@ struct Readiness {
 /// metrics / debug_*: 404; healthz: always healthy; readyz: always ready.
 /// A handler that throws yields a 500 for that request.
 struct AdminHandlers {
-  std::function<std::string()> metrics;         ///< Prometheus text (render_prometheus_text)
-  std::function<bool()> healthz;                ///< false -> 503 "unhealthy"
+  std::function<std::string()> metrics;  ///< Prometheus text (render_prometheus_text)
+  std::function<bool()> healthz;         ///< false -> 503 "unhealthy"
   std::function<Readiness()> readyz;
   std::function<std::string()> debug_metadata;  ///< JSON: the metadata view
   std::function<std::string()> debug_config;    ///< JSON: effective config, secrets redacted
@@ -46,14 +46,14 @@ std::string render_prometheus_text(prometheus::Registry& registry);
 
 /// Bounds of one admin connection. Defaults suit probes and scrapers.
 struct AdminOptions {
-  uint32_t max_connections = 64;           ///< more are accepted and closed at once
-  uint32_t max_url_bytes = 4096;           ///< longer request target -> 414
-  uint32_t max_header_bytes = 8192;        ///< names + values of all headers -> 431
-  uint32_t max_headers = 64;               ///< more header lines -> 431
-  uint32_t max_body_bytes = 4096;          ///< larger body (any method) -> 413
-  uint32_t request_timeout_ms = 10000;     ///< first byte of a request to its end -> 408
-  uint32_t idle_timeout_ms = 60000;        ///< keep-alive connection with no request
-  uint32_t linger_ms = 2000;               ///< after a final response, wait this long for EOF
+  uint32_t max_connections = 64;                 ///< more are accepted and closed at once
+  uint32_t max_url_bytes = 4096;                 ///< longer request target -> 414
+  uint32_t max_header_bytes = 8192;              ///< names + values of all headers -> 431
+  uint32_t max_headers = 64;                     ///< more header lines -> 431
+  uint32_t max_body_bytes = 4096;                ///< larger body (any method) -> 413
+  uint32_t request_timeout_ms = 10000;           ///< first byte of a request to its end -> 408
+  uint32_t idle_timeout_ms = 60000;              ///< keep-alive connection with no request
+  uint32_t linger_ms = 2000;                     ///< after a final response, wait this long for EOF
   uint64_t max_pending_write_bytes = 32u << 20;  ///< unread responses before we stop serving
 };
 

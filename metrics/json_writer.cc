@@ -24,7 +24,7 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
   }
   if (c >= 0xF0 && c <= 0xF4) {
     if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && b(1) < 0x90) return 0;  // overlong
+    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
     if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
     return 4;
   }
@@ -39,11 +39,21 @@ void append_json_string(std::string& out, std::string_view s) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
         default:
           if (c < 0x20 || c == 0x7F) {
             char buf[8];
@@ -133,7 +143,9 @@ JsonWriter& JsonWriter::value(double v) {
   return raw(std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)));
 }
 
-JsonWriter& JsonWriter::null() { return raw("null"); }
+JsonWriter& JsonWriter::null() {
+  return raw("null");
+}
 
 JsonWriter& JsonWriter::raw(std::string_view json) {
   before_value();

@@ -25,13 +25,20 @@ thread_local const std::initializer_list<LogField>* t_fields = nullptr;
 
 const char* level_name(spdlog::level::level_enum l) {
   switch (l) {
-    case spdlog::level::trace: return "trace";
-    case spdlog::level::debug: return "debug";
-    case spdlog::level::info: return "info";
-    case spdlog::level::warn: return "warn";
-    case spdlog::level::err: return "error";
-    case spdlog::level::critical: return "critical";
-    default: return "off";
+    case spdlog::level::trace:
+      return "trace";
+    case spdlog::level::debug:
+      return "debug";
+    case spdlog::level::info:
+      return "info";
+    case spdlog::level::warn:
+      return "warn";
+    case spdlog::level::err:
+      return "error";
+    case spdlog::level::critical:
+      return "critical";
+    default:
+      return "off";
   }
 }
 
@@ -45,8 +52,7 @@ void append_timestamp(std::string& out, spdlog::log_clock::time_point tp) {
   gmtime_r(&t, &tm);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms));
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   out += buf;
 }
 
@@ -57,11 +63,20 @@ bool reserved_key(std::string_view k) {
 void append_number(std::string& out, const LogField& f) {
   JsonWriter w;
   switch (f.kind) {
-    case LogField::Kind::kInt: w.value(f.i); break;
-    case LogField::Kind::kUint: w.value(f.u); break;
-    case LogField::Kind::kDouble: w.value(f.d); break;
-    case LogField::Kind::kBool: w.value(f.b); break;
-    case LogField::Kind::kString: break;
+    case LogField::Kind::kInt:
+      w.value(f.i);
+      break;
+    case LogField::Kind::kUint:
+      w.value(f.u);
+      break;
+    case LogField::Kind::kDouble:
+      w.value(f.d);
+      break;
+    case LogField::Kind::kBool:
+      w.value(f.b);
+      break;
+    case LogField::Kind::kString:
+      break;
   }
   out += w.str();
 }
@@ -230,9 +245,9 @@ bool parse_log_format(std::string_view name, LogFormat* out) {
 
 bool parse_log_level(std::string_view name, spdlog::level::level_enum* out) {
   static const std::pair<std::string_view, spdlog::level::level_enum> kLevels[] = {
-      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
-      {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
-      {"warning", spdlog::level::warn}, {"error", spdlog::level::err},
+      {"trace", spdlog::level::trace},       {"debug", spdlog::level::debug},
+      {"info", spdlog::level::info},         {"warn", spdlog::level::warn},
+      {"warning", spdlog::level::warn},      {"error", spdlog::level::err},
       {"critical", spdlog::level::critical}, {"off", spdlog::level::off}};
   for (const auto& [n, l] : kLevels) {
     if (n == name) {
@@ -283,8 +298,12 @@ bool set_format(std::string_view name) {
   return true;
 }
 
-void set_rate_limit_per_sec(uint32_t n) { state().rate_limit.store(n); }
-uint32_t rate_limit_per_sec() { return state().rate_limit.load(); }
+void set_rate_limit_per_sec(uint32_t n) {
+  state().rate_limit.store(n);
+}
+uint32_t rate_limit_per_sec() {
+  return state().rate_limit.load();
+}
 
 void set_log_output(std::function<void(std::string_view)> output) {
   state().sink->set_output(std::move(output));
@@ -355,8 +374,8 @@ RateLimitedSite::Decision RateLimitedSite::admit(uint64_t now_ms, uint32_t limit
   return d;
 }
 
-void RateLimitedSite::log(spdlog::logger& lg, spdlog::level::level_enum level,
-                          std::string_view msg, std::initializer_list<LogField> fields) {
+void RateLimitedSite::log(spdlog::logger& lg, spdlog::level::level_enum level, std::string_view msg,
+                          std::initializer_list<LogField> fields) {
   if (!lg.should_log(level)) return;
   const Decision d = admit(monotonic_ms(), rate_limit_per_sec());
   {

@@ -165,8 +165,8 @@ void flush_suppressed_log_summaries();
 /// Rate-limited log line, keyed by this call site:
 ///   EPOCHGATE_LOG_LIMITED(*lg, spdlog::level::warn, "fence", "fenced produce",
 ///                         {{"topic", topic}, {"partition", p}});
-#define EPOCHGATE_LOG_LIMITED(lg, level, kind, msg, ...)                            \
-  do {                                                                              \
-    static ::epochgate::metrics::RateLimitedSite epochgate_rate_site_{kind};       \
-    epochgate_rate_site_.log((lg), (level), (msg)__VA_OPT__(, ) __VA_ARGS__);       \
+#define EPOCHGATE_LOG_LIMITED(lg, level, kind, msg, ...)                      \
+  do {                                                                        \
+    static ::epochgate::metrics::RateLimitedSite epochgate_rate_site_{kind};  \
+    epochgate_rate_site_.log((lg), (level), (msg)__VA_OPT__(, ) __VA_ARGS__); \
   } while (0)

@@ -35,9 +35,9 @@ constexpr std::size_t kNodeCap = 64;                   // distinct node ids with
 constexpr std::size_t kNodeOther = kNodeCap;           // slot "other"
 constexpr std::size_t kNodeBootstrap = kNodeCap + 1;   // node id -1: "bootstrap"
 constexpr std::size_t kNodeSlots = kNodeCap + 2;
-constexpr std::size_t kReasonCap = 32;                 // frame errors, close reasons
+constexpr std::size_t kReasonCap = 32;  // frame errors, close reasons
 constexpr std::size_t kFenceReasonCap = 16;
-constexpr std::size_t kSmallCap = 8;                   // hint sources, refresh triggers
+constexpr std::size_t kSmallCap = 8;  // hint sources, refresh triggers
 
 // Buckets from 10 µs to 30 s: a forwarded frame costs tens of µs inside the
 // proxy, while upstream Fetch long-polls and held requests reach seconds.
@@ -57,10 +57,18 @@ constexpr int16_t kCoreApis[] = {0, 1, 2, 3, 18, 23};
 // ShareAcknowledge.
 constexpr int16_t kRewritingApis[] = {0, 1, 3, 10, 60, 78, 79};
 
-int side_index(Side s) { return s == Side::kClient ? 0 : 1; }
-const char* side_label(Side s) { return s == Side::kClient ? "client" : "upstream"; }
-int direction_index(Direction d) { return d == Direction::kClientToUpstream ? 0 : 1; }
-const char* direction_label(int i) { return i == 0 ? "client_to_upstream" : "upstream_to_client"; }
+int side_index(Side s) {
+  return s == Side::kClient ? 0 : 1;
+}
+const char* side_label(Side s) {
+  return s == Side::kClient ? "client" : "upstream";
+}
+int direction_index(Direction d) {
+  return d == Direction::kClientToUpstream ? 0 : 1;
+}
+const char* direction_label(int i) {
+  return i == 0 ? "client_to_upstream" : "upstream_to_client";
+}
 
 std::size_t mode_slot(std::string_view mode) {
   if (mode == "enforce") return 0;
@@ -151,11 +159,12 @@ struct ProxyMetrics::Impl {
                          .Help("Times reading was paused because the other side's write queue "
                                "passed the high watermark, by direction of the paused flow.")
                          .Register(*registry)),
-        closed_reasons(prometheus::BuildCounter()
-                           .Name("epochgate_connections_closed_total")
-                           .Help("Proxied connections closed, by reason (client_closed, upstream_error, "
-                                 "idle_timeout, fenced_acks0, ...).")
-                           .Register(*registry)),
+        closed_reasons(
+            prometheus::BuildCounter()
+                .Name("epochgate_connections_closed_total")
+                .Help("Proxied connections closed, by reason (client_closed, upstream_error, "
+                      "idle_timeout, fenced_acks0, ...).")
+                .Register(*registry)),
         api_versions_capped_family(prometheus::BuildCounter()
                                        .Name("epochgate_api_versions_capped_total")
                                        .Help("ApiVersions responses whose version ranges were "
@@ -255,12 +264,14 @@ struct ProxyMetrics::Impl {
       histogram_child(latency_children[slot], upstream_latency, labels);
     }
     for (int16_t api : kRewritingApis) {
-      child(rewritten_children[api_slot(api)], addresses_rewritten_family,
-            [&] { return prometheus::Labels{{"api", api_label(api)}}; });
+      child(rewritten_children[api_slot(api)], addresses_rewritten_family, [&] {
+        return prometheus::Labels{{"api", api_label(api)}};
+      });
     }
     for (int16_t api : {int16_t{0}, int16_t{1}}) {
-      child(downgrade_children[api_slot(api)], downgrades,
-            [&] { return prometheus::Labels{{"api", api_label(api)}}; });
+      child(downgrade_children[api_slot(api)], downgrades, [&] {
+        return prometheus::Labels{{"api", api_label(api)}};
+      });
     }
     for (const char* source : {"synthesized", "backfilled", "rewritten"}) {
       hint_children[hint_sources.slot(std::string_view(source))].store(
@@ -367,9 +378,10 @@ struct ProxyMetrics::Impl {
   // Buffer memory budget (limits.buffer_budget_bytes), registered on first use.
   Counter* budget_pauses = &prometheus::BuildCounter()
                                 .Name("epochgate_buffer_budget_pauses_total")
-                                .Help("Times a client connection stopped being read because all "
-                                      "connections' buffers together passed "
-                                      "limits.buffer_budget_bytes.")
+                                .Help(
+                                    "Times a client connection stopped being read because all "
+                                    "connections' buffers together passed "
+                                    "limits.buffer_budget_bytes.")
                                 .Register(*registry)
                                 .Add({});
   Gauge* buffered_bytes = &prometheus::BuildGauge()
@@ -399,7 +411,9 @@ ProxyMetrics::ProxyMetrics(std::shared_ptr<prometheus::Registry> registry)
 
 ProxyMetrics::~ProxyMetrics() = default;
 
-std::shared_ptr<prometheus::Registry> ProxyMetrics::registry() const { return impl_->registry; }
+std::shared_ptr<prometheus::Registry> ProxyMetrics::registry() const {
+  return impl_->registry;
+}
 
 void ProxyMetrics::request(int16_t api_key) {
   const int slot = api_slot(api_key);
@@ -443,7 +457,9 @@ void ProxyMetrics::upstream_latency(int16_t api_key, double seconds) {
       .Observe(seconds);
 }
 
-void ProxyMetrics::proxy_latency(double seconds) { impl_->proxy_latency->Observe(seconds); }
+void ProxyMetrics::proxy_latency(double seconds) {
+  impl_->proxy_latency->Observe(seconds);
+}
 
 void ProxyMetrics::frame_error(std::string_view reason) {
   interned_counter(impl_->frame_error_reasons, impl_->frame_error_children, impl_->frame_errors,
@@ -451,7 +467,9 @@ void ProxyMetrics::frame_error(std::string_view reason) {
       .Increment();
 }
 
-void ProxyMetrics::unexpected_response() { impl_->unexpected_responses->Increment(); }
+void ProxyMetrics::unexpected_response() {
+  impl_->unexpected_responses->Increment();
+}
 
 void ProxyMetrics::backpressure_pause(Direction d) {
   impl_->backpressure_children[direction_index(d)]->Increment();
@@ -463,7 +481,9 @@ void ProxyMetrics::connection_closed_reason(std::string_view reason) {
       .Increment();
 }
 
-void ProxyMetrics::api_versions_capped() { impl_->api_versions_capped->Increment(); }
+void ProxyMetrics::api_versions_capped() {
+  impl_->api_versions_capped->Increment();
+}
 
 void ProxyMetrics::addresses_rewritten(int16_t api_key, uint64_t n) {
   const int slot = api_slot(api_key);
@@ -500,8 +520,8 @@ void ProxyMetrics::fenced_partition(int16_t api_key, std::string_view reason,
   child(impl_->fenced_children[api][r][m], impl_->fenced, [&] {
     return prometheus::Labels{
         {"api", api_label(api_key)},
-        {"reason", r == impl_->fence_reasons.kOverflow ? std::string("other")
-                                                       : impl_->fence_reasons.key(r)},
+        {"reason",
+         r == impl_->fence_reasons.kOverflow ? std::string("other") : impl_->fence_reasons.key(r)},
         {"mode", mode_label(m)}};
   }).Increment();
 }
@@ -532,9 +552,13 @@ void ProxyMetrics::version_downgrade(int16_t api_key) {
   }).Increment();
 }
 
-void ProxyMetrics::set_ready(bool ready) { impl_->ready.Set(ready ? 1 : 0); }
+void ProxyMetrics::set_ready(bool ready) {
+  impl_->ready.Set(ready ? 1 : 0);
+}
 
-void ProxyMetrics::buffer_budget_pause() { impl_->budget_pauses->Increment(); }
+void ProxyMetrics::buffer_budget_pause() {
+  impl_->budget_pauses->Increment();
+}
 
 void ProxyMetrics::set_buffered_bytes(int64_t n) {
   impl_->buffered_bytes->Set(static_cast<double>(n));

@@ -23,8 +23,7 @@ CliResult parse(std::vector<std::string> args) {
 class CliTest : public ::testing::Test {
  protected:
   std::string write(const std::string& name, const std::string& text) {
-    const std::string path =
-        ::testing::TempDir() + "/cli_" + std::to_string(getpid()) + "_" + name;
+    const std::string path = ::testing::TempDir() + "/cli_" + std::to_string(getpid()) + "_" + name;
     std::ofstream(path) << text;
     files_.push_back(path);
     return path;
@@ -47,8 +46,8 @@ TEST_F(CliTest, HelpAndVersion) {
 
 TEST_F(CliTest, FlagsAloneMakeARunnableConfig) {
   auto r = parse({"--bootstrap", "k1:9092,k2:9093", "--listen=0.0.0.0:29092", "--workers", "2",
-                  "--advertise-host", "gw.example", "--broker-port-base", "30000",
-                  "--log-level", "debug", "--log-format", "json", "--no-admin"});
+                  "--advertise-host", "gw.example", "--broker-port-base", "30000", "--log-level",
+                  "debug", "--log-format", "json", "--no-admin"});
   ASSERT_EQ(r.action, CliAction::kRun) << r.errors;
   EXPECT_EQ(r.exit_code, 0);
   ASSERT_EQ(r.config.bootstrap_servers.size(), 2u);
@@ -70,8 +69,8 @@ TEST_F(CliTest, FlagsOverrideTheFile) {
                                  "workers: 8\n"
                                  "admin:\n  enabled: false\n"
                                  "policy:\n  default_mode: observe\n");
-  auto r = parse({"--config", path, "--workers", "3", "--bootstrap", "flag-broker:9092",
-                  "--admin", "127.0.0.1:19644"});
+  auto r = parse({"--config", path, "--workers", "3", "--bootstrap", "flag-broker:9092", "--admin",
+                  "127.0.0.1:19644"});
   ASSERT_EQ(r.action, CliAction::kRun) << r.errors;
   EXPECT_EQ(r.config.workers, 3u);
   ASSERT_EQ(r.config.bootstrap_servers.size(), 1u);
@@ -95,8 +94,8 @@ TEST_F(CliTest, ProblemsFromFlagsNameTheFlag) {
 }
 
 TEST_F(CliTest, FlagCanCreateAPortClashWithTheFile) {
-  const std::string path = write("clash.yaml",
-                                 "bootstrap_servers: [k:9092]\nadmin:\n  listen: 127.0.0.1:9700\n");
+  const std::string path =
+      write("clash.yaml", "bootstrap_servers: [k:9092]\nadmin:\n  listen: 127.0.0.1:9700\n");
   auto r = parse({"--config", path, "--listen", "127.0.0.1:9700"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.errors.find(path + ":3:11: admin.listen: port clash: 9700 is also the bootstrap "

@@ -29,11 +29,13 @@ const BadCase kBadCases[] = {
      "unknown key 'listn' at the top level (did you mean 'listen'?)"},
     {"unknown_nested_key", "limits:\n  max_frame_byte: 1024\n", 2, 3,
      "unknown key 'max_frame_byte' in limits (did you mean 'max_frame_bytes'?)"},
-    {"unknown_key_in_rule", "policy:\n  rules:\n    - topics: a\n      mod: observe\n      mode: off\n",
-     4, 7, "unknown key 'mod' in policy.rules[0] (did you mean 'mode'?)"},
+    {"unknown_key_in_rule",
+     "policy:\n  rules:\n    - topics: a\n      mod: observe\n      mode: off\n", 4, 7,
+     "unknown key 'mod' in policy.rules[0] (did you mean 'mode'?)"},
     {"unknown_key_far_from_all", "zzzzzzzzzzzz: 1\n", 1, 1,
      "unknown key 'zzzzzzzzzzzz' at the top level (valid keys: listen, advertise_host"},
-    {"duplicate_key", "workers: 2\nworkers: 3\n", 2, 1, "duplicate key 'workers' (first at line 1)"},
+    {"duplicate_key", "workers: 2\nworkers: 3\n", 2, 1,
+     "duplicate key 'workers' (first at line 1)"},
     // Wrong types.
     {"map_where_host_port", "listen:\n  host: a\n", 2, 3, "listen: expected host:port, got a map"},
     {"string_where_integer", "workers: many\n", 1, 10, "workers: expected an integer, got 'many'"},
@@ -50,7 +52,8 @@ const BadCase kBadCases[] = {
      "drain_timeout_ms: expected a duration in ms (e.g. 500 or 30s), got 'soon'"},
     // Out of range.
     {"workers_above_256", "workers: 300\n", 1, 10, "workers: 300 is out of range (0..256)"},
-    {"negative_value", "drain_timeout_ms: -5\n", 1, 19, "-5 is out of range (must not be negative)"},
+    {"negative_value", "drain_timeout_ms: -5\n", 1, 19,
+     "-5 is out of range (must not be negative)"},
     {"port_above_65535", "broker_ports:\n  base: 70000\n", 2, 9,
      "broker_ports.base: 70000 is out of range (at most 65535)"},
     {"zero_size", "limits:\n  max_in_flight_per_connection: 0\n", 2, 33,
@@ -61,8 +64,9 @@ const BadCase kBadCases[] = {
      3, 24, "low watermark (2097152) must be below the high watermark (1048576)"},
     {"budget_below_high_watermark", "limits:\n  buffer_budget_bytes: 1024\n", 2, 24,
      "buffer budget (1024) must be at least the high watermark (4194304)"},
-    {"refresh_after_staleness", "policy:\n  max_staleness_ms: 1000\n  refresh_before_fence_ms: 5s\n",
-     3, 28, "policy.refresh_before_fence_ms: 5000 must not exceed policy.max_staleness_ms (1000)"},
+    {"refresh_after_staleness",
+     "policy:\n  max_staleness_ms: 1000\n  refresh_before_fence_ms: 5s\n", 3, 28,
+     "policy.refresh_before_fence_ms: 5000 must not exceed policy.max_staleness_ms (1000)"},
     {"hold_timeout_too_long", "policy:\n  hold_timeout_ms: 2m\n", 2, 20,
      "policy.hold_timeout_ms: 120000 is out of range (0..60000)"},
     {"refresher_interval_too_short", "refresher:\n  interval_ms: 10\n", 2, 16,
@@ -72,10 +76,13 @@ const BadCase kBadCases[] = {
     {"bootstrap_port_zero", "bootstrap_servers: [kafka:0]\n", 1, 21,
      "bootstrap_servers[0]: port 0 is not a broker port"},
     // Bad host:port.
-    {"host_without_port", "listen: localhost\n", 1, 9, "listen: bad host:port 'localhost': expected host:port"},
+    {"host_without_port", "listen: localhost\n", 1, 9,
+     "listen: bad host:port 'localhost': expected host:port"},
     {"port_not_a_number", "listen: localhost:http\n", 1, 9, "'http' is not a port number"},
-    {"port_out_of_range", "admin:\n  listen: 127.0.0.1:99999\n", 2, 11, "port 99999 is out of range"},
-    {"bad_host_chars", "bootstrap_servers: ['bad host:9092']\n", 1, 21, "'bad host' is not a valid host"},
+    {"port_out_of_range", "admin:\n  listen: 127.0.0.1:99999\n", 2, 11,
+     "port 99999 is out of range"},
+    {"bad_host_chars", "bootstrap_servers: ['bad host:9092']\n", 1, 21,
+     "'bad host' is not a valid host"},
     {"ipv6_without_brackets", "listen: ::1:9092\n", 1, 9, "IPv6 addresses need brackets"},
     {"ipv6_unclosed", "listen: '[::1:9092'\n", 1, 9, "missing ']'"},
     {"bad_advertise_host", "advertise_host: 'not valid!'\n", 1, 17,
@@ -95,10 +102,10 @@ const BadCase kBadCases[] = {
     {"bad_map_node_id", "broker_ports:\n  map:\n    x1: 9000\n", 3, 5,
      "broker_ports.map: node id 'x1' is not a non-negative 32-bit integer"},
     // Port clashes.
-    {"admin_clashes_with_listener", "listen: 127.0.0.1:9092\nadmin:\n  listen: 127.0.0.1:9092\n", 3, 11,
-     "admin.listen: port clash: 9092 is also the bootstrap listener (listen at test.yaml:1)"},
-    {"wildcard_clashes_with_loopback", "listen: 0.0.0.0:9100\nadmin:\n  listen: 127.0.0.1:9100\n", 3,
-     11, "port clash: 9100 is also the bootstrap listener"},
+    {"admin_clashes_with_listener", "listen: 127.0.0.1:9092\nadmin:\n  listen: 127.0.0.1:9092\n", 3,
+     11, "admin.listen: port clash: 9092 is also the bootstrap listener (listen at test.yaml:1)"},
+    {"wildcard_clashes_with_loopback", "listen: 0.0.0.0:9100\nadmin:\n  listen: 127.0.0.1:9100\n",
+     3, 11, "port clash: 9100 is also the bootstrap listener"},
     {"base_range_covers_listener", "listen: 127.0.0.1:9092\nbroker_ports:\n  base: 9090\n", 1, 9,
      "listen: port clash: 9092 is node 2's broker port under broker_ports.base 9090"},
     {"map_entries_collide", "broker_ports:\n  map:\n    1: 9500\n    2: 9500\n", 4, 8,
@@ -124,8 +131,8 @@ TEST_P(BadConfigTest, ReportsOneProblemAtTheRightPlace) {
   EXPECT_EQ(p.line, c.line) << p.to_string();
   EXPECT_EQ(p.column, c.column) << p.to_string();
   EXPECT_NE(p.reason.find(c.reason), std::string::npos) << p.to_string();
-  EXPECT_EQ(p.to_string(), "test.yaml:" + std::to_string(c.line) + ":" +
-                               std::to_string(c.column) + ": " + p.reason);
+  EXPECT_EQ(p.to_string(), "test.yaml:" + std::to_string(c.line) + ":" + std::to_string(c.column) +
+                               ": " + p.reason);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryErrorKind, BadConfigTest, ::testing::ValuesIn(kBadCases),
@@ -234,8 +241,7 @@ TEST(LoaderTest, BootstrapIsRequiredOnlyWhenAskedFor) {
   o.require_bootstrap = true;
   const auto problems = validate_config(r.config, r.origins, o);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].reason.find("at least one upstream broker is required"),
-            std::string::npos);
+  EXPECT_NE(problems[0].reason.find("at least one upstream broker is required"), std::string::npos);
 }
 
 TEST(LoaderTest, DifferentHostsDoNotClash) {
@@ -273,8 +279,8 @@ TEST(LoaderTest, FileProblemsNameTheFile) {
 
 TEST(LoaderTest, SchemaKeysCoverEveryConfigSection) {
   const auto& keys = config_schema_keys();
-  for (const char* section :
-       {"", "broker_ports", "admin", "limits", "policy", "policy.rules[]", "refresher", "logging"}) {
+  for (const char* section : {"", "broker_ports", "admin", "limits", "policy", "policy.rules[]",
+                              "refresher", "logging"}) {
     EXPECT_TRUE(keys.count(section)) << section;
   }
   EXPECT_EQ(keys.at("limits").size(), 9u);

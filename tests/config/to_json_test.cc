@@ -24,8 +24,9 @@ TEST(ToJsonTest, MirrorsTheSchemaAndParses) {
   EXPECT_EQ(json.rfind("{\"source_file\":\"j.yaml\",\"listen\":\"127.0.0.1:9092\"", 0), 0u) << json;
   EXPECT_NE(json.find("\"bootstrap_servers\":[\"[::1]:9092\",\"kafka:9093\"]"), std::string::npos);
   EXPECT_NE(json.find("\"map\":{\"7\":20000}"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"rules\":[{\"topics\":\"a*\",\"apis\":[\"produce\"],\"mode\":\"observe\"}]"),
-            std::string::npos)
+  EXPECT_NE(
+      json.find("\"rules\":[{\"topics\":\"a*\",\"apis\":[\"produce\"],\"mode\":\"observe\"}]"),
+      std::string::npos)
       << json;
   EXPECT_NE(json.find("\"default_mode\":\"enforce\""), std::string::npos);
   EXPECT_NE(json.find("\"admin\":{\"enabled\":true,\"listen\":\"127.0.0.1:9644\"}"),

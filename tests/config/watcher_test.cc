@@ -203,8 +203,9 @@ TEST_F(WatcherTest, SighupReloadsEvenWithoutAChange) {
 
 TEST_F(WatcherTest, RestartOnlyChangesAreReportedNotApplied) {
   start_watcher();
-  write("listen: 127.0.0.1:19092\nbootstrap_servers: [k:9092]\nworkers: 7\n"
-        "admin:\n  listen: 127.0.0.1:19644\npolicy:\n  hold_timeout_ms: 100\n");
+  write(
+      "listen: 127.0.0.1:19092\nbootstrap_servers: [k:9092]\nworkers: 7\n"
+      "admin:\n  listen: 127.0.0.1:19644\npolicy:\n  hold_timeout_ms: 100\n");
   ASSERT_TRUE(run_until([&] { return valid_ == 1; }));
   EXPECT_EQ(last_restart_, (std::vector<std::string>{"listen", "workers", "admin"}));
   EXPECT_EQ(last_applied_.listen.port, 9092);  // still the running listener

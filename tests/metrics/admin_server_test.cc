@@ -265,8 +265,8 @@ TEST_F(AdminServerTest, MetricsParseWithPrometheusClientAndCarryValues) {
 
 TEST_F(AdminServerTest, MetricsContentTypeIsPrometheusText) {
   start();
-  const auto r = run_command("curl -s --max-time 10 -o /dev/null -w '%{content_type}' " +
-                             url("/metrics"));
+  const auto r =
+      run_command("curl -s --max-time 10 -o /dev/null -w '%{content_type}' " + url("/metrics"));
   EXPECT_EQ(r.out, "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -290,8 +290,8 @@ TEST_F(AdminServerTest, UnknownPathIs404) {
 TEST_F(AdminServerTest, OtherMethodsAre405WithAllow) {
   start();
   for (const char* method : {"POST", "PUT", "DELETE", "PATCH"}) {
-    const auto r = run_command("curl -s -i --max-time 10 -X " + std::string(method) + " " +
-                               url("/metrics"));
+    const auto r =
+        run_command("curl -s -i --max-time 10 -X " + std::string(method) + " " + url("/metrics"));
     EXPECT_NE(r.out.find("HTTP/1.1 405 Method Not Allowed"), std::string::npos) << method;
     EXPECT_NE(r.out.find("Allow: GET, HEAD"), std::string::npos) << method;
   }
@@ -307,8 +307,8 @@ TEST_F(AdminServerTest, HeadAnswersHeadersWithoutBody) {
 
 TEST_F(AdminServerTest, KeepAliveServesTwoRequestsOnOneConnection) {
   start();
-  const auto r = run_command("curl -sv --max-time 10 " + url("/healthz") + " " + url("/readyz") +
-                             " 2>&1");
+  const auto r =
+      run_command("curl -sv --max-time 10 " + url("/healthz") + " " + url("/readyz") + " 2>&1");
   EXPECT_NE(r.out.find("ok\n"), std::string::npos);
   EXPECT_NE(r.out.find("ready\n"), std::string::npos);
   EXPECT_NE(r.out.find("Re-using existing connection"), std::string::npos) << r.out;
@@ -320,11 +320,12 @@ TEST_F(AdminServerTest, PipelinedRequestsAreAnsweredInOrder) {
   start();
   RawClient c(port_);
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
-                         "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n"
-                         "GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n"));
-  const std::string got = c.read_until(
-      [](const std::string& s) { return s.find("ready\n") != std::string::npos; }, 5s);
+  ASSERT_TRUE(
+      c.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
+                 "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n"
+                 "GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n"));
+  const std::string got =
+      c.read_until([](const std::string& s) { return s.find("ready\n") != std::string::npos; }, 5s);
   const auto first = got.find("HTTP/1.1 200 OK");
   const auto second = got.find("HTTP/1.1 404 Not Found");
   const auto third = got.find("HTTP/1.1 200 OK", first + 1);
@@ -339,8 +340,9 @@ TEST_F(AdminServerTest, PipelinedRequestsAreAnsweredInOrder) {
 TEST_F(AdminServerTest, ConnectionCloseIsHonouredAndLaterPipelinedRequestsIgnored) {
   start();
   RawClient c(port_);
-  ASSERT_TRUE(c.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
-                         "GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+                 "GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n"));
   bool eof = false;
   const std::string got = c.read_until([](const std::string&) { return false; }, 5s, &eof);
   EXPECT_TRUE(eof);

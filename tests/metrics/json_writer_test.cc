@@ -10,9 +10,21 @@ namespace {
 TEST(JsonWriterTest, NestedContainersGetCommasRight) {
   JsonWriter w;
   w.begin_object()
-      .key("a").value(1)
-      .key("b").begin_array().value("x").value(true).null().begin_object().end_object().end_array()
-      .key("c").begin_object().key("d").value(-5).end_object()
+      .key("a")
+      .value(1)
+      .key("b")
+      .begin_array()
+      .value("x")
+      .value(true)
+      .null()
+      .begin_object()
+      .end_object()
+      .end_array()
+      .key("c")
+      .begin_object()
+      .key("d")
+      .value(-5)
+      .end_object()
       .end_object();
   EXPECT_EQ(w.str(), R"({"a":1,"b":["x",true,null,{}],"c":{"d":-5}})");
 }
@@ -37,7 +49,10 @@ TEST(JsonWriterTest, DoublesAreShortestAndNonFiniteIsNull) {
 
 TEST(JsonWriterTest, UnsignedAndSixtyFourBitIntegers) {
   JsonWriter w;
-  w.begin_array().value(uint64_t{18446744073709551615u}).value(int64_t{-9223372036854775807 - 1}).end_array();
+  w.begin_array()
+      .value(uint64_t{18446744073709551615u})
+      .value(int64_t{-9223372036854775807 - 1})
+      .end_array();
   EXPECT_EQ(w.str(), "[18446744073709551615,-9223372036854775808]");
 }
 

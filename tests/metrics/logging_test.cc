@@ -61,8 +61,8 @@ class LoggingTest : public ::testing::Test {
 
 TEST_F(LoggingTest, TextLinesCarryLevelComponentMessageAndFields) {
   auto lg = logger("proxy");
-  log(*lg, spdlog::level::info, "client connected", {{"node", 3}, {"peer", "127.0.0.1:5000"},
-                                                      {"note", "two words"}, {"ok", true}});
+  log(*lg, spdlog::level::info, "client connected",
+      {{"node", 3}, {"peer", "127.0.0.1:5000"}, {"note", "two words"}, {"ok", true}});
   const auto ls = lines();
   ASSERT_EQ(ls.size(), 1u);
   const std::string& l = ls[0];
@@ -86,14 +86,19 @@ TEST_F(LoggingTest, JsonLinesAreOneValidObjectEach) {
   ASSERT_TRUE(set_format("json"));
   auto lg = logger("policy");
   log(*lg, spdlog::level::warn, "fenced \"produce\"",
-      {{"topic", std::string("t\x01\xff", 3)}, {"partition", 7}, {"epoch", int64_t{-1}},
-       {"ratio", 0.5}, {"enforce", false}, {"msg", "shadowed"}});
+      {{"topic", std::string("t\x01\xff", 3)},
+       {"partition", 7},
+       {"epoch", int64_t{-1}},
+       {"ratio", 0.5},
+       {"enforce", false},
+       {"msg", "shadowed"}});
   lg->info("plain spdlog call {}", 42);
   const auto ls = lines();
   ASSERT_EQ(ls.size(), 2u);
   EXPECT_EQ(ls[0].rfind("{\"ts\":\"", 0), 0u);
-  EXPECT_NE(ls[0].find("\"level\":\"warn\",\"logger\":\"policy\",\"msg\":\"fenced \\\"produce\\\"\""),
-            std::string::npos)
+  EXPECT_NE(
+      ls[0].find("\"level\":\"warn\",\"logger\":\"policy\",\"msg\":\"fenced \\\"produce\\\"\""),
+      std::string::npos)
       << ls[0];
   EXPECT_NE(ls[0].find("\"partition\":7,\"epoch\":-1,\"ratio\":0.5,\"enforce\":false,"
                        "\"_msg\":\"shadowed\""),

@@ -18,9 +18,8 @@ class LoopThread {
  public:
   LoopThread() {
     uv_loop_init(&loop_);
-    uv_async_init(&loop_, &async_, [](uv_async_t* a) {
-      static_cast<LoopThread*>(a->data)->drain();
-    });
+    uv_async_init(&loop_, &async_,
+                  [](uv_async_t* a) { static_cast<LoopThread*>(a->data)->drain(); });
     async_.data = this;
     thread_ = std::thread([this] { uv_run(&loop_, UV_RUN_DEFAULT); });
   }

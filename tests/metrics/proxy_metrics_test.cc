@@ -48,7 +48,8 @@ class ProxyMetricsTest : public ::testing::Test {
   }
 
   // Value of the child of `name` whose labels include all of `labels`; -1 if none.
-  double value(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels) {
+  double value(const std::string& name,
+               const std::vector<std::pair<std::string, std::string>>& labels) {
     const auto all = collect();
     const MetricFamily* f = family(all, name);
     if (f == nullptr) return -1;
@@ -61,10 +62,14 @@ class ProxyMetricsTest : public ::testing::Test {
       }
       if (!match) continue;
       switch (f->type) {
-        case MetricType::Counter: return m.counter.value;
-        case MetricType::Gauge: return m.gauge.value;
-        case MetricType::Histogram: return static_cast<double>(m.histogram.sample_count);
-        default: return -1;
+        case MetricType::Counter:
+          return m.counter.value;
+        case MetricType::Gauge:
+          return m.gauge.value;
+        case MetricType::Histogram:
+          return static_cast<double>(m.histogram.sample_count);
+        default:
+          return -1;
       }
     }
     return -1;
@@ -74,17 +79,27 @@ class ProxyMetricsTest : public ::testing::Test {
 TEST_F(ProxyMetricsTest, FamiliesEveryDeploymentHasExistBeforeFirstUse) {
   // prometheus-cpp omits families without children; these have theirs up front.
   const auto all = collect();
-  for (const char* name :
-       {"epochgate_requests_total", "epochgate_responses_total", "epochgate_bytes_total",
-        "epochgate_connections_active", "epochgate_connections_total",
-        "epochgate_upstream_connect_failures_total", "epochgate_upstream_latency_seconds",
-        "epochgate_proxy_latency_seconds", "epochgate_unexpected_responses_total",
-        "epochgate_backpressure_pauses_total", "epochgate_api_versions_capped_total",
-        "epochgate_addresses_rewritten_total", "epochgate_config_reloads_total",
-        "epochgate_config_last_reload_successful", "epochgate_start_time_seconds",
-        "epochgate_hints_total", "epochgate_epochs_injected_total",
-        "epochgate_metadata_refreshes_total", "epochgate_view_partitions",
-        "epochgate_version_downgrades_total", "epochgate_ready"}) {
+  for (const char* name : {"epochgate_requests_total",
+                           "epochgate_responses_total",
+                           "epochgate_bytes_total",
+                           "epochgate_connections_active",
+                           "epochgate_connections_total",
+                           "epochgate_upstream_connect_failures_total",
+                           "epochgate_upstream_latency_seconds",
+                           "epochgate_proxy_latency_seconds",
+                           "epochgate_unexpected_responses_total",
+                           "epochgate_backpressure_pauses_total",
+                           "epochgate_api_versions_capped_total",
+                           "epochgate_addresses_rewritten_total",
+                           "epochgate_config_reloads_total",
+                           "epochgate_config_last_reload_successful",
+                           "epochgate_start_time_seconds",
+                           "epochgate_hints_total",
+                           "epochgate_epochs_injected_total",
+                           "epochgate_metadata_refreshes_total",
+                           "epochgate_view_partitions",
+                           "epochgate_version_downgrades_total",
+                           "epochgate_ready"}) {
     EXPECT_NE(family(all, name), nullptr) << name;
   }
   EXPECT_EQ(value("epochgate_requests_total", {{"api", "produce"}}), 0);
@@ -114,20 +129,32 @@ TEST_F(ProxyMetricsTest, EveryFamilyFollowsPrometheusNaming) {
     EXPECT_EQ(f.name.find("_ms"), std::string::npos) << f.name << ": use base units";
     EXPECT_EQ(f.name.find("_milliseconds"), std::string::npos) << f.name;
   }
-  for (const char* name :
-       {"epochgate_requests_total", "epochgate_responses_total", "epochgate_bytes_total",
-        "epochgate_connections_active", "epochgate_connections_total",
-        "epochgate_upstream_connect_failures_total", "epochgate_upstream_latency_seconds",
-        "epochgate_proxy_latency_seconds", "epochgate_frame_errors_total",
-        "epochgate_unexpected_responses_total", "epochgate_backpressure_pauses_total",
-        "epochgate_connections_closed_total", "epochgate_api_versions_capped_total",
-        "epochgate_addresses_rewritten_total", "epochgate_config_reloads_total",
-        "epochgate_config_last_reload_successful",
-        "epochgate_config_last_reload_success_timestamp_seconds", "epochgate_build_info",
-        "epochgate_start_time_seconds", "epochgate_fenced_partitions_total",
-        "epochgate_hints_total", "epochgate_epochs_injected_total",
-        "epochgate_metadata_refreshes_total", "epochgate_view_partitions",
-        "epochgate_version_downgrades_total", "epochgate_ready"}) {
+  for (const char* name : {"epochgate_requests_total",
+                           "epochgate_responses_total",
+                           "epochgate_bytes_total",
+                           "epochgate_connections_active",
+                           "epochgate_connections_total",
+                           "epochgate_upstream_connect_failures_total",
+                           "epochgate_upstream_latency_seconds",
+                           "epochgate_proxy_latency_seconds",
+                           "epochgate_frame_errors_total",
+                           "epochgate_unexpected_responses_total",
+                           "epochgate_backpressure_pauses_total",
+                           "epochgate_connections_closed_total",
+                           "epochgate_api_versions_capped_total",
+                           "epochgate_addresses_rewritten_total",
+                           "epochgate_config_reloads_total",
+                           "epochgate_config_last_reload_successful",
+                           "epochgate_config_last_reload_success_timestamp_seconds",
+                           "epochgate_build_info",
+                           "epochgate_start_time_seconds",
+                           "epochgate_fenced_partitions_total",
+                           "epochgate_hints_total",
+                           "epochgate_epochs_injected_total",
+                           "epochgate_metadata_refreshes_total",
+                           "epochgate_view_partitions",
+                           "epochgate_version_downgrades_total",
+                           "epochgate_ready"}) {
     EXPECT_NE(family(all, name), nullptr) << name;
   }
 }
