@@ -1,0 +1,209 @@
+"""Resource limits (issue 7 item 3), each through a real epochgate in front of
+the mock cluster, each asserting what closes (only the offending connection),
+the metric an operator would watch, and a log line that names the limit:
+
+| limit                         | metric asserted                                              |
+|-------------------------------|--------------------------------------------------------------|
+| limits.max_frame_bytes        | frame_errors_total{reason=frame_too_large}, connections_closed_total{reason=frame_too_large} |
+| negative size prefix          | frame_errors_total{reason=negative_frame_size}               |
+| limits.partial_frame_timeout_ms | frame_errors_total{reason=partial_frame_timeout}, connections_closed_total{reason=partial_frame_timeout} |
+| limits.idle_timeout_ms        | connections_closed_total{reason=idle_timeout}                |
+| limits.max_connections        | connections_closed_total{reason=max_connections}             |
+| limits.max_in_flight_per_connection | backpressure_pauses_total{direction=client_to_upstream}; nothing refused |
+| limits.buffer_budget_bytes    | buffer_budget_pauses_total, buffered_bytes gauge             |
+"""
+
+import os
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faults_common import (api_versions_ok, bootstrap_address, closed_by_peer, connect,  # noqa: E402
+                           harness, kw, metric_of, start_gate, wait_metric)
+
+TOPIC = "limits"
+
+
+def _log_mentions(gate, *words):
+    with open(gate.proc.log_path, errors="replace") as f:
+        text = f.read()
+    return all(w in text for w in words)
+
+
+def _setup(h, limits, brokers=1):
+    cluster = h.start_cluster(brokers, ["%s:1:1" % TOPIC])
+    gate = start_gate(h, cluster.bootstrap, limits=limits)
+    bystander = connect(bootstrap_address(gate))
+    h.on_close(bystander.close)
+    assert api_versions_ok(bystander, corr=1)
+    return cluster, gate, bystander
+
+
+def _victim(h, gate):
+    c = connect(bootstrap_address(gate))
+    h.on_close(c.close)
+    return c
+
+
+def test_oversized_frame_closes_only_that_connection(h):
+    _, gate, bystander = _setup(h, {"max_frame_bytes": 1048576})
+    victim = _victim(h, gate)
+    # Only the size prefix and a few bytes: epochgate must not wait for 1 MiB.
+    victim.send(struct.pack(">i", 1048577) + b"\x00\x12\x00\x00")
+    started = time.monotonic()
+    assert closed_by_peer(victim, 5), "oversized frame: connection still open"
+    assert time.monotonic() - started < 3
+    wait_metric(gate, "epochgate_frame_errors_total", 1, reason="frame_too_large")
+    wait_metric(gate, "epochgate_connections_closed_total", 1, reason="frame_too_large")
+    assert api_versions_ok(bystander, corr=2)
+    # A frame of exactly the limit is not refused for its size.
+    exact = _victim(h, gate)
+    exact.send(struct.pack(">i", 1048576) + b"\x00" * 1024)
+    assert not closed_by_peer(exact, 1.5), "a frame of exactly max_frame_bytes was refused"
+    assert metric_of(gate, "epochgate_frame_errors_total", reason="frame_too_large") == 1
+    assert _log_mentions(gate, "frame_too_large")
+
+
+def test_negative_size_prefix_closes_only_that_connection(h):
+    _, gate, bystander = _setup(h, {})
+    victim = _victim(h, gate)
+    victim.send(struct.pack(">i", -5) + b"junk")
+    assert closed_by_peer(victim, 5)
+    wait_metric(gate, "epochgate_frame_errors_total", 1, reason="negative_frame_size")
+    wait_metric(gate, "epochgate_connections_closed_total", 1, reason="negative_frame_size")
+    assert api_versions_ok(bystander, corr=2)
+
+
+def test_slow_sender_partial_frame_timeout(h):
+    _, gate, bystander = _setup(h, {"partial_frame_timeout_ms": 1000})
+    # In time: a frame in two pieces 300 ms apart is answered.
+    ok = _victim(h, gate)
+    frame = kw.api_versions_request(7, 0)
+    ok.send(frame[:6])
+    time.sleep(0.3)
+    ok.send(frame[6:])
+    assert kw.frame_correlation_id(ok.recv_frame(timeout=5), is_request=False) == 7
+    # Too slow: 10 bytes of a 100-byte frame, then nothing.
+    slow = _victim(h, gate)
+    slow.send(struct.pack(">i", 100) + b"\x00\x12\x00\x00\x00\x00")
+    started = time.monotonic()
+    assert closed_by_peer(slow, 6), "a partial frame was held past partial_frame_timeout_ms"
+    held = time.monotonic() - started
+    assert held >= 0.9, "closed after %.2fs, before the 1 s timeout" % held
+    wait_metric(gate, "epochgate_frame_errors_total", 1, reason="partial_frame_timeout")
+    wait_metric(gate, "epochgate_connections_closed_total", 1, reason="partial_frame_timeout")
+    assert api_versions_ok(bystander, corr=3)
+    assert api_versions_ok(ok, corr=8)
+    assert _log_mentions(gate, "partial frame")
+    h.note("partial frame closed after %.2fs (timeout 1 s, sweep every 1 s)" % held)
+
+
+def test_idle_timeout_closes_idle_keeps_active(h):
+    _, gate, active = _setup(h, {"idle_timeout_ms": 1500})
+    idle = _victim(h, gate)
+    assert api_versions_ok(idle, corr=1)
+    started = time.monotonic()
+    corr = 10
+    closed_at = None
+    while time.monotonic() - started < 4.5:
+        assert api_versions_ok(active, corr=corr)
+        corr += 1
+        if closed_at is None and closed_by_peer(idle, 0.4):
+            closed_at = time.monotonic() - started
+    assert closed_at is not None, "the idle connection was not closed within 4.5 s"
+    assert closed_at >= 1.4, "idle connection closed after %.2fs (< 1.5 s)" % closed_at
+    wait_metric(gate, "epochgate_connections_closed_total", 1, reason="idle_timeout")
+    assert api_versions_ok(active, corr=corr)
+    assert _log_mentions(gate, "idle")
+    h.note("idle connection closed after %.2fs (timeout 1.5 s); active one kept" % closed_at)
+
+
+def test_max_connections_refuses_extra_only(h):
+    _, gate, first = _setup(h, {"max_connections": 3})
+    others = [_victim(h, gate) for _ in range(2)]
+    for i, c in enumerate(others):
+        assert api_versions_ok(c, corr=10 + i)
+    extra = _victim(h, gate)
+    extra.send(kw.api_versions_request(20, 0))
+    assert closed_by_peer(extra, 5), "a 4th connection was served with max_connections 3"
+    wait_metric(gate, "epochgate_connections_closed_total", 1, reason="max_connections")
+    # The refused connection was never open: the gauge still says 3.
+    active = metric_of(gate, "epochgate_connections_active", side="client")
+    assert active == 3, ("epochgate_connections_active{side=client} is %s with 3 clients open "
+                         "after one refusal (a refused connection is counted closed but was "
+                         "never counted open)" % active)
+    for i, c in enumerate([first] + others):
+        assert api_versions_ok(c, corr=30 + i)
+    # A slot freed is a slot usable again (the count goes down on close).
+    others[0].close()
+    harness.wait_until(
+        lambda: metric_of(gate, "epochgate_connections_active", side="client") == 2, 10,
+        what="2 client connections active")
+    again = _victim(h, gate)
+    assert api_versions_ok(again, corr=40)
+    assert _log_mentions(gate, "maximum")
+    h.note("max_connections 3: the 4th closed; frame_errors_total{reason=max_connections}=%d" %
+           metric_of(gate, "epochgate_frame_errors_total", reason="max_connections"))
+
+
+def test_max_in_flight_pauses_and_answers_all(h):
+    cluster, gate, _ = _setup(h, {"max_in_flight_per_connection": 4})
+    cluster.cmd("rtt 1 100")
+    conn = _victim(h, gate)
+    ids = list(range(1000, 1040))
+    conn.send(b"".join(kw.api_versions_request(i, 0) if i % 3 else
+                       kw.metadata_request(i, [TOPIC], version=1) for i in ids))
+    got = [kw.frame_correlation_id(conn.recv_frame(timeout=30), is_request=False) for _ in ids]
+    assert got == ids, got
+    pauses = wait_metric(gate, "epochgate_backpressure_pauses_total", 1,
+                         direction="client_to_upstream")
+    assert metric_of(gate, "epochgate_frame_errors_total") == 0
+    h.note("40 pipelined with max_in_flight 4: all answered in order, %d pauses" % pauses)
+
+
+def test_buffer_budget_pauses_reading(h):
+    budget = 2 * 1048576
+    _, gate, bystander = _setup(h, {"buffer_budget_bytes": budget,
+                                    "high_watermark_bytes": 262144,
+                                    "low_watermark_bytes": 65536,
+                                    "partial_frame_timeout_ms": 60000})
+    # Six clients each hold 1 MiB of a 1.5 MiB frame: 6 MiB would be buffered
+    # without a budget.
+    chunk = b"\x00" * 65536
+    hogs = []
+    for _ in range(6):
+        c = _victim(h, gate)
+        c.send(struct.pack(">i", 3 * 524288) + b"\x00\x00\x00\x07\x00\x00\x00\x01")
+        hogs.append(c)
+    for c in hogs:
+        c.sock.setblocking(False)
+    sent = [0] * len(hogs)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and min(sent) < 1048576:
+        for i, c in enumerate(hogs):
+            if sent[i] >= 1048576:
+                continue
+            try:
+                sent[i] += c.sock.send(chunk)
+            except BlockingIOError:
+                pass
+        time.sleep(0.01)
+    time.sleep(1.0)
+    buffered = metric_of(gate, "epochgate_buffered_bytes")
+    pauses = metric_of(gate, "epochgate_buffer_budget_pauses_total")
+    h.note("budget %d: clients pushed %d bytes, epochgate_buffered_bytes=%d, pauses=%d" % (
+        budget, sum(sent), buffered, pauses))
+    assert pauses >= 1, "no read paused although %d bytes were offered against a %d budget" % (
+        sum(sent), budget)
+    # Bounded by the budget plus at most one read buffer per connection.
+    assert buffered <= budget + 8 * 65536, buffered
+    for c in hogs:
+        c.close()
+    harness.wait_until(lambda: metric_of(gate, "epochgate_buffered_bytes") < budget // 2, 10,
+                       what="buffered bytes released after the hogs closed")
+    assert api_versions_ok(bystander, corr=2)
+
+
+if __name__ == "__main__":
+    harness.main(globals())

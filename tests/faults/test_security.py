@@ -1,0 +1,302 @@
+"""Security properties (issue 7 item 5) through a real epochgate:
+
+- it connects only to the configured bootstrap brokers and the brokers they
+  advertise, never to an address a client names (a canary listener whose
+  address clients put in topic names, client ids and coordinator keys is never
+  dialled; every outbound socket of the epochgate process goes to a mock
+  broker port);
+- the admin server binds 127.0.0.1 when nothing else is configured;
+- SASL frames cross byte-identical and their bytes never reach the log, even
+  at trace level;
+- no client-chosen value grows the number of metric series."""
+
+import base64
+import os
+import socket
+import sys
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faults_common import (api_versions_ok, bootstrap_address, connect, harness, kw,  # noqa: E402
+                           node_addresses, samples, start_gate)
+
+TOPIC = "secure"
+
+
+class Canary:
+    """A loopback listener that counts every connection made to it."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.hits = 0
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.hits += 1
+            c.close()
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def _tcp_table():
+    """{inode: (local_port, remote_ip_hex, remote_port, state)} of IPv4/IPv6 TCP sockets."""
+    table = {}
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    local, remote, state, inode = parts[1], parts[2], parts[3], int(parts[9])
+                    rip, rport = remote.rsplit(":", 1)
+                    table[inode] = (int(local.rsplit(":", 1)[1], 16), rip, int(rport, 16), state,
+                                    local.rsplit(":", 1)[0])
+        except OSError:
+            pass
+    return table
+
+
+def _process_sockets(pid):
+    """[(local_port, remote_ip_hex, remote_port, state, local_ip_hex)] of a process."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    table = _tcp_table()
+    return [table[i] for i in inodes if i in table]
+
+
+def _outbound_ports(pid):
+    """Remote ports of the process's established connections that it dialled
+    (local port is not one it listens on)."""
+    socks = _process_sockets(pid)
+    listening = {s[0] for s in socks if s[3] == "0A"}
+    return {s[2] for s in socks if s[3] == "01" and s[0] not in listening}
+
+
+def _find_coordinator_v0(corr, key, client_id):
+    return kw.request_frame(10, 0, corr, kw.Writer().string(key).getvalue(), client_id=client_id)
+
+
+def test_never_dials_an_address_a_client_names(h):
+    cluster = h.start_cluster(3, ["%s:3:3" % TOPIC])
+    canary = Canary()
+    h.on_close(canary.close)
+    gate = start_gate(h, cluster.bootstrap)
+    named = "127.0.0.1:%d" % canary.port
+    conn = connect(bootstrap_address(gate))
+    h.on_close(conn.close)
+    nodes = node_addresses(conn)
+    conn.send(kw.request_frame(kw.API_API_VERSIONS, 0, 2, b"", client_id=named))
+    conn.recv_frame()
+    conn.send(kw.metadata_request(3, [named, "localhost:%d" % canary.port], version=1))
+    conn.recv_frame()
+    conn.send(_find_coordinator_v0(4, named, named))
+    conn.recv_frame()
+    # Every node listener, with the canary in the client id too.
+    for node, address in nodes.items():
+        c = connect(address)
+        c.send(kw.request_frame(kw.API_API_VERSIONS, 0, 5, b"", client_id=named))
+        c.recv_frame()
+        c.close()
+    # A real client through every listener (group coordinator included);
+    # epochgate's sockets sampled while it runs.
+    check = h.rdkafka_check_async(["--bootstrap", gate.bootstrap, "--topic", TOPIC,
+                                   "--messages", "3000", "--rate", "1000", "--idempotent",
+                                   "--acks", "all", "--consume-group", named,
+                                   "--client-id", named])
+    out = set()
+    while check.proc.alive():
+        out |= _outbound_ports(gate.proc.proc.pid)
+        time.sleep(0.05)
+    summary = check.result(timeout=60)
+    assert summary["acked"] == 3000, summary
+    time.sleep(0.5)
+    assert canary.hits == 0, "epochgate connected to the address a client named"
+    assert len(out) >= 2, "too few outbound connections seen (%s): is /proc readable?" % out
+    assert out <= set(cluster.ports), "epochgate dialled %s; brokers are %s" % (
+        sorted(out), sorted(cluster.ports))
+    h.note("outbound ports %s, all mock brokers; canary hits 0" % sorted(out))
+
+
+class _Owned:
+    """A harness.Process the harness stops at teardown."""
+
+    def __init__(self, proc):
+        self.proc = proc
+
+    def stop(self):
+        return self.proc.stop()
+
+
+def test_admin_binds_loopback_by_default(h):
+    cluster = h.start_cluster(1, [])
+    # Started by hand: the harness always passes --admin.
+    argv = [h.epochgate_path, "--bootstrap", cluster.bootstrap, "--listen", "127.0.0.1:0",
+            "--broker-port-base", "0"]
+    proc = harness.Process("epochgate-default-admin", argv, h.workdir)
+    h._processes.append(_Owned(proc))  # stopped (and its log shown) by the harness
+    line = ""
+    deadline = time.monotonic() + 20
+    while not line.startswith("epochgate ready "):
+        try:
+            line = proc.read_line(timeout=max(0.1, deadline - time.monotonic()))
+        except AssertionError:
+            if "in use" in proc.tail():
+                raise harness.Skip("port 9644 (the default admin port) is taken on this machine")
+            raise
+    fields = dict(item.split("=", 1) for item in line.split()[2:] if "=" in item)
+    assert fields["admin"] == "127.0.0.1:9644", fields
+    listening = [s for s in _process_sockets(proc.proc.pid) if s[3] == "0A" and s[0] == 9644]
+    assert listening, "no listening socket on 9644"
+    assert all(s[4] == "0100007F" for s in listening), "admin bound to %s" % listening
+    with urllib.request.urlopen("http://127.0.0.1:9644/healthz", timeout=5) as r:
+        assert r.status == 200
+    assert proc.stop() == 0
+
+
+class SaslBroker:
+    """A loopback broker that answers only SaslHandshake v1 (PLAIN) and
+    SaslAuthenticate v1 (success), records every frame it reads and every
+    frame it writes. Other requests (epochgate's refresher) get no answer."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.received = []
+        self.sent = []
+        self._conns = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self._conns.append(c)
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        buf = b""
+        try:
+            while True:
+                chunk = c.recv(1 << 16)
+                if not chunk:
+                    return
+                buf += chunk
+                frames, buf = kw.split_frames(buf)
+                for f in frames:
+                    key, corr = int.from_bytes(f[4:6], "big"), kw.frame_correlation_id(f, True)
+                    if key == 17:
+                        body = kw.Writer().int16(0).array(["PLAIN"], lambda w, m: w.string(m))
+                    elif key == 36:
+                        body = kw.Writer().int16(0).string(None).bytes_(b"").int64(0)
+                    else:
+                        continue
+                    self.received.append(f)
+                    payload = kw.Writer().int32(corr).getvalue() + body.getvalue()
+                    out = len(payload).to_bytes(4, "big") + payload
+                    self.sent.append(out)
+                    c.sendall(out)
+        except OSError:
+            pass
+
+    def close(self):
+        for s in [self.sock] + self._conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+
+def test_sasl_bytes_pass_untouched_and_never_logged(h):
+    broker = SaslBroker()
+    h.on_close(broker.close)
+    gate = start_gate(h, "127.0.0.1:%d" % broker.port, args=["--log-level", "trace"])
+    secret = b"\x00alice-S3CR3T-MARKER\x00hunter2-S3CR3T-MARKER"
+    handshake = kw.request_frame(17, 1, 21, kw.Writer().string("PLAIN").getvalue())
+    authenticate = kw.request_frame(36, 1, 22, kw.Writer().bytes_(secret).getvalue())
+    conn = connect(bootstrap_address(gate))
+    h.on_close(conn.close)
+    conn.send(handshake)
+    first = conn.recv_frame(timeout=10)
+    conn.send(authenticate)
+    second = conn.recv_frame(timeout=10)
+    # Byte-identical both ways.
+    assert broker.received == [handshake, authenticate], broker.received
+    assert [first, second] == broker.sent, ([first, second], broker.sent)
+    conn.close()
+    gate.stop()
+    with open(gate.proc.log_path, "rb") as f:
+        log = f.read()
+    assert b"debug" in log, "the log has no debug lines: is the level applied?"
+    forms = [b"S3CR3T-MARKER", b"S3CR3T-MARKER".hex().encode(),
+             b"S3CR3T-MARKER".hex().upper().encode(), base64.b64encode(secret),
+             b"alice-S3CR3T", b"hunter2"]
+    leaked = [f for f in forms if f in log]
+    assert not leaked, "SASL credential bytes in epochgate's log: %s" % leaked
+    h.note("SASL handshake + authenticate crossed byte-identical both ways; %d log bytes at "
+           "trace, no secret in any form" % len(log))
+
+
+def test_client_chosen_values_never_grow_metric_series(h):
+    cluster = h.start_cluster(1, ["%s:1:1" % TOPIC])
+    gate = start_gate(h, cluster.bootstrap)
+    conn = connect(bootstrap_address(gate))
+    h.on_close(conn.close)
+    assert api_versions_ok(conn, corr=1)
+    conn.send(kw.metadata_request(2, [TOPIC], version=1))
+    conn.recv_frame()
+    before = {(n, tuple(sorted(l.items()))) for n, l, _ in samples(gate.metrics())}
+    # 200 unknown API keys and versions, each with its own client id, each on
+    # its own connection (a broker closes on an API it does not know).
+    for i in range(200):
+        c = connect(bootstrap_address(gate), timeout=5)
+        try:
+            c.send(kw.request_frame(100 + i, i % 50, 1000 + i, b"\x00" * (i % 7),
+                                    client_id="client-%d" % i))
+            try:
+                c.recv_frame(timeout=0.5)
+            except (OSError, kw.WireError):
+                pass
+        finally:
+            c.close()
+    # 200 distinct topic names and client ids on one connection.
+    for i in range(200):
+        conn.send(kw.request_frame(kw.API_METADATA, 1, 3000 + i,
+                                   kw.Writer().array(["hostile-%d" % i], lambda w, t: w.string(t))
+                                   .getvalue(), client_id="id-%d" % i))
+        conn.recv_frame()
+    after = {(n, tuple(sorted(l.items()))) for n, l, _ in samples(gate.metrics())}
+    new = after - before
+    labels = {v for _, l in new for _, v in l}
+    assert not any(v.startswith(("client-", "id-", "hostile-")) for v in labels), labels
+    assert len(new) <= 40, "%d new series: %s" % (len(new), sorted(new)[:20])
+    h.note("400 hostile requests added %d series (labels %s)" % (len(new), sorted(labels)[:12]))
+
+
+if __name__ == "__main__":
+    harness.main(globals())
