@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# tools/ci-extra.sh: the robustness gate .ci/run calls after the main tests
+# (issue 7): every libFuzzer target for a short fixed budget, the unit suite
+# under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on), and
+# the 1-minute soak through epochgate. Exits non-zero if any part fails; runs
+# every part even after one failed, and prints a line per part with its time.
+#
+#   tools/ci-extra.sh [MAIN_BUILD_DIR]     (default: build, as `make test` uses)
+#
+# Build dirs: build-fuzz (clang, EPOCHGATE_FUZZ) and build-asan
+# (EPOCHGATE_SANITIZE), configured on first use and built incrementally.
+# Knobs: FUZZ_SECONDS (per target, default 20), SOAK_MINUTES (default 1),
+# JOBS (default 2), SKIP_FUZZ / SKIP_ASAN / SKIP_SOAK=1 to leave a part out.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+main_build="${1:-build}"
+jobs="${JOBS:-2}"
+fuzz_seconds="${FUZZ_SECONDS:-20}"
+soak_minutes="${SOAK_MINUTES:-1}"
+rdkafka="${EPOCHGATE_LIBRDKAFKA_PREFIX:-/root/.cache/epochgate/librdkafka-2.15.1}"
+status=0
+summary=()
+
+part() {  # part NAME COMMAND...: runs, times and records one part
+  local name="$1"; shift
+  local t0=$SECONDS
+  echo "=== ci-extra: $name"
+  "$@"
+  local rc=$?
+  local line
+  line=$(printf '%-12s %s in %ds' "$name" "$([ $rc -eq 0 ] && echo passed || echo "FAILED (rc=$rc)")" $((SECONDS - t0)))
+  summary+=("$line")
+  [ $rc -eq 0 ] || status=1
+}
+
+fuzz_part() {
+  if [ ! -f build-fuzz/CMakeCache.txt ]; then
+    CC=clang CXX=clang++ cmake -S . -B build-fuzz -DEPOCHGATE_FUZZ=ON -DEPOCHGATE_SANITIZE=ON \
+      -DEPOCHGATE_PEERS=OFF -DEPOCHGATE_BENCH=OFF >/dev/null || return 1
+  fi
+  nice cmake --build build-fuzz --target fuzzers -j"$jobs" >build-fuzz/build.log 2>&1 \
+    || { tail -30 build-fuzz/build.log; return 1; }
+  local rc=0
+  fuzz/run_fuzzers.sh build-fuzz "$fuzz_seconds" || rc=1
+  # Every input that ever crashed a target, replayed.
+  (cd build-fuzz && ctest -L fuzz --output-on-failure) || rc=1
+  return $rc
+}
+
+asan_part() {
+  if [ ! -f build-asan/CMakeCache.txt ]; then
+    cmake -S . -B build-asan -DEPOCHGATE_SANITIZE=ON -DEPOCHGATE_PEERS=OFF -DEPOCHGATE_BENCH=OFF \
+      -DEPOCHGATE_LIBRDKAFKA_PREFIX="$rdkafka" >/dev/null || return 1
+  fi
+  nice cmake --build build-asan -j"$jobs" >build-asan/build.log 2>&1 \
+    || { tail -30 build-asan/build.log; return 1; }
+  # halt_on_error: a UBSan report fails its test; detect_leaks: LSan at exit.
+  ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --test-dir build-asan -L unit --output-on-failure -j"$jobs" --timeout 600
+}
+
+soak_part() {
+  if [ ! -x "$main_build/proxy/epochgate" ] || [ ! -x "$main_build/tools/epochgate-rdkafka-check" ]; then
+    echo "soak: $main_build has no epochgate or epochgate-rdkafka-check (run make test first)"
+    return 1
+  fi
+  /usr/bin/python3 tools/soak/soak.py --build-dir "$main_build" --minutes "$soak_minutes"
+}
+
+[ "${SKIP_FUZZ:-0}" = 1 ] || part fuzz fuzz_part
+[ "${SKIP_ASAN:-0}" = 1 ] || part asan-unit asan_part
+[ "${SKIP_SOAK:-0}" = 1 ] || part soak soak_part
+
+echo "=== ci-extra summary"
+for line in "${summary[@]}"; do echo "$line"; done
+exit $status

@@ -1,0 +1,308 @@
+#!/usr/bin/python3
+"""Soak test (issue 7 item 6): steady produce and consume through epochgate
+while the cluster is disturbed, then an independent audit of every record.
+
+- librdkafka 2.15.1 (epochgate-rdkafka-check): idempotent acks=all producer at
+  a fixed rate and a consumer group reading concurrently, through epochgate;
+- a partition leader moves every 30 s, a broker bounces (down, 3 s, up) every
+  2 min (the first bounce at 60 % of a shorter run);
+- epochgate's resident memory and open file descriptors sampled every 5 s;
+- afterwards the topic is read straight from the mock cluster (python3
+  confluent-kafka, not through epochgate) and matched against the producer's
+  per-record acknowledgements: an acknowledged record that is not stored
+  exactly once, at the offset it was acknowledged with, is lost or duplicated.
+
+Pass: zero lost, zero duplicated, the check program passed, and RSS and fds
+at the end within 10 % of their value after warm-up (fds: or 4 descriptors,
+since a reconnect briefly holds both sockets). Prints one JSON line last.
+
+    /usr/bin/python3 tools/soak/soak.py --build-dir build --minutes 10
+
+Uses tests/integration/harness.py (processes, mock cluster, epochgate) and
+binds only 127.0.0.1. Owns nothing else; never leaves a process behind.
+"""
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import harness  # noqa: E402
+
+TOPIC = "soak"
+PARTITIONS = 6
+
+
+def proc_sample(pid):
+    """(rss_bytes, open_fds) of a process."""
+    rss = 0
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) * 1024
+    return rss, len(os.listdir("/proc/%d/fd" % pid))
+
+
+class Sampler(threading.Thread):
+    def __init__(self, pid, every_s, path):
+        super().__init__(daemon=True)
+        self.pid, self.every_s, self.path = pid, every_s, path
+        self.rows = []  # (t_s, rss, fds)
+        self.stop_event = threading.Event()
+        self.t0 = time.monotonic()
+
+    def run(self):
+        while not self.stop_event.is_set():
+            try:
+                rss, fds = proc_sample(self.pid)
+            except OSError:
+                return
+            self.rows.append((time.monotonic() - self.t0, rss, fds))
+            self.stop_event.wait(self.every_s)
+
+    def stop(self):
+        self.stop_event.set()
+        self.join(5)
+        with open(self.path, "w") as f:
+            f.write("t_s,rss_bytes,open_fds\n")
+            for t, rss, fds in self.rows:
+                f.write("%.1f,%d,%d\n" % (t, rss, fds))
+
+
+class Chaos(threading.Thread):
+    """Leader moves and broker bounces on a schedule; logs every action."""
+
+    def __init__(self, cluster, seconds, move_every_s, bounce_every_s, log):
+        super().__init__(daemon=True)
+        self.cluster, self.seconds = cluster, seconds
+        self.move_every_s, self.bounce_every_s = move_every_s, bounce_every_s
+        self.log = log
+        self.moves = self.bounces = 0
+        self.errors = []
+        self.stop_event = threading.Event()
+
+    def _note(self, t, what):
+        self.log.write("%.1f %s\n" % (t, what))
+        self.log.flush()
+
+    def run(self):
+        t0 = time.monotonic()
+        next_move = self.move_every_s
+        next_bounce = min(self.bounce_every_s, 0.6 * self.seconds)
+        bounce_broker = 1
+        move_partition = 0
+        while not self.stop_event.is_set():
+            t = time.monotonic() - t0
+            if t >= self.seconds - 5:
+                return  # leave the tail of the run undisturbed
+            try:
+                if t >= next_move:
+                    p = move_partition % PARTITIONS
+                    leader = self.cluster.partition(TOPIC, p)["leader"]
+                    target = leader % 3 + 1
+                    _, epoch = self.cluster.move_leader(TOPIC, p, target)
+                    self.moves += 1
+                    self._note(t, "leader %s/%d %d -> %d epoch %d" % (TOPIC, p, leader, target,
+                                                                      epoch))
+                    move_partition += 1
+                    next_move += self.move_every_s
+                if t >= next_bounce:
+                    b = bounce_broker
+                    self.cluster.cmd("down %d" % b)
+                    self._note(t, "down %d" % b)
+                    self.stop_event.wait(3)
+                    self.cluster.cmd("up %d" % b)
+                    self._note(time.monotonic() - t0, "up %d" % b)
+                    self.bounces += 1
+                    bounce_broker = b % 3 + 1
+                    next_bounce += self.bounce_every_s
+            except Exception as e:  # keep the soak going; report it
+                self.errors.append("%.1f %r" % (t, e))
+                self._note(t, "chaos error %r" % e)
+            self.stop_event.wait(0.2)
+
+
+def audit(bootstrap, run_id, timeline_path, deadline_s=120):
+    """Reads every partition straight from the cluster and matches the
+    records against the producer's acknowledgements."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    acked = {}
+    with open(timeline_path) as f:
+        for row in csv.DictReader(f):
+            if int(row["error"]) == 0 and int(row["offset"]) >= 0:
+                acked[int(row["seq"])] = (int(row["partition"]), int(row["offset"]))
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "soak-audit-%s" % run_id,
+                  "enable.auto.commit": False, "enable.partition.eof": True,
+                  "auto.offset.reset": "earliest"})
+    stored = {}
+    records = 0
+    try:
+        highs = {}
+        for p in range(PARTITIONS):
+            highs[p] = c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
+        c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        done = {p for p, h in highs.items() if h == 0}
+        prefix = ("eg:%s:" % run_id).encode()
+        deadline = time.monotonic() + deadline_s
+        while len(done) < PARTITIONS and time.monotonic() < deadline:
+            m = c.poll(1.0)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == -191:  # _PARTITION_EOF
+                    if m.offset() >= highs[m.partition()]:
+                        done.add(m.partition())
+                continue
+            records += 1
+            v = m.value() or b""
+            if m.offset() + 1 >= highs[m.partition()]:
+                done.add(m.partition())
+            if not v.startswith(prefix):
+                continue
+            field = v[len(prefix):].split(b":", 1)[0]
+            if not field.isdigit():
+                continue  # warm-up and end markers
+            stored.setdefault(int(field), []).append((m.partition(), m.offset()))
+    finally:
+        c.close()
+    lost = sorted(s for s, where in acked.items() if where not in stored.get(s, []))
+    duplicated = sorted(s for s, w in stored.items() if len(w) > 1)
+    return {"acked": len(acked), "stored_distinct": len(stored), "records_read": records,
+            "lost": len(lost), "duplicated": len(duplicated), "lost_sample": lost[:10],
+            "duplicated_sample": duplicated[:10], "complete": len(done) == PARTITIONS}
+
+
+def flatness(rows, warmup_s):
+    """Baseline (mean of the first 3 samples after warm-up), end (mean of the
+    last 3) and the max over the run after warm-up, for rss and fds."""
+    after = [r for r in rows if r[0] >= warmup_s]
+    if len(after) < 4:
+        after = rows[len(rows) // 2:]
+    out = {}
+    for i, name in ((1, "rss"), (2, "fds")):
+        vals = [r[i] for r in after]
+        base = statistics.mean(vals[:3])
+        end = statistics.mean(vals[-3:])
+        out[name] = {"baseline": base, "end": end, "max": max(vals), "min": min(vals),
+                     "end_change_pct": 100.0 * (end - base) / base if base else 0.0}
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--epochgate", help="epochgate binary (default BUILD/proxy/epochgate)")
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--rate", type=int, default=500, help="messages per second")
+    ap.add_argument("--move-every-s", type=float, default=30.0)
+    ap.add_argument("--bounce-every-s", type=float, default=120.0)
+    ap.add_argument("--sample-every-s", type=float, default=5.0)
+    ap.add_argument("--warmup-s", type=float, default=None,
+                    help="ignored for flatness (default min(60, 25 %% of the run))")
+    o = ap.parse_args()
+    seconds = o.minutes * 60.0
+    warmup = o.warmup_s if o.warmup_s is not None else min(60.0, 0.25 * seconds)
+    options = types.SimpleNamespace(
+        build_dir=os.path.abspath(o.build_dir), direct=False, file_stem="soak",
+        epochgate=o.epochgate or os.path.join(os.path.abspath(o.build_dir), "proxy", "epochgate"))
+    h = harness.Harness(options, "soak_%gmin" % o.minutes)
+    print("soak: %g min, work dir %s" % (o.minutes, h.workdir), flush=True)
+    result = {"minutes": o.minutes, "passed": False}
+    sampler = chaos = None
+    try:
+        cluster = h.start_cluster(3, ["%s:%d:3" % (TOPIC, PARTITIONS)])
+        gate = h.start_gate(cluster.bootstrap, ["--log-level", "info"])
+        timeline = os.path.join(h.workdir, "timeline.csv")
+        check = h.rdkafka_check_async([
+            "--bootstrap", gate.bootstrap, "--topic", TOPIC, "--duration-s", str(seconds),
+            "--rate", str(o.rate), "--partitions-keyed", "--idempotent", "--acks", "all",
+            "--consume-group", "soak-group", "--concurrent", "--deadline-s", "120",
+            "--produce-timeout-s", "120", "--timeline", timeline,
+            "--log-file", os.path.join(h.workdir, "check.rdkafka.log")])
+        sampler = Sampler(gate.proc.proc.pid, o.sample_every_s, os.path.join(h.workdir, "rss.csv"))
+        sampler.start()
+        chaos_log = open(os.path.join(h.workdir, "chaos.log"), "w")
+        chaos = Chaos(cluster, seconds, o.move_every_s, o.bounce_every_s, chaos_log)
+        chaos.start()
+        summary = check.result(timeout=seconds + 400, expect_pass=False)
+        chaos.stop_event.set()
+        chaos.join(10)
+        sampler.stop()
+        a = audit(cluster.bootstrap, summary["run_id"], timeline)
+        flat = flatness(sampler.rows, warmup)
+        metrics = gate.metrics()
+        result.update({
+            "check": {k: summary.get(k) for k in (
+                "passed", "reason", "produced", "acked", "failed", "consumed", "duplicates",
+                "missing", "out_of_order", "redelivered", "seconds", "latency_ms")},
+            "audit": a, "leader_moves": chaos.moves, "broker_bounces": chaos.bounces,
+            "chaos_errors": chaos.errors, "samples": len(sampler.rows), "warmup_s": warmup,
+            "rss_bytes": flat["rss"], "open_fds": flat["fds"],
+            "epochgate_alive": gate.proc.alive(),
+            "frame_errors": sum(float(l.split()[-1]) for l in metrics.splitlines()
+                                if l.startswith("epochgate_frame_errors_total")),
+        })
+        rss_ok = flat["rss"]["end"] <= 1.10 * flat["rss"]["baseline"]
+        fd_ok = flat["fds"]["end"] <= max(1.10 * flat["fds"]["baseline"],
+                                          flat["fds"]["baseline"] + 4)
+        problems = []
+        if a["lost"]:
+            problems.append("%d acknowledged records lost" % a["lost"])
+        if a["duplicated"]:
+            problems.append("%d records stored twice" % a["duplicated"])
+        if not a["complete"]:
+            problems.append("audit could not read every partition to its end")
+        if not summary.get("passed"):
+            problems.append("rdkafka-check failed: %s" % summary.get("reason"))
+        if not rss_ok:
+            problems.append("RSS grew %.1f %% after warm-up" % flat["rss"]["end_change_pct"])
+        if not fd_ok:
+            problems.append("open fds grew from %.0f to %.0f" % (flat["fds"]["baseline"],
+                                                                 flat["fds"]["end"]))
+        if chaos.moves == 0:
+            problems.append("no leader move happened")
+        result["problems"] = problems
+        result["passed"] = not problems
+    except BaseException as e:
+        result["problems"] = ["soak aborted: %r" % e]
+        if isinstance(e, KeyboardInterrupt):
+            raise
+    finally:
+        if chaos:
+            chaos.stop_event.set()
+        if sampler and sampler.is_alive():
+            sampler.stop()
+        problems = h.close()
+        if problems:
+            result["passed"] = False
+            result.setdefault("problems", []).extend(problems)
+    r = result
+    if "audit" in r:
+        print("soak: %d produced, %d acked; audit: %d stored, %d lost, %d duplicated; "
+              "consumer: %s consumed, %s missing, %s duplicates (%s redelivered)" % (
+                  r["check"]["produced"], r["audit"]["acked"], r["audit"]["stored_distinct"],
+                  r["audit"]["lost"], r["audit"]["duplicated"], r["check"]["consumed"],
+                  r["check"]["missing"], r["check"]["duplicates"], r["check"]["redelivered"]))
+        print("soak: %d leader moves, %d broker bounces; RSS %.1f -> %.1f MiB (%+.1f %%, max "
+              "%.1f); fds %.0f -> %.0f (max %d)" % (
+                  r["leader_moves"], r["broker_bounces"], r["rss_bytes"]["baseline"] / 2**20,
+                  r["rss_bytes"]["end"] / 2**20, r["rss_bytes"]["end_change_pct"],
+                  r["rss_bytes"]["max"] / 2**20, r["open_fds"]["baseline"], r["open_fds"]["end"],
+                  r["open_fds"]["max"]))
+    for p in r.get("problems", []):
+        print("soak: PROBLEM %s" % p)
+    print(json.dumps(r, sort_keys=True), flush=True)
+    return 0 if r["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
