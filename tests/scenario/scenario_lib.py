@@ -334,10 +334,10 @@ def move_view_first(cluster, gc, topic, partition, new):
         raise AssertionError("partition %s[%d] already led by %d" % (topic, partition, new))
     cluster.cmd("push-leader-response %s %d %d %d" % (topic, partition, new, epoch))
     gc.metadata([topic], node=new)
+    learned_us = int(time.time() * 1e6)  # the answer crossed epochgate: the view has it
     learned = view_partition(gc.gate, topic, partition)
     if not learned or (learned["leader"], learned["epoch"]) != (new, epoch):
         raise AssertionError("view after the pushed Metadata: %s" % learned)
-    learned_us = int(time.time() * 1e6)
     moved_us = int(time.time() * 1e6)
     cluster.cmd("leader %s %d %d" % (topic, partition, new))
     after = cluster.partition(topic, partition)
