@@ -187,7 +187,8 @@ def story(demo, options):
     fetched = sl.first_fetched_from(log, TOPIC, 0, new, learned_us / 1e6)
     if hint_s:
         print("  the producer took epochgate's hint %.1f ms after epochgate learned the move "
-              "(no metadata refresh needed)" % ((hint_s * 1e6 - learned_us) / 1000.0))
+              "(its leader-discovery update, not a Metadata round trip)" % (
+              (hint_s * 1e6 - learned_us) / 1000.0))
     if recovery is not None:
         print("  first message acknowledged by broker %d: %.1f ms after the move "
               "(librdkafka waits retry.backoff.ms = 100 ms before resending)" % (new, recovery))
