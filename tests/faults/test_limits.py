@@ -14,6 +14,7 @@ the metric an operator would watch, and a log line that names the limit:
 """
 
 import os
+import socket
 import struct
 import sys
 import time
@@ -198,11 +199,50 @@ def test_buffer_budget_pauses_reading(h):
         sum(sent), budget)
     # Bounded by the budget plus at most one read buffer per connection.
     assert buffered <= budget + 8 * 65536, buffered
+    # Abort (RST): a graceful close would queue its FIN behind the bytes
+    # epochgate is not reading, so no peer could tell it apart from a slow
+    # sender; the partial-frame timeout covers that case.
     for c in hogs:
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         c.close()
     harness.wait_until(lambda: metric_of(gate, "epochgate_buffered_bytes") < budget // 2, 10,
                        what="buffered bytes released after the hogs closed")
     assert api_versions_ok(bystander, corr=2)
+
+
+def test_declared_frame_size_alone_does_not_starve_others(h):
+    # Four bytes that announce a 60 MiB frame are not 60 MiB of data: a
+    # client that sends only a size prefix must not use up the buffer budget
+    # and stall every other client until partial_frame_timeout_ms.
+    budget = 64 * 1048576
+    _, gate, bystander = _setup(h, {"buffer_budget_bytes": budget})
+    squatters = []
+    for _ in range(2):
+        c = _victim(h, gate)
+        c.send(struct.pack(">i", 60 * 1048576))
+        squatters.append(c)
+    time.sleep(0.5)
+    held = metric_of(gate, "epochgate_buffered_bytes")
+    started = time.monotonic()
+    try:
+        api_versions_ok(bystander, corr=2, timeout=3)
+        waited = None
+    except OSError:
+        waited = time.monotonic() - started
+    fresh = _victim(h, gate)
+    try:
+        api_versions_ok(fresh, corr=3, timeout=3)
+        fresh_ok = True
+    except OSError:
+        fresh_ok = False
+    h.note("2 clients sent only a 60 MiB size prefix: buffered_bytes=%d (budget %d), "
+           "budget pauses=%d" % (held, budget,
+                                 metric_of(gate, "epochgate_buffer_budget_pauses_total")))
+    assert waited is None and fresh_ok, (
+        "other clients stalled (existing answered: %s, new answered: %s) because 8 bytes of "
+        "size prefixes count as %d buffered bytes against a %d budget" % (
+            waited is None, fresh_ok, held, budget))
+    assert held < budget, held
 
 
 if __name__ == "__main__":
