@@ -242,6 +242,11 @@ bool backfill_ok(const PartitionEntry* e, int16_t error, int32_t request_epoch,
   return true;
 }
 
+/// True when backfill may touch this topic (its mode for `group` is enforce).
+bool backfill_enforced(const TopicEntry& topic, ApiGroup group, const BackfillContext& ctx) {
+  return ctx.modes == nullptr || ctx.modes->resolve(topic.name, group) == config::Mode::kEnforce;
+}
+
 }  // namespace
 
 bool version_carries_hints(int16_t api_key, int16_t version) {
@@ -347,11 +352,13 @@ uint32_t backfill_hints(codec::ProduceResponse& resp, int16_t version, const Bac
   for (auto& t : resp.responses) {
     const TopicEntry* topic =
         version >= 13 ? ctx.view.find_topic(t.topic_id) : ctx.view.find_topic(t.name);
-    if (!topic) continue;
+    if (!topic || !backfill_enforced(*topic, ApiGroup::kProduce, ctx)) continue;
     for (auto& p : t.partition_responses) {
       if (p.current_leader && p.current_leader->leader_id >= 0 &&
-          p.current_leader->leader_epoch >= 0)
+          p.current_leader->leader_epoch >= 0) {
+        nodes.add(p.current_leader->leader_id);  // the broker's hint needs an endpoint too
         continue;
+      }
       const PartitionEntry* e = topic->partition(p.index);
       if (!backfill_ok(e, p.error_code, -1, ctx) || !nodes.add(e->leader_id)) continue;
       p.current_leader = R::LeaderIdAndEpoch{e->leader_id, e->leader_epoch, {}};
@@ -463,11 +470,13 @@ uint32_t backfill_hints(codec::FetchResponse& resp, int16_t version, const codec
   uint32_t added = 0;
   for (auto& t : resp.responses) {
     const TopicEntry* topic = ids ? ctx.view.find_topic(t.topic_id) : ctx.view.find_topic(t.topic);
-    if (!topic) continue;
+    if (!topic || !backfill_enforced(*topic, ApiGroup::kFetch, ctx)) continue;
     for (auto& p : t.partitions) {
       if (p.current_leader && p.current_leader->leader_id >= 0 &&
-          p.current_leader->leader_epoch >= 0)
+          p.current_leader->leader_epoch >= 0) {
+        nodes.add(p.current_leader->leader_id);  // the broker's hint needs an endpoint too
         continue;
+      }
       if (p.error_code != kErrNotLeaderOrFollower && p.error_code != kErrFencedLeaderEpoch)
         continue;
       const PartitionEntry* e = topic->partition(p.partition_index);
@@ -736,9 +745,12 @@ uint32_t backfill_share(Resp& resp, const BackfillContext& ctx) {
   uint32_t added = 0;
   for (auto& t : resp.responses) {
     const TopicEntry* topic = ctx.view.find_topic(t.topic_id);
-    if (!topic) continue;
+    if (!topic || !backfill_enforced(*topic, ApiGroup::kShare, ctx)) continue;
     for (auto& p : t.partitions) {
-      if (p.current_leader.leader_id >= 0 && p.current_leader.leader_epoch >= 0) continue;
+      if (p.current_leader.leader_id >= 0 && p.current_leader.leader_epoch >= 0) {
+        nodes.add(p.current_leader.leader_id);  // the broker's hint needs an endpoint too
+        continue;
+      }
       const PartitionEntry* e = topic->partition(p.partition_index);
       if (!backfill_ok(e, p.error_code, -1, ctx) || !nodes.add(e->leader_id)) continue;
       p.current_leader.leader_id = e->leader_id;

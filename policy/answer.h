@@ -27,6 +27,7 @@
 #include "codec/messages/write_share_group_state_response.h"
 #include "policy/decision.h"
 #include "policy/endpoint_resolver.h"
+#include "policy/mode_resolver.h"
 #include "policy/metadata_snapshot.h"
 
 namespace epochgate::policy {
@@ -162,12 +163,19 @@ codec::WriteShareGroupStateResponse merge_responses(const codec::WriteShareGroup
 // for NOT_LEADER_OR_FOLLOWER not naming the broker that just refused. Call it
 // after learning from the response. Returns the number of hints added.
 
+// A hint the broker sent itself (its own CurrentLeader) also gets epochgate's
+// NodeEndpoints entry when the response lacks one (a v15 broker bridged to
+// v16, or a broker whose leader is not on the request's listener): a hint
+// without an endpoint is ignored by librdkafka and franz-go.
+// Topics whose mode (for the response's API group) is not enforce are left
+// exactly as the broker sent them: observe mode never changes a byte.
 struct BackfillContext {
   const MetadataSnapshot& view;
   const EndpointResolver& endpoints;
   int32_t target_node = -1;  ///< broker that sent the response (-1 unknown)
   uint64_t now_ms = 0;
   uint32_t max_staleness_ms = 300000;
+  const ModeResolver* modes = nullptr;  ///< null: every topic is enforced
 };
 
 uint32_t backfill_hints(codec::ProduceResponse& resp, int16_t version, const BackfillContext& ctx);

@@ -191,8 +191,9 @@ class TableWalker {
     topic_refresh_ = true;
   }
 
-  /// A request that disagrees with the view. Holds first when the entry is
-  /// older than refresh_before_fence_ms (enforce only), else fences.
+  /// A request that disagrees with the view. Holds first (enforce only) when
+  /// the entry is older than refresh_before_fence_ms (leadership: since it
+  /// last changed), else fences.
   void mismatch(PartitionDecision& d, const PartitionEntry& e, int16_t error, Reason why,
                 bool may_hint) {
     d.error_code = error;
@@ -202,7 +203,14 @@ class TableWalker {
       d.hint_epoch = e.leader_epoch;
     }
     const bool enforce = d.mode == config::Mode::kEnforce;
-    if (enforce && ctx_.allow_hold && e.age_ms(ctx_.now_ms) > ctx_.policy.refresh_before_fence_ms) {
+    // A leadership mismatch carries no epoch to prove the client is behind:
+    // the view may be the one behind (the leader moved to this broker and the
+    // client heard first). Fence at once only when the view saw the leader
+    // change recently; otherwise refresh first. An epoch mismatch proves the
+    // client is behind, so only an old (unconfirmed) entry waits.
+    const bool leadership = why == Reason::kNotLeader || why == Reason::kNotReplica;
+    const uint64_t age = leadership ? e.changed_age_ms(ctx_.now_ms) : e.age_ms(ctx_.now_ms);
+    if (enforce && ctx_.allow_hold && age > ctx_.policy.refresh_before_fence_ms) {
       d.verdict = Verdict::kHold;
       topic_refresh_ = true;
       ++out_.held;

@@ -43,6 +43,7 @@ struct PartitionEntry {
   int32_t leader_id = -1;      ///< -1: no leader
   int32_t leader_epoch = -1;   ///< -1: unknown (Metadata < v7) or no leader
   uint64_t learned_at_ms = 0;  ///< last time a report agreed with this entry
+  uint64_t changed_at_ms = 0;  ///< last time the view saw the leader or epoch move (0: never)
   Source source = Source::kMetadataResponse;
   bool known = false;  ///< false: an empty slot (partition never learned)
   /// Same epoch seen with two leaders: never fence, never hint, until a
@@ -62,6 +63,9 @@ struct PartitionEntry {
   bool is_replica(int32_t node) const { return replica_set && replica_set->contains(node); }
   uint64_t age_ms(uint64_t now_ms) const {
     return now_ms > learned_at_ms ? now_ms - learned_at_ms : 0;
+  }
+  uint64_t changed_age_ms(uint64_t now_ms) const {
+    return now_ms > changed_at_ms ? now_ms - changed_at_ms : 0;
   }
 };
 

@@ -184,6 +184,7 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
     e.leader_id = in.leader;
     e.leader_epoch = in.epoch;
     e.learned_at_ms = now_ms;
+    // changed_at_ms stays 0: a first sighting is no evidence of a move.
     e.source = src;
     e.replica_set = in.replicas;
     rep.partitions_learned++;
@@ -196,6 +197,7 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
       e.conflicted = false;
       e.doubted = false;
       e.learned_at_ms = now_ms;
+      e.changed_at_ms = now_ms;
       e.source = src;
       if (in.replicas) e.replica_set = in.replicas;
       rep.epochs_advanced++;
@@ -225,6 +227,7 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
       e.conflicted = true;
       e.leader_id = in.leader;
       e.learned_at_ms = now_ms;
+      e.changed_at_ms = now_ms;
       e.source = src;
       if (in.replicas) e.replica_set = in.replicas;
       return true;
@@ -242,6 +245,7 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
   if (e.leader_epoch < 0) {
     // Neither side has an epoch: nothing to order by, keep the latest. Such
     // an entry never fences.
+    if (e.leader_id != in.leader) e.changed_at_ms = now_ms;
     e.leader_id = in.leader;
     e.learned_at_ms = now_ms;
     e.source = src;

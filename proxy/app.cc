@@ -164,20 +164,7 @@ bool App::start(std::string& error) {
     metrics::AdminHandlers h;
     h.metrics = metrics::AdminHandlers::metrics_from(registry_);
     h.healthz = [] { return true; };
-    h.readyz = [this] {
-      metrics::Readiness r;
-      if (draining_.load()) {
-        r.ready = false;
-        r.reason = "draining";
-      } else if (!listeners_bound_) {
-        r.ready = false;
-        r.reason = "listeners not bound";
-      } else if (refresher_ && config_->refresher.enabled && !refresher_->loaded()) {
-        r.ready = false;
-        r.reason = "metadata view not loaded from any broker yet";
-      }
-      return r;
-    };
+    h.readyz = [this] { return readiness(); };
     h.debug_metadata = [this] { return view_.to_json(now_ms()); };
     h.debug_config = [this] { return debug_config_json(); };
     admin_ = std::make_unique<metrics::AdminServer>(&loop_, std::move(h));
@@ -216,6 +203,9 @@ bool App::start(std::string& error) {
   uv_signal_start(&sigint_, &App::on_signal, SIGINT);
   uv_timer_init(&loop_, &drain_timer_);
   drain_timer_.data = this;
+  uv_timer_init(&loop_, &housekeeping_);
+  housekeeping_.data = this;
+  uv_timer_start(&housekeeping_, &App::on_housekeeping, 1000, 1000);
 
   std::string boot = c.listen.host + ":" + std::to_string(listeners_->port_of(kBootstrapNode).value_or(0));
   spdlog::info("epochgate {} listening on {} for {} ({} workers), advertising {}", kVersion, boot,
@@ -235,6 +225,30 @@ int App::run() {
   }
   uv_run(&loop_, UV_RUN_DEFAULT);
   return 0;
+}
+
+metrics::Readiness App::readiness() const {
+  metrics::Readiness r;
+  if (draining_.load()) {
+    r.ready = false;
+    r.reason = "draining";
+  } else if (!listeners_bound_) {
+    r.ready = false;
+    r.reason = "listeners not bound";
+  } else if (refresher_ && config_->refresher.enabled && !refresher_->loaded()) {
+    r.ready = false;
+    r.reason = "metadata view not loaded from any broker yet";
+  } else if (refresher_ && config_->refresher.enabled && !refresher_->reachable()) {
+    r.ready = false;
+    r.reason = "no upstream broker reachable";
+  }
+  return r;
+}
+
+void App::on_housekeeping(uv_timer_t* t) {
+  auto* app = static_cast<App*>(t->data);
+  metrics::flush_suppressed_log_summaries();
+  if (app->metrics_) app->metrics_->set_ready(app->readiness().ready);
 }
 
 void App::on_signal(uv_signal_t* s, int signum) {
@@ -289,6 +303,7 @@ void App::finish() {
     close_if(reinterpret_cast<uv_handle_t*>(&sigterm_));
     close_if(reinterpret_cast<uv_handle_t*>(&sigint_));
     close_if(reinterpret_cast<uv_handle_t*>(&drain_timer_));
+    close_if(reinterpret_cast<uv_handle_t*>(&housekeeping_));
   }
   spdlog::info("stopped");
 }

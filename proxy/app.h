@@ -29,6 +29,7 @@ class Registry;
 namespace epochgate::metrics {
 class AdminServer;
 class ProxyMetrics;
+struct Readiness;
 }  // namespace epochgate::metrics
 namespace epochgate::config {
 class ConfigWatcher;
@@ -73,6 +74,8 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   void apply_config(config::Config next);
   static void on_signal(uv_signal_t* s, int signum);
   static void on_drain_tick(uv_timer_t* t);
+  static void on_housekeeping(uv_timer_t* t);
+  metrics::Readiness readiness() const;
   std::string debug_config_json() const;
 
   uv_loop_t loop_;
@@ -93,6 +96,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   config::CliOverrides overrides_;
   uv_signal_t sigterm_, sigint_;
   uv_timer_t drain_timer_;
+  uv_timer_t housekeeping_;  // 1 s: log suppression summaries, readiness gauge
   std::atomic<bool> draining_{false};
   bool finishing_ = false;
   bool listeners_bound_ = false;

@@ -40,7 +40,7 @@ class ByteBuffer {
   void clear() { begin_ = end_ = 0; }
 
   /// Makes at least `n` bytes of tail room, moving unread bytes to the front
-  /// and growing (to at least `n` + size(), doubling) when that is not enough.
+  /// and growing (to at least `n` + size()) when that is not enough.
   void reserve_tail(size_t n) {
     if (tail_room() >= n) return;
     if (begin_ > 0 && capacity_ - size() >= n) {
@@ -49,7 +49,11 @@ class ByteBuffer {
       begin_ = 0;
       return;
     }
-    size_t want = capacity_ == 0 ? n : capacity_ * 2;
+    // Double small buffers; grow large ones in 256 KiB steps, so a big frame
+    // arriving slowly never holds much more memory than it has bytes.
+    size_t want = capacity_ == 0 ? n
+                  : capacity_ < (size_t{1} << 20) ? capacity_ * 2
+                                                   : capacity_ + (size_t{256} << 10);
     if (want < size() + n) want = size() + n;
     std::unique_ptr<uint8_t[]> grown(new uint8_t[want]);
     if (size() > 0) std::memcpy(grown.get(), data_.get() + begin_, size());

@@ -2,6 +2,9 @@
 #include "proxy/connection.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <cstring>
 
@@ -34,6 +37,7 @@ void Connection::release_idle_input() {
 
 void Connection::reserve_input(size_t total) {
   if (!in_.allocated()) in_ = pool_.take();
+  if (enforce_budget_ && budget_ != nullptr && budget_->exceeded()) return;  // grows later
   if (in_.size() < total) in_.reserve_tail(total - in_.size());
   account();
 }
@@ -41,9 +45,18 @@ void Connection::reserve_input(size_t total) {
 void Connection::on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* c = static_cast<Connection*>(h->data);
   if (!c->in_.allocated()) c->in_ = c->pool_.take();
+  bool over_budget = c->enforce_budget_ && c->budget_ != nullptr && c->budget_->exceeded();
   // Read at least a pool block at a time; a frame larger than that got its
-  // room from reserve_input() when its size prefix arrived.
-  if (c->in_.tail_room() < c->pool_.block_size() / 4) c->in_.reserve_tail(c->pool_.block_size());
+  // room from reserve_input() when its size prefix arrived. Over the buffer
+  // budget nothing grows: with no room left the read reports UV_ENOBUFS and
+  // the owner pauses this connection until the budget frees up.
+  if (!over_budget && c->in_.tail_room() < c->pool_.block_size() / 4)
+    c->in_.reserve_tail(c->pool_.block_size());
+  if (c->in_.tail_room() == 0) {
+    buf->base = nullptr;
+    buf->len = 0;
+    return;
+  }
   buf->base = reinterpret_cast<char*>(c->in_.tail());
   buf->len = c->in_.tail_room();
   c->account();
@@ -156,6 +169,16 @@ void Connection::on_close(uv_handle_t* h) {
   c->pool_.give_back(std::move(c->writing_));
   c->account();
   c->owner_.on_closed(*c);
+}
+
+bool Connection::peer_closed() const {
+  uv_os_fd_t fd;
+  if (closing_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) return false;
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  return info.tcpi_state == TCP_CLOSE_WAIT || info.tcpi_state == TCP_CLOSE ||
+         info.tcpi_state == TCP_LAST_ACK;
 }
 
 std::string Connection::peer() const {

@@ -25,7 +25,8 @@ class ConnectionOwner {
   virtual ~ConnectionOwner() = default;
   /// New bytes are in c.input(). The owner consumes whole frames.
   virtual void on_readable(Connection& c) = 0;
-  /// The peer closed or the socket failed (uv error code, UV_EOF for a clean close).
+  /// The peer closed or the socket failed (uv error code, UV_EOF for a clean
+  /// close), or UV_ENOBUFS: the buffer budget left no room, reading stopped.
   virtual void on_read_error(Connection& c, int status) = 0;
   /// Queued output fell to or below the low watermark after being above the high one.
   virtual void on_drained(Connection& c) = 0;
@@ -71,14 +72,25 @@ class Connection {
   void set_watermarks(size_t low, size_t high) { low_ = low; high_ = high; }
   bool above_high_watermark() const { return queued_bytes() > high_; }
 
+  /// True when the peer has closed its side (FIN received), even while reads
+  /// are paused and unread bytes wait in the socket. Linux TCP_INFO; false
+  /// when unknown.
+  bool peer_closed() const;
+
   /// Closes the handle (idempotent). on_closed() follows from the loop.
   void close();
   bool closing() const { return closing_; }
 
   /// Peer address as "host:port", for logs ("" if unknown).
   std::string peer() const;
-  /// Reports this connection's buffer memory to `budget` from now on.
-  void set_budget(BufferBudget* budget) { budget_ = budget; }
+  /// Reports this connection's buffer memory to `budget` from now on; with
+  /// `enforce`, reading also stops growing buffers while the budget is exceeded
+  /// (client side: new requests wait; upstream responses always flow, since
+  /// they are what frees memory).
+  void set_budget(BufferBudget* budget, bool enforce) {
+    budget_ = budget;
+    enforce_budget_ = enforce;
+  }
   /// Buffer bytes this connection holds (input and output storage).
   size_t held_bytes() const { return in_.capacity() + out_.capacity() + writing_.capacity(); }
 
@@ -114,6 +126,7 @@ class Connection {
   size_t low_ = 1 << 20;
   size_t high_ = 4 << 20;
   BufferBudget* budget_ = nullptr;
+  bool enforce_budget_ = false;
   int64_t reported_ = 0;
   uint64_t bytes_read_ = 0;
   uint64_t bytes_written_ = 0;

@@ -35,7 +35,8 @@ class FencingHooks {
     const uint8_t* frame = nullptr;
     size_t size = 0;
     bool expects_response = true;
-    bool after_hold = false;  ///< the request already waited for a refresh: never hold again
+    bool after_hold = false;  ///< held for hold_timeout_ms already: never hold again
+    uint64_t hold_started_ms = 0;  ///< monotonic ms the request started waiting (0: not held)
   };
 
   /// What to do with the request.

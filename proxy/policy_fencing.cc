@@ -29,6 +29,16 @@ struct SplitContext : EntryContext {
   Resp local;
 };
 
+template <typename Resp>
+size_t endpoint_count(const Resp& m) {
+  if constexpr (std::is_same_v<Resp, codec::ShareFetchResponse> ||
+                std::is_same_v<Resp, codec::ShareAcknowledgeResponse>) {
+    return m.node_endpoints.size();
+  } else {
+    return m.node_endpoints ? m.node_endpoints->size() : 0;
+  }
+}
+
 template <typename Req>
 void drop_record_views(Req& req) {
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
@@ -140,8 +150,13 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
   }
   Settings s = settings();
   auto snap = view_.snapshot();
+  // A held request is decided for good once a refresh finished after it
+  // started waiting (the view is as current as it gets), or at the timeout.
+  bool refreshed = in.hold_started_ms != 0 && refresher_ != nullptr &&
+                   refresher_->last_completed_ms() > in.hold_started_ms;
   policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(),
-                            !in.after_hold && refresher_ != nullptr && s.config->refresher.enabled};
+                            !in.after_hold && !refreshed && refresher_ != nullptr &&
+                                s.config->refresher.enabled};
   policy::RequestDecision d;
   policy::decide(req, in.api_version, ctx, d);
   refresh(d.urgent_refresh);
@@ -281,13 +296,15 @@ bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int
     Settings s = settings();
     auto snap = view_.snapshot();
     policy::BackfillContext bc{*snap, endpoints_, node_id, now_ms(),
-                               s.config->policy.max_staleness_ms};
+                               s.config->policy.max_staleness_ms, &s.compiled->modes};
+    size_t endpoints_before = endpoint_count(m);
     uint32_t added;
     if constexpr (std::is_same_v<Resp, codec::FetchResponse>) {
       added = policy::backfill_hints(m, client_version, split ? &split->request : nullptr, bc);
     } else {
       added = policy::backfill_hints(m, client_version, bc);
     }
+    if (endpoint_count(m) != endpoints_before) touched = true;  // completed a broker's hint
     if (added > 0) {
       touched = true;
       if (metrics_)

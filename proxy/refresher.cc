@@ -151,8 +151,9 @@ void Refresher::connect_next() {
   if (target_index_ >= targets_.size()) {
     state_ = State::kIdle;
     startup_done_ = startup_done_ || loaded_.load();
-    spdlog::warn("metadata refresh ({}): no broker reachable ({} tried); retrying", trigger_,
-                 targets_.size());
+    if (reachable_.exchange(false) || !loaded_.load())
+      spdlog::warn("metadata refresh ({}): no broker reachable ({} tried); not ready until one "
+                   "answers, retrying every {} ms", trigger_, targets_.size(), kRetryBackoffMs);
     last_failed_ms_ = now_ms();
     // Keep the refresh pending so it retries after the backoff.
     std::lock_guard<std::mutex> lock(mu_);
@@ -308,6 +309,8 @@ void Refresher::handle_frame(const uint8_t* frame, size_t size) {
     spdlog::debug("metadata refresh ({}): {} epochs advanced", trigger_, rep.epochs_advanced);
   }
   loaded_ = true;
+  if (!reachable_.exchange(true)) spdlog::info("metadata refresh: {} answers again", last_broker());
+  last_completed_ms_ = now;
   startup_done_ = true;
   last_failed_ms_ = 0;
   last_refresh_ms_ = now;
@@ -322,7 +325,8 @@ void Refresher::handle_frame(const uint8_t* frame, size_t size) {
 }
 
 void Refresher::fail(const std::string& why) {
-  spdlog::warn("metadata refresh via {}: {}", last_broker(), why);
+  // Per-broker failures are debug lines; losing every broker is the warning.
+  spdlog::debug("metadata refresh via {}: {}", last_broker(), why);
   if (conn_) {
     closing_.push_back(std::move(conn_));
     closing_.back()->close();

@@ -43,6 +43,12 @@ class Refresher : public ConnectionOwner {
   void set_config(std::shared_ptr<const config::Config> config);
   /// Closes handles; `done` runs when all are closed.
   void stop(std::function<void()> done);
+  /// Monotonic ms (uv_hrtime based) when the last Metadata response was
+  /// learned; 0 before the first. Any thread.
+  uint64_t last_completed_ms() const { return last_completed_ms_.load(); }
+  /// False after every known broker failed the last refresh attempt; true
+  /// again on the next answer. Any thread.
+  bool reachable() const { return reachable_.load(); }
   /// True once a Metadata response from any broker was learned.
   bool loaded() const { return loaded_.load(); }
   /// Broker that answered last ("host:port"), for logs and /readyz.
@@ -96,6 +102,8 @@ class Refresher : public ConnectionOwner {
   bool startup_done_ = false;
   const char* trigger_ = "startup";
   std::atomic<bool> loaded_{false};
+  std::atomic<bool> reachable_{true};
+  std::atomic<uint64_t> last_completed_ms_{0};
   std::mutex mu_;                       // guards the urgent set (any thread)
   std::set<std::string> urgent_topics_;
   bool urgent_ = false;

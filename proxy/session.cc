@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -26,6 +27,9 @@ using metrics::Side;
 namespace {
 
 uint64_t now_ns() { return uv_hrtime(); }
+
+// Input growth step while a frame is incomplete (bytes).
+constexpr size_t kFrameGrowStep = 256 * 1024;
 
 int32_t read_be32(const uint8_t* p) {
   return static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
@@ -106,8 +110,8 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id)
   connect_timer_.data = this;
   resolve_req_.data = this;
   list_.add(this);
-  client_.set_budget(ctx.budget);
-  upstream_->set_budget(ctx.budget);
+  client_.set_budget(ctx.budget, true);
+  upstream_->set_budget(ctx.budget, false);
   last_activity_ns_ = now_ns();
   const auto& lim = ctx_.config->limits;
   client_.set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
@@ -117,6 +121,7 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id)
 Session::~Session() = default;
 
 void Session::start() {
+  client_opened_ = true;
   if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kClient, node_id_);
   uv_tcp_nodelay(client_.tcp(), 1);
   if (node_id_ >= 0) {
@@ -199,7 +204,7 @@ void Session::retry_next_target(int status) {
   retired_.push_back(std::move(upstream_));
   retired_.back()->close();
   upstream_ = std::make_unique<Connection>(ctx_.loop, ctx_.pool, *this);
-  upstream_->set_budget(ctx_.budget);
+  upstream_->set_budget(ctx_.budget, false);
   const auto& lim = ctx_.config->limits;
   upstream_->set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
   ++open_handles_;
@@ -279,7 +284,7 @@ void Session::close(const char* reason) {
   if (counter_) counter_->fetch_sub(1);
   if (ctx_.metrics) {
     ctx_.metrics->connection_closed_reason(reason);
-    ctx_.metrics->connection_closed(Side::kClient, node_id_);
+    if (client_opened_) ctx_.metrics->connection_closed(Side::kClient, node_id_);
     if (was_open) ctx_.metrics->connection_closed(Side::kUpstream, node_id_);
   }
   if (pending_ops_ > 0) uv_cancel(reinterpret_cast<uv_req_t*>(&resolve_req_));
@@ -320,6 +325,12 @@ void Session::begin_drain() {
     return;
   }
   update_backpressure();
+}
+
+bool Session::close_if_client_gone() {
+  if (state_ == State::kClosing || client_.reading() || !client_.peer_closed()) return false;
+  close("client_closed");
+  return true;
 }
 
 bool Session::idle_for(uint64_t now, uint64_t limit_ns) const {
@@ -363,7 +374,9 @@ void Session::process_client_input() {
       return;
     }
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
-      client_.reserve_input(s.size);
+      // Room for the next part of the frame, not all of it: a peer announcing
+      // a large frame gets memory as its bytes arrive (buffer budget).
+      client_.reserve_input(std::min(s.size, in.size() + kFrameGrowStep));
       if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
       break;
     }
@@ -442,6 +455,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     FencingHooks::RequestInput in{node_id_, key, version, corr, frame, size, expects_response};
     in.after_hold = hold_started_ns_ != 0 &&
                     now - hold_started_ns_ >= uint64_t{ctx_.config->policy.hold_timeout_ms} * 1000000;
+    in.hold_started_ms = hold_started_ns_ / 1000000;
     FencingHooks::RequestPlan plan = ctx_.fencing->plan_request(in);
     if (plan.action == FencingHooks::RequestPlan::Action::kHold && !in.after_hold) {
       // Ask again once the refresh had a chance; later requests wait behind
@@ -521,7 +535,7 @@ void Session::process_upstream_input() {
       return;
     }
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
-      upstream_->reserve_input(s.size);
+      upstream_->reserve_input(std::min(s.size, in.size() + kFrameGrowStep));
       break;
     }
     if (!handle_response(in.begin() + 4, s.size)) return;
@@ -770,6 +784,14 @@ void Session::update_backpressure() {
 void Session::on_drained(Connection&) { update_backpressure(); }
 
 void Session::on_read_error(Connection& c, int status) {
+  if (status == UV_ENOBUFS) {
+    // Over the buffer budget with a full buffer: wait for the budget.
+    if (!budget_paused_ && ctx_.metrics) ctx_.metrics->buffer_budget_pause();
+    budget_paused_ = true;
+    if (&c == &client_) client_paused_ = true;
+    if (ctx_.budget_recheck) ctx_.budget_recheck();
+    return;
+  }
   if (&c == &client_) {
     if (status != UV_EOF) spdlog::debug("client {}: read error: {}", c.peer(), uv_strerror(status));
     close(status == UV_EOF ? "client_closed" : "client_error");

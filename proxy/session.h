@@ -45,6 +45,9 @@ class Session : public ConnectionOwner {
   void recheck_budget() {
     if (budget_paused_) update_backpressure();
   }
+  /// A paused client does not see its peer's close (nothing reads): true and
+  /// closed here when the peer has gone, so its buffers are released.
+  bool close_if_client_gone();
   bool budget_paused() const { return budget_paused_; }
   /// The process-wide client connection count this session is part of; it
   /// is decremented when the session closes.
@@ -114,6 +117,7 @@ class Session : public ConnectionOwner {
   bool upstream_paused_ = false;
   bool draining_ = false;
   bool upstream_open_ = false;
+  bool client_opened_ = false;  // start() ran: counted in connection metrics
   bool budget_paused_ = false;
   bool processing_client_ = false;
   bool holding_ = false;           // a request waits for a metadata refresh

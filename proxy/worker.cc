@@ -30,6 +30,7 @@ void Worker::on_budget_timer(uv_timer_t* t) {
   auto* w = static_cast<Worker*>(t->data);
   bool waiting = false;
   w->sessions_.for_each([&](Session& s) {
+    if (s.close_if_client_gone()) return;
     s.recheck_budget();
     waiting = waiting || s.budget_paused();
   });
@@ -116,6 +117,7 @@ void Worker::on_sweep(uv_timer_t* t) {
   uint64_t idle_ns = uint64_t{lim.idle_timeout_ms} * 1000000;
   uint64_t partial_ns = uint64_t{lim.partial_frame_timeout_ms} * 1000000;
   w->sessions_.for_each([&](Session& s) {
+    if (s.close_if_client_gone()) return;
     if (idle_ns && s.idle_for(now, idle_ns)) {
       spdlog::info("closing client connection on node {} listener: idle for {} ms", s.node_id(),
                    lim.idle_timeout_ms);

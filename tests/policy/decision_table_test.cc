@@ -398,10 +398,33 @@ TEST_F(DecisionTable, MismatchOnAnOldEntryHoldsForARefreshFirst) {
   d = run(produce_request(9, {orders({{0}, {1}})}), 9, 2, later, false);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kFence);
   EXPECT_EQ(d.action, Action::kSplit);
-  // A fresh refresh resets the age: fence at once.
+  // A refresh that only confirms the leader is no proof that the client is
+  // the one behind (Produce has no epoch): it still holds. The session then
+  // decides without hold once a refresh finished after the request waited.
   testing::learn_standard_cluster(view_, later);
   d = run(produce_request(9, {orders({{0}})}), 9, 2, later + 10);
+  EXPECT_EQ(d.action, Action::kHold);
+}
+
+TEST_F(DecisionTable, LeadershipMismatchRightAfterTheViewSawAMoveFencesAtOnce) {
+  const uint64_t later = testing::kLearnedAt + policy_.refresh_before_fence_ms + 1;
+  // orders-0 moved from broker 1 to broker 3 (epoch 5 -> 6) and the view just
+  // learned it: a Produce still sent to broker 1 comes from a stale client.
+  view_.learn_current_leader(TopicRef{"orders", {}}, 0, 3, 6, later, Source::kHint);
+  auto d = run(produce_request(10, {orders({{0}})}), 10, 1, later + 10);
   EXPECT_EQ(d.action, Action::kAnswerLocally);
+  EXPECT_EQ(d.partitions[0].hint_leader, 3);
+  EXPECT_EQ(d.partitions[0].hint_epoch, 6);
+}
+
+TEST_F(DecisionTable, EpochMismatchOnAConfirmedEntryFencesAtOnce) {
+  const uint64_t later = testing::kLearnedAt + policy_.refresh_before_fence_ms + 1;
+  // A refresh confirmed the view just now: CurrentLeaderEpoch 4 < 5 proves
+  // the client is behind, whatever the entry's last change.
+  testing::learn_standard_cluster(view_, later);
+  auto d = run(fetch_request(12, {orders({{0, 4}})}), 12, 1, later + 10);
+  EXPECT_EQ(d.partitions[0].verdict, Verdict::kFence);
+  EXPECT_EQ(d.partitions[0].error_code, kErrFencedLeaderEpoch);
 }
 
 // ------------------------------------------------------ observe and off
