@@ -1,0 +1,49 @@
+// bench/kafka_load: a librdkafka 2.15.1 mock cluster living inside the bench
+// process (rdkafka_mock.h). Bench tooling only: binds loopback, keeps no copy
+// of cluster state, never linked into epochgate.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct rd_kafka_s;
+struct rd_kafka_mock_cluster_s;
+
+namespace epochgate::bench {
+
+/// A mock cluster with brokers 1..N and one topic.
+class EmbeddedCluster {
+ public:
+  /// Creates `brokers` brokers and `topic` with `partitions` partitions and
+  /// replication factor `brokers`. Returns nullptr and sets `error` on failure.
+  static std::unique_ptr<EmbeddedCluster> create(int brokers, const std::string& topic,
+                                                 int partitions, std::string* error);
+  ~EmbeddedCluster();
+  EmbeddedCluster(const EmbeddedCluster&) = delete;
+  EmbeddedCluster& operator=(const EmbeddedCluster&) = delete;
+
+  /// "127.0.0.1:port,..." of the brokers' own listeners, in broker-id order.
+  std::string bootstrap() const;
+  const std::vector<int>& ports() const { return ports_; }
+
+  /// Makes broker `id` (1-based) advertise 127.0.0.1:`port` in metadata
+  /// (how the HAProxy configuration sends clients through HAProxy).
+  void advertise_port(int32_t id, int port);
+  /// Caps the ApiVersions range of `api_key` (e.g. Produce at v9: no KIP-951 hints).
+  bool cap_api(int16_t api_key, int16_t min_version, int16_t max_version);
+  /// Moves the leader of `partition` to `broker` (the mock bumps the epoch).
+  bool set_leader(int32_t partition, int32_t broker);
+  /// Creates another topic on the same brokers.
+  bool create_topic(const std::string& topic, int partitions);
+
+ private:
+  EmbeddedCluster() = default;
+  rd_kafka_s* rk_ = nullptr;
+  rd_kafka_mock_cluster_s* mock_ = nullptr;
+  std::string topic_;
+  std::vector<int> ports_;
+};
+
+}  // namespace epochgate::bench

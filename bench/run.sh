@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# bench/run.sh: the one command behind bench/RESULTS.md and bench/latency.png
+# (issue 6, and the issue-4 leader-move benchmark). Installs HAProxy and
+# gnuplot from Debian when missing, builds epochgate and the bench programs in
+# Release, runs epochgate-bench (about 8 minutes on 2 cores), draws the plot
+# and copies the results into bench/. Never part of the test suite.
+#
+# usage: bench/run.sh [BUILD_DIR] [--soak-minutes N] [--profile] [--quick]
+#                     [any other epochgate-bench option, e.g. --rounds 5]
+#   BUILD_DIR        build tree to (re)use, default <repo>/build-bench
+#   --soak-minutes N also run epochgate for N minutes under steady load and
+#                    report its RSS over time (issue 6 asks for 10)
+#   --profile        also profile epochgate with perf (Debian linux-perf)
+#                    during a produce run and refresh the table in bench/PROFILE.md
+#   --quick          1 round of 2 s runs: a smoke test, not for RESULTS.md
+set -euo pipefail
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$SRC/build-bench
+if [[ $# -gt 0 && $1 != --* ]]; then
+  BUILD=$(realpath -m "$1")
+  shift
+fi
+PROFILE=0
+QUICK=0
+PASS=()
+CMDLINE="bench/run.sh"
+[[ $BUILD != "$SRC/build-bench" ]] && CMDLINE+=" ${BUILD#$SRC/}"
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --profile) PROFILE=1 ;;
+    --quick) QUICK=1 ;;
+    *) PASS+=("$1") ;;
+  esac
+  CMDLINE+=" $1"
+  shift
+done
+
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+need_pkg=()
+command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || need_pkg+=(haproxy)
+command -v gnuplot >/dev/null 2>&1 || need_pkg+=(gnuplot-nox)
+if [[ $PROFILE -eq 1 ]] && ! command -v perf >/dev/null 2>&1; then need_pkg+=(linux-perf); fi
+if [[ ${#need_pkg[@]} -gt 0 ]]; then
+  echo "run.sh: installing ${need_pkg[*]}" >&2
+  as_root apt-get install -y "${need_pkg[@]}" >&2
+fi
+HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+
+# Release build of exactly what the benchmark runs.
+CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release -DEPOCHGATE_BENCH=ON -DEPOCHGATE_PEERS=ON)
+RDK=${EPOCHGATE_LIBRDKAFKA_PREFIX:-$HOME/.cache/epochgate/librdkafka-2.15.1}
+[[ -f $RDK/lib/librdkafka.so ]] && CMAKE_ARGS+=(-DEPOCHGATE_LIBRDKAFKA_PREFIX="$RDK")
+cmake -S "$SRC" -B "$BUILD" "${CMAKE_ARGS[@]}" >/dev/null
+nice cmake --build "$BUILD" --target epochgate epochgate-bench codec_bench policy_bench \
+  -j"$(nproc)" >&2
+
+REV=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n $(git -C "$SRC" status --porcelain -- proxy codec policy config metrics 2>/dev/null) ]]; then
+  REV+=" with uncommitted changes in proxy/codec/policy/config/metrics"
+fi
+OUT=$BUILD/bench-results
+rm -rf "$OUT"
+mkdir -p "$OUT"
+BENCH=("$BUILD/bench/epochgate-bench" --epochgate "$BUILD/proxy/epochgate" --haproxy "$HAPROXY"
+       --codec-bench "$BUILD/bench/codec_bench" --policy-bench "$BUILD/bench/policy_bench"
+       --out "$OUT" --source-rev "$REV")
+if [[ $QUICK -eq 1 ]]; then
+  BENCH+=(--rounds 1 --seconds 2 --ping-count 2000)
+fi
+
+"${BENCH[@]}" --command "$CMDLINE" ${PASS[@]+"${PASS[@]}"}
+(cd "$OUT" && gnuplot latency.gp)
+if [[ $QUICK -eq 0 ]]; then
+  cp "$OUT/RESULTS.md" "$SRC/bench/RESULTS.md"
+  cp "$OUT/latency.png" "$SRC/bench/latency.png"
+  echo "run.sh: wrote bench/RESULTS.md and bench/latency.png" >&2
+else
+  echo "run.sh: quick run, results left in $OUT" >&2
+fi
+
+if [[ $PROFILE -eq 1 ]]; then
+  PERF_DATA=$OUT/perf.data
+  PERF_CMD="perf record -e cpu-clock -F 2000 -g -o $PERF_DATA -p {pid}"
+  "${BENCH[@]}" --profile-cmd "$PERF_CMD" --profile-seconds 20 > "$OUT/profile-run.txt"
+  TOP=$OUT/perf-top.txt
+  {
+    echo "Command: \`bench/run.sh --profile\` ($PERF_CMD, while epochgate-bench produces"
+    echo "acks=1 through epochgate enforcing for 20 s); source $REV."
+    echo
+    echo "Load: $(cat "$OUT/profile-run.txt")"
+    echo
+    echo '```'
+    perf report -i "$PERF_DATA" --stdio --no-children --sort symbol,dso 2>/dev/null \
+      | grep -E '^ +[0-9]' | head -25
+    echo '```'
+  } > "$TOP"
+  PROFILE_MD=$SRC/bench/PROFILE.md
+  if [[ ! -f $PROFILE_MD ]]; then
+    printf '# epochgate profile\n\n<!-- perf-top:begin -->\n<!-- perf-top:end -->\n' > "$PROFILE_MD"
+  fi
+  # Replace only the generated block; the reading around it is written by hand.
+  /usr/bin/python3 - "$PROFILE_MD" "$TOP" <<'PY'
+import sys
+path, top = sys.argv[1], open(sys.argv[2]).read()
+text = open(path).read()
+begin, end = "<!-- perf-top:begin -->", "<!-- perf-top:end -->"
+head, rest = text.split(begin, 1)
+_, tail = rest.split(end, 1)
+open(path, "w").write(head + begin + "\n" + top + end + tail)
+PY
+  echo "run.sh: refreshed the profile table in bench/PROFILE.md (raw data: $PERF_DATA)" >&2
+fi
