@@ -14,23 +14,13 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import harness  # noqa: E402
 import kafka_wire as kw  # noqa: E402
+import prom_text  # noqa: E402
 
 TOPIC = "orders"
 
 
 def metric(text, name, labels=None):
-    """Sum of the samples of `name` whose labels include `labels`."""
-    total = 0.0
-    for line in text.splitlines():
-        if not line.startswith(name):
-            continue
-        m = re.match(r'^([a-z_]+)(\{[^}]*\})? ([0-9.eE+-]+)$', line)
-        if not m or m.group(1) != name:
-            continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-        if all(got.get(k) == v for k, v in (labels or {}).items()):
-            total += float(m.group(3))
-    return total
+    return prom_text.metric(text, name, **(labels or {}))
 
 
 def write_config(path, level, mode):

@@ -21,11 +21,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import harness  # noqa: E402,F401  (re-exported for the scenario files)
 import kafka_wire as kw  # noqa: E402
+import prom_text  # noqa: E402
 import scenario_wire as sw  # noqa: E402
-
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)')
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
 
 # ------------------------------------------------------------------ metrics
 
@@ -33,19 +30,7 @@ class Metrics:
     """One scrape of /metrics: samples by name and labels."""
 
     def __init__(self, text):
-        self.samples = []
-        for line in text.splitlines():
-            if not line or line.startswith("#"):
-                continue
-            m = _SAMPLE.match(line)
-            if not m:
-                continue
-            labels = dict(_LABEL.findall(m.group(3) or ""))
-            try:
-                value = float(m.group(4))
-            except ValueError:
-                continue
-            self.samples.append((m.group(1), labels, value))
+        self.samples = prom_text.samples(text)
 
     def sum(self, name, **labels):
         """Sum of every sample of `name` whose labels include `labels`."""
