@@ -11,7 +11,9 @@
 #   --soak-minutes N also run epochgate for N minutes under steady load and
 #                    report its RSS over time (issue 6 asks for 10)
 #   --profile        also profile epochgate with perf (Debian linux-perf)
-#                    during a produce run and refresh the table in bench/PROFILE.md
+#                    during produce and consume runs and refresh the tables in
+#                    bench/PROFILE.md
+#   --profile-only   only the profile (RESULTS.md is left alone)
 #   --quick          1 round of 2 s runs: a smoke test, not for RESULTS.md
 set -euo pipefail
 
@@ -22,6 +24,7 @@ if [[ $# -gt 0 && $1 != --* ]]; then
   shift
 fi
 PROFILE=0
+PROFILE_ONLY=0
 QUICK=0
 PASS=()
 CMDLINE="bench/run.sh"
@@ -29,6 +32,7 @@ CMDLINE="bench/run.sh"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --profile) PROFILE=1 ;;
+    --profile-only) PROFILE=1; PROFILE_ONLY=1 ;;
     --quick) QUICK=1 ;;
     *) PASS+=("$1") ;;
   esac
@@ -69,32 +73,62 @@ if [[ $QUICK -eq 1 ]]; then
   BENCH+=(--rounds 1 --seconds 2 --ping-count 2000)
 fi
 
-"${BENCH[@]}" --command "$CMDLINE" ${PASS[@]+"${PASS[@]}"}
-(cd "$OUT" && gnuplot latency.gp)
-if [[ $QUICK -eq 0 ]]; then
-  cp "$OUT/RESULTS.md" "$SRC/bench/RESULTS.md"
-  cp "$OUT/latency.png" "$SRC/bench/latency.png"
-  echo "run.sh: wrote bench/RESULTS.md and bench/latency.png" >&2
-else
-  echo "run.sh: quick run, results left in $OUT" >&2
+if [[ $PROFILE_ONLY -eq 0 ]]; then
+  "${BENCH[@]}" --command "$CMDLINE" ${PASS[@]+"${PASS[@]}"}
+  (cd "$OUT" && gnuplot latency.gp)
+  if [[ $QUICK -eq 0 ]]; then
+    cp "$OUT/RESULTS.md" "$SRC/bench/RESULTS.md"
+    cp "$OUT/latency.png" "$SRC/bench/latency.png"
+    echo "run.sh: wrote bench/RESULTS.md and bench/latency.png" >&2
+  else
+    echo "run.sh: quick run, results left in $OUT" >&2
+  fi
 fi
 
 if [[ $PROFILE -eq 1 ]]; then
-  PERF_DATA=$OUT/perf.data
-  PERF_CMD="perf record -e cpu-clock -F 2000 -g -o $PERF_DATA -p {pid}"
-  "${BENCH[@]}" --profile-cmd "$PERF_CMD" --profile-seconds 20 > "$OUT/profile-run.txt"
   TOP=$OUT/perf-top.txt
-  {
-    echo "Command: \`bench/run.sh --profile\` ($PERF_CMD, while epochgate-bench produces"
-    echo "acks=1 through epochgate enforcing for 20 s); source $REV."
-    echo
-    echo "Load: $(cat "$OUT/profile-run.txt")"
-    echo
-    echo '```'
-    perf report -i "$PERF_DATA" --stdio --no-children --sort symbol,dso 2>/dev/null \
-      | grep -E '^ +[0-9]' | head -25
-    echo '```'
-  } > "$TOP"
+  : > "$TOP"
+  for WORKLOAD in produce consume; do
+    PERF_DATA=$OUT/perf-$WORKLOAD.data
+    # DWARF call graphs: the Release build has no frame pointers, and the
+    # callers inside epochgate are the point.
+    PERF_CMD="perf record -e cpu-clock -F 500 --call-graph dwarf,16384 -o $PERF_DATA -p {pid}"
+    "${BENCH[@]}" --profile-cmd "$PERF_CMD" --profile-seconds 20 --profile-workload "$WORKLOAD" \
+      > "$OUT/profile-$WORKLOAD.txt"
+    perf report -i "$PERF_DATA" --stdio --no-children -g none --sort dso,symbol \
+      > "$OUT/perf-$WORKLOAD-report.txt" 2>/dev/null
+    perf report -i "$PERF_DATA" --stdio --no-children -g none --sort dso \
+      > "$OUT/perf-$WORKLOAD-dso.txt" 2>/dev/null
+    perf report -i "$PERF_DATA" --stdio --children -g none --sort symbol \
+      > "$OUT/perf-$WORKLOAD-children.txt" 2>/dev/null
+    {
+      echo "### $WORKLOAD"
+      echo
+      echo "\`${PERF_CMD//\{pid\}/<epochgate pid>}\` for 20 s of $WORKLOAD through epochgate"
+      echo "enforcing (source $REV): $(cat "$OUT/profile-$WORKLOAD.txt")"
+      echo
+      echo "By binary:"
+      echo
+      echo '```'
+      grep -E '^ +[0-9]' "$OUT/perf-$WORKLOAD-dso.txt" | sed -E 's/ +$//' | head -8 || true
+      echo '```'
+      echo
+      echo "Top symbols (self time, share of all epochgate samples):"
+      echo
+      echo '```'
+      grep -E '^ +[0-9]' "$OUT/perf-$WORKLOAD-report.txt" | sed -E 's/ +/ /g; s/ - - *$//' \
+        | head -20 || true
+      echo '```'
+      echo
+      echo "epochgate's own functions, inclusive (children) / self share of all samples:"
+      echo
+      echo '```'
+      grep -E '^ +[0-9].*epochgate::' "$OUT/perf-$WORKLOAD-children.txt" \
+        | sed -E 's/ +/ /g; s/ - - *$//' | head -12 || true
+      echo '```'
+      echo
+    } >> "$TOP"
+  done
   PROFILE_MD=$SRC/bench/PROFILE.md
   if [[ ! -f $PROFILE_MD ]]; then
     printf '# epochgate profile\n\n<!-- perf-top:begin -->\n<!-- perf-top:end -->\n' > "$PROFILE_MD"
@@ -109,5 +143,5 @@ head, rest = text.split(begin, 1)
 _, tail = rest.split(end, 1)
 open(path, "w").write(head + begin + "\n" + top + end + tail)
 PY
-  echo "run.sh: refreshed the profile table in bench/PROFILE.md (raw data: $PERF_DATA)" >&2
+  echo "run.sh: refreshed the profile tables in bench/PROFILE.md (raw data: $OUT/perf-*.data)" >&2
 fi

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "latency_samples.h"
@@ -90,6 +91,8 @@ struct BenchResults {
   LatencySamples fixed_rate_e2e[kConfigCount];
   PingPongFigures ping_api_versions[kConfigCount];
   PingPongFigures ping_metadata[kConfigCount];
+  /// epochgate_proxy_latency_seconds over the ping-pong: (le seconds, cumulative count).
+  std::vector<std::pair<double, double>> proxy_held[kConfigCount];
   IdleFigures idle[kConfigCount];             ///< measured first, on fresh processes
   IdleFigures idle_after_load[kConfigCount];  ///< measured again after all the load
   long idle_connections_target = 0;

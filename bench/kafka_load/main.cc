@@ -19,6 +19,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -45,8 +46,8 @@ struct Options {
   std::string out = "bench-out";
   std::string command;
   std::string source_rev;
-  int rounds = 3;
-  double seconds = 4;
+  int rounds = 5;
+  double seconds = 3;
   double latency_rate = 1000;
   int idle_connections = 1000;
   int ping_count = 10000;
@@ -55,7 +56,7 @@ struct Options {
   std::set<std::string> only;  // empty: all but profile and soak (soak when minutes > 0)
   std::string profile_cmd;
   double profile_seconds = 20;
-  std::string profile_acks = "1";
+  std::string profile_workload = "produce";  ///< produce (acks=1) | consume
 };
 
 void usage() {
@@ -65,7 +66,8 @@ void usage() {
                "         [--latency-rate MSG_PER_S] [--idle-connections N] [--ping-count N]\n"
                "         [--soak-minutes N]\n"
                "         [--only produce,consume,latency,pingpong,idle,leader,micro,soak]\n"
-               "         [--profile-cmd 'perf record ... -p {pid}' [--profile-seconds S]]\n"
+               "         [--profile-cmd 'perf record ... -p {pid}' [--profile-seconds S]\n"
+               "          [--profile-workload produce|consume]]\n"
                "         [--command TEXT] [--source-rev TEXT]\n");
 }
 
@@ -88,7 +90,7 @@ bool parse(int argc, char** argv, Options* o) {
     else if (a == "--soak-minutes") o->soak_minutes = std::atof(next().c_str());
     else if (a == "--profile-cmd") o->profile_cmd = next();
     else if (a == "--profile-seconds") o->profile_seconds = std::atof(next().c_str());
-    else if (a == "--profile-acks") o->profile_acks = next();
+    else if (a == "--profile-workload") o->profile_workload = next();
     else if (a == "--only") {
       std::stringstream list(next());
       for (std::string item; std::getline(list, item, ',');) o->only.insert(item);
@@ -359,7 +361,32 @@ void run_latency_scenario(const Options& o, Rig& rig, BenchResults& r) {
   }
 }
 
+// Cumulative bucket counts (le -> count) of one histogram on epochgate's
+// /metrics, summed over label sets.
+std::map<double, double> scrape_histogram(const ProxyProcess& proc, const std::string& name) {
+  std::map<double, double> buckets;
+  std::string host;
+  int port = 0;
+  host_and_port(proc.ready_field("admin"), &host, &port);
+  std::istringstream text(http_get(host, port, "/metrics"));
+  const std::string prefix = name + "_bucket{";
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const auto le = line.find("le=\"");
+    const auto close = line.find('}');
+    if (le == std::string::npos || close == std::string::npos) continue;
+    const std::string bound = line.substr(le + 4, line.find('"', le + 4) - le - 4);
+    const double key = bound == "+Inf" ? 1e30 : std::atof(bound.c_str());
+    buckets[key] += std::atof(line.c_str() + close + 1);
+  }
+  return buckets;
+}
+
 void run_ping_pong_scenario(const Options& o, Rig& rig, BenchResults& r) {
+  // epochgate's own account of the time it held each request and response.
+  const ProxyProcess* egs[2] = {&rig.eg_off, &rig.eg_enforce};
+  std::map<double, double> before[2];
+  for (int i = 0; i < 2; ++i) before[i] = scrape_histogram(*egs[i], "epochgate_proxy_latency_seconds");
   for (int round = 0; round < o.rounds; ++round) {
     for (int kind = 0; kind < 2; ++kind) {
       PingPongFigures* figures = kind == 0 ? r.ping_api_versions : r.ping_metadata;
@@ -383,6 +410,11 @@ void run_ping_pong_scenario(const Options& o, Rig& rig, BenchResults& r) {
         figures[c].rtt.merge(samples[c]);
       }
     }
+  }
+  for (int i = 0; i < 2; ++i) {
+    auto after = scrape_histogram(*egs[i], "epochgate_proxy_latency_seconds");
+    auto& out = r.proxy_held[i == 0 ? kEpochgateOff : kEpochgateEnforce];
+    for (const auto& [le, count] : after) out.push_back({le, count - before[i][le]});
   }
 }
 
@@ -449,7 +481,7 @@ void run_leader_scenario(const Options& o, BenchResults& r) {
   // The client's default retry backoff (100 ms) first; then 10 ms, where the
   // Metadata round trip a hint saves is a larger share of the recovery.
   const int backoffs[2] = {0, 10};
-  const int rounds = std::max(2, o.rounds - 1);
+  const int rounds = 2;
   for (int v = 0; v < 2; ++v) {
     const size_t base = r.leader_moves.size();
     for (const Case& c : cases) {
@@ -587,11 +619,19 @@ void run_soak(const Options& o, Rig& rig, BenchResults& r) {
   r.soak.push_back(last);
 }
 
-// Runs the produce workload through epochgate enforcing while `cmd` (with
-// {pid} replaced) profiles it; the profiler gets SIGINT when the load ends.
+// Runs a workload through epochgate enforcing while `cmd` (with {pid}
+// replaced) profiles it; the profiler gets SIGINT when the load ends.
 int run_profile(const Options& o, Rig& rig) {
+  const int c = kEpochgateEnforce;
+  if (o.profile_workload == "consume") {
+    ProduceSpec fill;  // straight into the cluster: only the reads are profiled
+    fill.bootstrap = rig.cluster[c]->bootstrap();
+    fill.seconds = 0.01;
+    fill.warmup_messages = 48000;
+    run_produce(fill);
+  }
   std::string cmd = o.profile_cmd;
-  const std::string pid = std::to_string(rig.pid[kEpochgateEnforce]);
+  const std::string pid = std::to_string(rig.pid[c]);
   for (size_t at; (at = cmd.find("{pid}")) != std::string::npos;) cmd.replace(at, 5, pid);
   ProxyProcess profiler;
   std::string error;
@@ -600,22 +640,42 @@ int run_profile(const Options& o, Rig& rig) {
     return 1;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const double cpu0 = cpu_seconds_of(rig.pid[kEpochgateEnforce]);
-  ProduceSpec ps;
-  ps.bootstrap = rig.bootstrap[kEpochgateEnforce];
-  ps.acks = o.profile_acks;
-  ps.seconds = o.profile_seconds;
-  ProduceResult pr = run_produce(ps);
-  const double cpu1 = cpu_seconds_of(rig.pid[kEpochgateEnforce]);
+  const double cpu0 = cpu_seconds_of(rig.pid[c]);
+  double bytes = 0, seconds = 0;
+  std::string err;
+  if (o.profile_workload == "consume") {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (seconds < o.profile_seconds) {
+      ConsumeSpec cs;
+      cs.bootstrap = rig.bootstrap[c];
+      cs.max_messages = 40000;
+      cs.timeout_seconds = 30;
+      ConsumeResult cr = run_consume(cs, nullptr, nullptr);
+      bytes += static_cast<double>(cr.bytes);
+      if (!cr.ok) err = cr.error;
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!cr.ok) break;
+    }
+  } else {
+    ProduceSpec ps;
+    ps.bootstrap = rig.bootstrap[c];
+    ps.seconds = o.profile_seconds;
+    ProduceResult pr = run_produce(ps);
+    bytes = static_cast<double>(pr.delivered) * ps.message_bytes;
+    seconds = pr.seconds;
+    err = pr.error;
+  }
+  const double cpu1 = cpu_seconds_of(rig.pid[c]);
   kill(profiler.pid(), SIGINT);
   std::this_thread::sleep_for(std::chrono::milliseconds(3000));
   profiler.stop();
-  const double gb = static_cast<double>(pr.delivered) * ps.message_bytes / 1e9;
-  std::printf("profile: %lld messages in %.1f s (%.0f msg/s, %.1f MiB/s), epochgate CPU %.2f s "
-              "(%.2f s/GB) %s\n",
-              pr.delivered, pr.seconds, pr.msgs_per_sec(), pr.mib_per_sec(ps.message_bytes),
-              cpu1 - cpu0, gb > 0 ? (cpu1 - cpu0) / gb : 0.0, pr.error.c_str());
-  return pr.ok ? 0 : 1;
+  const double gb = bytes / 1e9;
+  std::printf("%s through epochgate enforcing: %.2f GB payload in %.1f s (%.1f MiB/s), epochgate "
+              "CPU %.2f s (%.2f s/GB)%s%s\n",
+              o.profile_workload.c_str(), gb, seconds,
+              seconds > 0 ? bytes / seconds / (1024.0 * 1024.0) : 0.0, cpu1 - cpu0,
+              gb > 0 ? (cpu1 - cpu0) / gb : 0.0, err.empty() ? "" : "; error: ", err.c_str());
+  return err.empty() ? 0 : 1;
 }
 
 std::string machine_load() { return first_line(read_first_line("/proc/loadavg")); }
