@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,8 +32,19 @@
 namespace epochgate::fuzz {
 namespace {
 
-constexpr const char* kLoopback = "127.0.0.1";
+constexpr const char* kLoopback = "127.0.0.1";  // only in advertised (rewritten) addresses
 constexpr int32_t kAdvertisedPortBase = 19000;
+
+// The rig's own listeners bind a loopback address of their own (127/8 is all
+// loopback on Linux), so a stranger on a busy machine that dials a recycled
+// 127.0.0.1 port cannot land in a run and look like a second connection.
+const std::string& rig_host() {
+  static const std::string host = [] {
+    unsigned pid = static_cast<unsigned>(getpid());
+    return "127." + std::to_string(10 + pid % 200) + "." + std::to_string(pid / 200 % 250) + ".7";
+  }();
+  return host;
+}
 
 [[noreturn]] void die(const char* what) {
   std::fprintf(stderr, "session_rig: %s\n", what);
@@ -46,6 +58,9 @@ metrics::ProxyMetrics& shared_metrics() {
   static auto registry = std::make_shared<prometheus::Registry>();
   static metrics::ProxyMetrics m(registry);
   static bool logging = [] {
+    // As proxy/main.cc does: a write to a peer that closed must fail with
+    // EPIPE, not kill the process.
+    std::signal(SIGPIPE, SIG_IGN);
     metrics::LogOptions o;
     o.level = "trace";
     o.rate_limit_per_sec = 0;
@@ -86,10 +101,10 @@ class Directory : public proxy::EndpointMapper,
   }
   std::optional<config::HostPort> upstream_of(int32_t node_id) const override {
     if (node_id < 0 || node_id >= 100) return std::nullopt;
-    return config::HostPort{kLoopback, broker_port};
+    return config::HostPort{rig_host(), broker_port};
   }
   std::vector<config::HostPort> bootstrap() const override {
-    return {config::HostPort{kLoopback, broker_port}};
+    return {config::HostPort{rig_host(), broker_port}};
   }
   void request_refresh(const char*) override {}
   std::optional<policy::AdvertisedEndpoint> advertised(int32_t node_id) const override {
@@ -106,7 +121,7 @@ codec::MetadataResponse preload_metadata(uint16_t broker_port) {
   for (int32_t id = 1; id <= 3; ++id) {
     codec::MetadataResponse::MetadataResponseBroker b;
     b.node_id = id;
-    b.host = kLoopback;
+    b.host = rig_host();
     b.port = broker_port;
     m.brokers.push_back(b);
   }
@@ -216,7 +231,7 @@ SessionRig::SessionRig(const RigOptions& options) : st_(std::make_unique<State>(
 
   // The fake broker.
   sockaddr_in addr{};
-  uv_ip4_addr(kLoopback, 0, &addr);
+  uv_ip4_addr(rig_host().c_str(), 0, &addr);
   uv_tcp_init(&s.loop, &s.broker_listener);
   s.broker_listener.data = this;
   if (uv_tcp_bind(&s.broker_listener, reinterpret_cast<const sockaddr*>(&addr), 0) != 0 ||
@@ -299,7 +314,16 @@ void SessionRig::on_front_connection(uv_stream_t* server, int status) {
   auto* rig = static_cast<SessionRig*>(server->data);
   State& s = *rig->st_;
   ++rig->progress_;
-  if (status != 0 || s.session != nullptr) die("unexpected second client connection");
+  if (status != 0) die("front accept failed");
+  if (s.session != nullptr) {
+    // Not our client (the rig connects once): turn it away.
+    auto* stranger = new uv_tcp_t;
+    uv_tcp_init(&s.loop, stranger);
+    uv_accept(server, reinterpret_cast<uv_stream_t*>(stranger));
+    uv_close(reinterpret_cast<uv_handle_t*>(stranger),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
+    return;
+  }
   s.session = new proxy::Session(s.ctx, s.list, rig->options_.node_id);
   if (uv_accept(server, s.session->client_stream()) != 0) die("accept into the session");
   ++s.connections;
