@@ -211,7 +211,8 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
          << si(dps) << "partitions/s | >= 10 M/s | " << verdict(dps / 1e6, 10, false, "%.2f M/s")
          << " |\n";
   }
-  md << "\n";
+  md << "\nWhere a target is missed, [PROFILE.md](PROFILE.md) shows where epochgate's cycles go "
+        "and the changes to proxy/ it suggests.\n\n";
 
   // ---- produce ----
   if (!pd[kDirect]["acks=1"].msgs_per_sec.empty()) {
@@ -426,10 +427,22 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
          << ratio(v[2].first, v[0].first) << ".\n";
     }
     if (!r.leader_metrics.empty()) {
-      md << "\nepochgate's own counters after all its moves (`/metrics`), showing the hint path "
-            "was taken:\n\n```\n";
+      double hints = 0;
+      for (const auto& l : r.leader_metrics) {
+        if (l.rfind("epochgate_hints_total", 0) == 0)
+          hints += std::atof(l.c_str() + l.rfind(' ') + 1);
+      }
+      md << "\nepochgate's own counters after all its moves (`/metrics`):\n\n```\n";
       for (const auto& l : r.leader_metrics) md << l << "\n";
       md << "```\n";
+      if (hints == 0)
+        md << "\nepochgate sent no hint in these moves. When the old leader's "
+              "NOT_LEADER_OR_FOLLOWER came back, epochgate's view did not know the new leader "
+              "yet (it learns from that error and refreshes: the urgent refreshes above), so "
+              "there was nothing to backfill; by the client's retry the client had refreshed "
+              "its own metadata and went to the new leader, so no request reached a stale "
+              "leader for epochgate to fence. Recovery through epochgate is therefore the "
+              "client's own (retry backoff plus a Metadata round trip), as direct.\n";
     }
     md << "\nEach move:\n\n| Client | Path | partition | from -> to | recovery (ms) | moved p99 "
           "(ms) |\n|---|---|---|---|---|---|\n";
