@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace epochgate::proxy {
@@ -31,14 +32,27 @@ void Connection::stop_reading() {
 }
 
 void Connection::release_idle_input() {
+  pending_frame_ = 0;
   if (in_.allocated() && in_.empty()) pool_.give_back(std::move(in_));
   account();
 }
 
-void Connection::reserve_input(size_t total) {
+void Connection::reserve_input(size_t total, size_t step) {
+  pending_frame_ = total;
+  pending_step_ = step;
   if (!in_.allocated()) in_ = pool_.take();
   if (enforce_budget_ && budget_ != nullptr && budget_->exceeded()) return;  // grows later
-  if (in_.size() < total) in_.reserve_tail(total - in_.size());
+  size_t want = std::min(total, in_.size() + step);
+  if (in_.size() + in_.tail_room() >= want && in_.capacity() >= want) {
+    if (in_.tail_room() < want - in_.size()) in_.reserve_tail(want - in_.size());  // compacts
+    return;
+  }
+  // Move the partial frame once into a buffer sized for the whole of it (or
+  // the next step), taken from the pool's large buffers when one fits.
+  ByteBuffer bigger = pool_.take_at_least(std::max(want, std::min(total, in_.capacity() * 2)));
+  bigger.append(in_.begin(), in_.size());
+  pool_.give_back(std::move(in_));
+  in_ = std::move(bigger);
   account();
 }
 
@@ -50,15 +64,25 @@ void Connection::on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   // room from reserve_input() when its size prefix arrived. Over the buffer
   // budget nothing grows: with no room left the read reports UV_ENOBUFS and
   // the owner pauses this connection until the budget frees up.
-  if (!over_budget && c->in_.tail_room() < c->pool_.block_size() / 4)
-    c->in_.reserve_tail(c->pool_.block_size());
-  if (c->in_.tail_room() == 0) {
+  size_t len;
+  if (c->pending_frame_ > c->in_.size()) {
+    // A large frame in progress: read up to its end into the room reserved
+    // for it. The session reserves more as it fills; the room can only be
+    // short here after a pause for the buffer budget, so grow by one step.
+    if (c->in_.tail_room() == 0 && !over_budget) c->reserve_input(c->pending_frame_, c->pending_step_);
+    len = std::min(c->in_.tail_room(), c->pending_frame_ - c->in_.size());
+  } else {
+    if (!over_budget && c->in_.tail_room() < c->pool_.block_size() / 4)
+      c->in_.reserve_tail(c->pool_.block_size());
+    len = c->in_.tail_room();
+  }
+  if (len == 0) {
     buf->base = nullptr;
     buf->len = 0;
     return;
   }
   buf->base = reinterpret_cast<char*>(c->in_.tail());
-  buf->len = c->in_.tail_room();
+  buf->len = len;
   c->account();
 }
 

@@ -56,8 +56,13 @@ class Connection {
   /// release_idle_input() when done, so empty buffers go back to the pool.
   ByteBuffer& input() { return in_; }
   void release_idle_input();
-  /// Makes sure the input buffer can hold a frame of `total` bytes (prefix included).
-  void reserve_input(size_t total);
+  /// A frame of `total` bytes (prefix included) is in progress at the head of
+  /// the input: room for it grows in steps of `step` bytes as it arrives (not
+  /// while the buffer budget is exceeded), and reads stop at its end, so a
+  /// large frame is read into place once, never copied to a bigger buffer.
+  void reserve_input(size_t total, size_t step);
+  /// No frame is in progress: reads take whatever the buffer holds.
+  void clear_pending_frame() { pending_frame_ = 0; }
 
   /// Queues bytes for writing (copied). Call flush() once per batch.
   void queue(const void* data, size_t n);
@@ -125,6 +130,8 @@ class Connection {
   bool was_above_high_ = false;
   size_t low_ = 1 << 20;
   size_t high_ = 4 << 20;
+  size_t pending_frame_ = 0;  // total bytes of the frame being read, 0 if none
+  size_t pending_step_ = 0;   // its growth step
   BufferBudget* budget_ = nullptr;
   bool enforce_budget_ = false;
   int64_t reported_ = 0;

@@ -250,7 +250,7 @@ void Refresher::on_readable(Connection& c) {
       return;
     }
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
-      c.reserve_input(s.size);
+      c.reserve_input(s.size, s.size);
       return;
     }
     handle_frame(in.begin() + 4, s.size);

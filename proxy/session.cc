@@ -376,7 +376,7 @@ void Session::process_client_input() {
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
       // Room for the next part of the frame, not all of it: a peer announcing
       // a large frame gets memory as its bytes arrive (buffer budget).
-      client_.reserve_input(std::min(s.size, in.size() + kFrameGrowStep));
+      client_.reserve_input(s.size, kFrameGrowStep);
       if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
       break;
     }
@@ -390,6 +390,7 @@ void Session::process_client_input() {
     if (step == Step::kHold) break;
     forwarded_bytes += upstream_->queued_bytes() - before;
     in.consume(4 + s.size);
+    client_.clear_pending_frame();
   }
   if (in.empty()) {
     partial_since_ns_ = 0;
@@ -535,11 +536,12 @@ void Session::process_upstream_input() {
       return;
     }
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
-      upstream_->reserve_input(std::min(s.size, in.size() + kFrameGrowStep));
+      upstream_->reserve_input(s.size, kFrameGrowStep);
       break;
     }
     if (!handle_response(in.begin() + 4, s.size)) return;
     in.consume(4 + s.size);
+    upstream_->clear_pending_frame();
   }
   if (in.empty()) upstream_->release_idle_input();
   if (state_ != State::kOpen) return;
