@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <sys/stat.h>
+
 #include <fstream>
 #include <limits>
 #include <set>
@@ -692,6 +694,14 @@ LoadResult parse_config_string(std::string_view text, const std::string& name) {
 }
 
 LoadResult parse_config_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    // An ifstream opens a directory and reads nothing: that is no config.
+    LoadResult r;
+    r.config.source_file = path;
+    r.problems.push_back(Problem{path, 0, 0, "is a directory, not a configuration file"});
+    return r;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     LoadResult r;

@@ -72,7 +72,9 @@ bool App::advertise(int32_t node_id, std::string_view upstream_host, int32_t ups
   std::string error;
   auto port = listeners_->ensure(node_id, error);
   if (!port) {
-    spdlog::error("no listener for broker node {}: {}", node_id, error);
+    if (!listener_failed_.exchange(true))
+      spdlog::error("no listener for broker node {}: {}; clients cannot reach that broker "
+                    "through epochgate, readiness is false", node_id, error);
     return false;
   }
   out.host = cfg->effective_advertise_host();
@@ -196,6 +198,16 @@ bool App::start(std::string& error) {
                    uv_strerror(rc));
   }
 
+  if (!watcher_) {
+    // Without a --config file there is nothing to reload; SIGHUP must not
+    // kill the process (its default action) either.
+    uv_signal_init(&loop_, &sighup_);
+    sighup_.data = this;
+    uv_signal_start(&sighup_, [](uv_signal_t*, int) {
+      spdlog::warn("SIGHUP: no --config file to reload; flags are fixed until a restart");
+    }, SIGHUP);
+    sighup_started_ = true;
+  }
   uv_signal_init(&loop_, &sigterm_);
   uv_signal_init(&loop_, &sigint_);
   sigterm_.data = sigint_.data = this;
@@ -235,6 +247,9 @@ metrics::Readiness App::readiness() const {
   } else if (!listeners_bound_) {
     r.ready = false;
     r.reason = "listeners not bound";
+  } else if (listener_failed_.load()) {
+    r.ready = false;
+    r.reason = "a broker node's listener could not be bound (see the log)";
   } else if (refresher_ && config_->refresher.enabled && !refresher_->loaded()) {
     r.ready = false;
     r.reason = "metadata view not loaded from any broker yet";
@@ -304,6 +319,7 @@ void App::finish() {
     close_if(reinterpret_cast<uv_handle_t*>(&sigint_));
     close_if(reinterpret_cast<uv_handle_t*>(&drain_timer_));
     close_if(reinterpret_cast<uv_handle_t*>(&housekeeping_));
+    if (sighup_started_) close_if(reinterpret_cast<uv_handle_t*>(&sighup_));
   }
   spdlog::info("stopped");
 }

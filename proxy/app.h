@@ -94,7 +94,9 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::unique_ptr<config::ConfigWatcher> watcher_;
   std::string config_path_;
   config::CliOverrides overrides_;
-  uv_signal_t sigterm_, sigint_;
+  uv_signal_t sigterm_, sigint_, sighup_;
+  bool sighup_started_ = false;
+  std::atomic<bool> listener_failed_{false};  // some node's listener could not be bound
   uv_timer_t drain_timer_;
   uv_timer_t housekeeping_;  // 1 s: log suppression summaries, readiness gauge
   std::atomic<bool> draining_{false};

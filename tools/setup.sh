@@ -9,7 +9,7 @@ build=${1:-build}
 shift || true
 
 packages=(
-  build-essential cmake pkg-config git python3 npm
+  build-essential cmake pkg-config git python3
   libuv1-dev libspdlog-dev libfmt-dev libyaml-cpp-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev node-llhttp
   kcat python3-kafka python3-confluent-kafka python3-prometheus-client python3-yaml
@@ -18,7 +18,12 @@ packages=(
   # text/template with sprig, and Helm's JSON-schema validator.
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   golang-github-xeipuuv-gojsonschema-dev
+  # tools/ci-extra.sh: libFuzzer targets and the sanitizer runtimes.
+  clang libclang-rt-14-dev
 )
+# npm fetches librdkafka's source; a machine whose Node.js already ships npm
+# (NodeSource's nodejs conflicts with Debian's npm package) keeps its own.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

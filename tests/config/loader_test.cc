@@ -263,6 +263,14 @@ TEST(LoaderTest, UnreadableFileIsOneProblem) {
   EXPECT_EQ(r.problems[0].to_string(), "/nonexistent/epochgate.yaml: cannot read the file");
 }
 
+TEST(LoaderTest, DirectoryIsNotAConfigFile) {
+  // An ifstream opens a directory and reads nothing; that must not pass as
+  // an empty (all defaults) configuration.
+  const LoadResult r = load_config_file("/tmp");
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(r.problems[0].to_string(), "/tmp: is a directory, not a configuration file");
+}
+
 TEST(LoaderTest, FileProblemsNameTheFile) {
   const std::string path = ::testing::TempDir() + "/loader_file_test.yaml";
   {
