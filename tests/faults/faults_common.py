@@ -1,11 +1,11 @@
-"""Shared helpers for tests/faults: metrics parsing, epochgate with a limits
-config, and client probes (send a frame, wait for a close). Builds on
-tests/integration/harness.py and kafka_wire.py (imported, never copied).
+"""Shared helpers for tests/faults: metrics, epochgate with a limits config,
+and client probes (send a frame, wait for a close). Builds on
+tests/integration/harness.py, kafka_wire.py and prom_text.py (imported,
+never copied).
 Must never bind anything but 127.0.0.1 or wait without a deadline.
 """
 
 import os
-import re
 import socket
 import sys
 import time
@@ -15,33 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
 import harness  # noqa: E402,F401  (re-exported for the test files)
 import kafka_wire as kw  # noqa: E402
-
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def samples(text):
-    """[(name, {label: value}, float)] of a Prometheus text exposition."""
-    out = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        if not m:
-            continue
-        labels = dict(_LABEL.findall(m.group(2) or ""))
-        try:
-            value = float(m.group(3))
-        except ValueError:
-            continue
-        out.append((m.group(1), labels, value))
-    return out
-
-
-def metric(text, name, **labels):
-    """Sum of the series of `name` whose labels include `labels`."""
-    return sum(v for n, l, v in samples(text)
-               if n == name and all(l.get(k) == str(want) for k, want in labels.items()))
+from prom_text import metric, samples  # noqa: E402,F401  (re-exported)
 
 
 def metric_of(gate, name, **labels):
