@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 namespace epochgate::proxy {
 
@@ -16,8 +17,24 @@ class ByteBuffer {
  public:
   ByteBuffer() = default;
   explicit ByteBuffer(size_t capacity) : data_(new uint8_t[capacity]), capacity_(capacity) {}
-  ByteBuffer(ByteBuffer&&) noexcept = default;
-  ByteBuffer& operator=(ByteBuffer&&) noexcept = default;
+  // A moved-from buffer must read as empty and unallocated with capacity 0:
+  // connections report capacity() to the buffer budget right after handing
+  // a buffer back to the pool, and the defaulted moves would leave the size
+  // fields behind (the budget then never came back down).
+  ByteBuffer(ByteBuffer&& o) noexcept
+      : data_(std::move(o.data_)),
+        capacity_(std::exchange(o.capacity_, 0)),
+        begin_(std::exchange(o.begin_, 0)),
+        end_(std::exchange(o.end_, 0)) {}
+  ByteBuffer& operator=(ByteBuffer&& o) noexcept {
+    if (this != &o) {
+      data_ = std::move(o.data_);
+      capacity_ = std::exchange(o.capacity_, 0);
+      begin_ = std::exchange(o.begin_, 0);
+      end_ = std::exchange(o.end_, 0);
+    }
+    return *this;
+  }
 
   bool allocated() const { return data_ != nullptr; }
   size_t capacity() const { return capacity_; }

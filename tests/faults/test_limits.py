@@ -209,7 +209,10 @@ def test_buffer_budget_pauses_reading(h):
     for c in hogs:
         c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         c.close()
-    harness.wait_until(lambda: metric_of(gate, "epochgate_buffered_bytes") < budget // 2, 10,
+    # Everything the hogs held comes back: what is left is at most the
+    # bystander's blocks (a budget that never came back down once paused
+    # every client for good).
+    harness.wait_until(lambda: metric_of(gate, "epochgate_buffered_bytes") <= 2 * 65536, 10,
                        what="buffered bytes released after the hogs closed")
     assert api_versions_ok(bystander, corr=2)
 

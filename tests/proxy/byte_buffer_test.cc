@@ -36,6 +36,40 @@ TEST(ByteBuffer, ConsumingEverythingResetsCursors) {
   EXPECT_EQ(b.tail_room(), 4u);
 }
 
+// Connections report capacity() to the buffer budget after handing their
+// buffers back; a moved-from buffer that still claimed its capacity kept the
+// budget from ever coming back down (faults.limits, CI of 2026-11-29).
+TEST(ByteBuffer, MovedFromBufferIsEmptyWithNoCapacity) {
+  ByteBuffer a(32);
+  a.append("abc", 3);
+  ByteBuffer b(std::move(a));
+  EXPECT_FALSE(a.allocated());
+  EXPECT_EQ(a.capacity(), 0u);
+  EXPECT_TRUE(a.empty());
+  EXPECT_EQ(b.capacity(), 32u);
+  EXPECT_EQ(b.size(), 3u);
+  ByteBuffer c(8);
+  c = std::move(b);
+  EXPECT_EQ(b.capacity(), 0u);
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(c.begin()), c.size()), "abc");
+}
+
+TEST(BufferPool, GiveBackLeavesTheCallerHoldingNothing) {
+  BufferPool pool(16, 1);
+  ByteBuffer pooled = pool.take();
+  ByteBuffer large(1000);                         // kept as a large buffer
+  ByteBuffer extra = pool.take(), dropped = pool.take();
+  pool.give_back(std::move(pooled));
+  pool.give_back(std::move(large));
+  pool.give_back(std::move(extra));               // pool full: freed
+  for (const ByteBuffer* b : {&pooled, &large, &extra}) {
+    EXPECT_EQ(b->capacity(), 0u);
+    EXPECT_FALSE(b->allocated());
+  }
+  EXPECT_EQ(dropped.capacity(), 16u);
+}
+
 TEST(BufferPool, ReusesBlocksAndFreesOversizedOnes) {
   BufferPool pool(16, 2);
   ByteBuffer a = pool.take();
