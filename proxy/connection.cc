@@ -103,6 +103,7 @@ void Connection::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
 
 void Connection::queue(const void* data, size_t n) {
   if (closing_ || n == 0) return;
+  bytes_accepted_ += n;
   if (!out_.allocated()) out_ = pool_.take();
   out_.append(data, n);
   if (queued_bytes() > high_) was_above_high_ = true;
@@ -110,6 +111,7 @@ void Connection::queue(const void* data, size_t n) {
 }
 
 uint8_t* Connection::queue_space(size_t n) {
+  bytes_accepted_ += n;
   if (!out_.allocated()) out_ = pool_.take();
   out_.reserve_tail(n);
   uint8_t* p = out_.tail();
@@ -117,6 +119,37 @@ uint8_t* Connection::queue_space(size_t n) {
   if (queued_bytes() > high_) was_above_high_ = true;
   account();
   return p;
+}
+
+void Connection::write_through(const uint8_t* data, size_t n) {
+  if (closing_ || n == 0) return;
+  if (write_in_flight_) {  // the socket is full already; keep the order
+    queue(data, n);
+    return;
+  }
+  bytes_accepted_ += n;
+  uv_buf_t bufs[2];
+  unsigned count = 0;
+  if (!out_.empty())
+    bufs[count++] = uv_buf_init(reinterpret_cast<char*>(out_.mutable_begin()),
+                                static_cast<unsigned>(out_.size()));
+  bufs[count++] = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(data)),
+                              static_cast<unsigned>(n));
+  int rc = uv_try_write(stream(), bufs, count);
+  size_t written = rc > 0 ? static_cast<size_t>(rc) : 0;
+  bytes_written_ += written;
+  size_t from_queue = std::min(written, out_.size());
+  out_.consume(from_queue);
+  written -= from_queue;
+  if (written < n) {
+    // Socket full (or an error, which the flush() after this reports):
+    // the rest waits in the queue like any other bytes.
+    bytes_accepted_ -= n - written;
+    queue(data + written, n - written);
+  } else if (out_.empty() && out_.allocated()) {
+    pool_.give_back(std::move(out_));
+    account();
+  }
 }
 
 void Connection::flush() {

@@ -69,8 +69,18 @@ class Connection {
   /// Reserves `n` bytes at the end of the output queue and returns them for
   /// the caller to fill before the next queue call (encode in place).
   uint8_t* queue_space(size_t n);
+  /// Sends `n` bytes the caller owns only until this returns, behind
+  /// whatever is queued: with no write in flight, one uv_try_write of the
+  /// queued bytes and these (writev), so a large frame goes from the buffer
+  /// it was read into straight to the socket; only what the socket did not
+  /// take is copied into the queue. Order with queue() is kept. Write errors
+  /// surface from the next flush(), never from here.
+  void write_through(const uint8_t* data, size_t n);
   /// Starts writing what is queued if no write is in flight.
   void flush();
+  /// Bytes handed to queue(), queue_space() and write_through() so far
+  /// (for byte counters: written-through bytes never show in queued_bytes()).
+  uint64_t bytes_accepted() const { return bytes_accepted_; }
   /// Bytes queued or being written.
   size_t queued_bytes() const { return out_.size() + writing_.size(); }
   /// Watermarks in bytes for on_drained(); high is checked by the owner.
@@ -124,6 +134,7 @@ class Connection {
   ByteBuffer in_;
   ByteBuffer out_;      // appended to while a write is in flight
   ByteBuffer writing_;  // owned by the in-flight uv_write
+  uint64_t bytes_accepted_ = 0;
   bool write_in_flight_ = false;
   bool reading_ = false;
   bool closing_ = false;

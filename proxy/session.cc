@@ -30,6 +30,10 @@ uint64_t now_ns() { return uv_hrtime(); }
 
 // Input growth step while a frame is incomplete (bytes).
 constexpr size_t kFrameGrowStep = 256 * 1024;
+// Unchanged frames at least this large (prefix included) are written from
+// the buffer they were read into instead of being copied into the output
+// queue (issue 6); smaller ones are copied and coalesced into one write.
+constexpr size_t kWriteThroughBytes = 16 * 1024;
 
 int32_t read_be32(const uint8_t* p) {
   return static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
@@ -381,14 +385,14 @@ void Session::process_client_input() {
       break;
     }
     partial_since_ns_ = 0;
-    size_t before = upstream_->queued_bytes();
+    uint64_t before = upstream_->bytes_accepted();
     Step step = handle_request(in.begin() + 4, s.size);
     if (step == Step::kClosed) {
       processing_client_ = false;
       return;
     }
     if (step == Step::kHold) break;
-    forwarded_bytes += upstream_->queued_bytes() - before;
+    forwarded_bytes += upstream_->bytes_accepted() - before;
     in.consume(4 + s.size);
     client_.clear_pending_frame();
   }
@@ -509,10 +513,18 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
   }
 
   if (upstream_version != version && ctx_.metrics) ctx_.metrics->version_downgrade(key);
-  uint8_t* out = upstream_->queue_space(size + 4);
-  write_be32(out, static_cast<uint32_t>(size));
-  std::memcpy(out + 4, frame, size);
-  if (upstream_version != version) write_be16(out + 6, upstream_version);
+  if (size + 4 >= kWriteThroughBytes) {
+    // The frame sits whole in the client input buffer, size prefix included:
+    // send it from there (the version, if bridged, patched in place).
+    uint8_t* own = const_cast<uint8_t*>(frame);
+    if (upstream_version != version) write_be16(own + 2, upstream_version);
+    upstream_->write_through(own - 4, size + 4);
+  } else {
+    uint8_t* out = upstream_->queue_space(size + 4);
+    write_be32(out, static_cast<uint32_t>(size));
+    std::memcpy(out + 4, frame, size);
+    if (upstream_version != version) write_be16(out + 6, upstream_version);
+  }
   if (expects_response) {
     InFlightEntry& e = in_flight_.push(corr, key, version, now);
     e.upstream_version = upstream_version;
@@ -528,7 +540,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
 void Session::process_upstream_input() {
   ByteBuffer& in = upstream_->input();
   const auto& lim = ctx_.config->limits;
-  size_t delivered = client_.queued_bytes();
+  uint64_t delivered = client_.bytes_accepted();
   while (state_ == State::kOpen && !in.empty()) {
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
     if (s.kind == codec::FrameScan::Kind::kError) {
@@ -546,7 +558,7 @@ void Session::process_upstream_input() {
   if (in.empty()) upstream_->release_idle_input();
   if (state_ != State::kOpen) return;
   flush_ready();
-  size_t after = client_.queued_bytes();
+  uint64_t after = client_.bytes_accepted();
   if (ctx_.metrics && after > delivered) ctx_.metrics->bytes(Direction::kUpstreamToClient, after - delivered);
   client_.flush();
   if (draining_ && in_flight_.empty()) {
@@ -603,7 +615,10 @@ bool Session::handle_response(const uint8_t* frame, size_t size) {
 
 void Session::deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t len) {
   if (in_flight_.is_front(e)) {
-    client_.queue(frame_with_prefix, len);
+    if (len >= kWriteThroughBytes)
+      client_.write_through(frame_with_prefix, len);
+    else
+      client_.queue(frame_with_prefix, len);
     record_proxy_latency(e);
     in_flight_.pop_front();
     return;

@@ -426,9 +426,17 @@ TEST(MetadataViewRules, ConcurrentReadersSeeConsistentSnapshots) {
       reads++;
     }
   });
-  for (int32_t epoch = 6; epoch < 2000; ++epoch)
+  // Start writing only once the reader runs, and keep it reading during the
+  // writes: on a loaded machine the thread may otherwise start after them.
+  while (reads.load() == 0) std::this_thread::yield();
+  for (int32_t epoch = 6; epoch < 2000; ++epoch) {
     view.learn_current_leader(TopicRef{"orders", {}}, 0, epoch % 3 + 1, epoch, 2000 + epoch,
                               Source::kHint);
+    if (epoch % 100 == 0) {
+      uint64_t seen = reads.load();
+      while (reads.load() == seen) std::this_thread::yield();
+    }
+  }
   stop = true;
   reader.join();
   EXPECT_EQ(view.snapshot()->find_partition("orders", 0)->leader_epoch, 1999);
