@@ -25,6 +25,9 @@ struct RigOptions {
   uint32_t max_frame_bytes = 1u << 20;
   uint32_t high_watermark = 64u << 10;
   uint32_t low_watermark = 16u << 10;
+  /// limits.buffer_budget_bytes: small, so reads pause on it; every byte a
+  /// connection reported must be given back once the session is gone.
+  uint64_t buffer_budget_bytes = 256u << 10;
 };
 
 /// What a run observed (for the targets' oracles).
@@ -60,6 +63,9 @@ class SessionRig {
   bool broker_answer(const uint8_t* rest, size_t n);
   /// Runs the loop until nothing moves any more (or a deadline).
   void pump();
+  /// Wakes sessions paused on the buffer budget if one asked (a worker's
+  /// budget timer does this in epochgate).
+  void recheck_budget();
 
   /// The session has not closed itself.
   bool session_alive() const;
