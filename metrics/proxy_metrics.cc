@@ -407,7 +407,22 @@ Counter& interned_counter(LabelInterner<std::string, Cap>& interner,
 }  // namespace
 
 ProxyMetrics::ProxyMetrics(std::shared_ptr<prometheus::Registry> registry)
-    : impl_(std::make_unique<Impl>(std::move(registry))) {}
+    : impl_(std::make_unique<Impl>(std::move(registry))) {
+  // Series an operator alerts on exist at 0 from the start, so rate() and
+  // increase() see the first event instead of a series appearing from nowhere.
+  for (const char* reason :
+       {"frame_too_large", "negative_frame_size", "truncated", "malformed_request",
+        "malformed_response", "unexpected_correlation_id", "endpoint_unmapped",
+        "unsupported_version", "max_connections", "partial_frame_timeout"})
+    interned_counter(impl_->frame_error_reasons, impl_->frame_error_children, impl_->frame_errors,
+                     "reason", reason);
+  constexpr int16_t kProduce = 0, kFetch = 1, kListOffsets = 2, kOffsetForLeaderEpoch = 23,
+                    kShareFetch = 78, kShareAcknowledge = 79;
+  for (int16_t api : {kFetch, kListOffsets, kOffsetForLeaderEpoch})
+    fenced_counter(api, "stale_epoch", "enforce");
+  for (int16_t api : {kProduce, kShareFetch, kShareAcknowledge})
+    fenced_counter(api, "not_leader", "enforce");
+}
 
 ProxyMetrics::~ProxyMetrics() = default;
 
@@ -514,16 +529,21 @@ void ProxyMetrics::set_build_info(std::string_view version, double start_time_se
 
 void ProxyMetrics::fenced_partition(int16_t api_key, std::string_view reason,
                                     std::string_view mode) {
+  fenced_counter(api_key, reason, mode).Increment();
+}
+
+Counter& ProxyMetrics::fenced_counter(int16_t api_key, std::string_view reason,
+                                      std::string_view mode) {
   const int api = api_slot(api_key);
   const std::size_t r = impl_->fence_reasons.slot(reason);
   const std::size_t m = mode_slot(mode);
-  child(impl_->fenced_children[api][r][m], impl_->fenced, [&] {
+  return child(impl_->fenced_children[api][r][m], impl_->fenced, [&] {
     return prometheus::Labels{
         {"api", api_label(api_key)},
         {"reason",
          r == impl_->fence_reasons.kOverflow ? std::string("other") : impl_->fence_reasons.key(r)},
         {"mode", mode_label(m)}};
-  }).Increment();
+  });
 }
 
 void ProxyMetrics::hint(std::string_view source) {

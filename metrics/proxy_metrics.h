@@ -11,6 +11,7 @@
 #include <string_view>
 
 namespace prometheus {
+class Counter;
 class Registry;
 }
 
@@ -93,6 +94,8 @@ class ProxyMetrics {
 
  private:
   struct Impl;
+  prometheus::Counter& fenced_counter(int16_t api_key, std::string_view reason,
+                                      std::string_view mode);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -214,10 +214,22 @@ TEST_F(ProxyMetricsTest, ActiveConnectionsGoBackToZero) {
 TEST_F(ProxyMetricsTest, ReasonLabelsAreCapped) {
   for (int i = 0; i < 100; ++i) metrics_.frame_error("reason_" + std::to_string(i));
   const auto reasons = label_values("epochgate_frame_errors_total", "reason");
-  EXPECT_EQ(reasons.size(), 33u);  // 32 distinct + "other"
-  EXPECT_EQ(value("epochgate_frame_errors_total", {{"reason", "other"}}), 68);
+  // 32 distinct (10 declared at start, 22 of these) + "other"
+  EXPECT_EQ(reasons.size(), 33u);
+  EXPECT_EQ(value("epochgate_frame_errors_total", {{"reason", "other"}}), 78);
   for (int i = 0; i < 40; ++i) metrics_.hint("s" + std::to_string(i));
   EXPECT_EQ(label_values("epochgate_hints_total", "source").size(), 9u);
+}
+
+TEST_F(ProxyMetricsTest, AlertedSeriesExistAtZeroBeforeTheFirstEvent) {
+  EXPECT_EQ(value("epochgate_frame_errors_total", {{"reason", "frame_too_large"}}), 0);
+  EXPECT_EQ(value("epochgate_frame_errors_total", {{"reason", "partial_frame_timeout"}}), 0);
+  EXPECT_EQ(value("epochgate_fenced_partitions_total",
+                  {{"api", "produce"}, {"reason", "not_leader"}, {"mode", "enforce"}}),
+            0);
+  EXPECT_EQ(value("epochgate_fenced_partitions_total",
+                  {{"api", "fetch"}, {"reason", "stale_epoch"}, {"mode", "enforce"}}),
+            0);
 }
 
 TEST_F(ProxyMetricsTest, FencedPartitionsByApiReasonMode) {
