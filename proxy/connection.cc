@@ -150,6 +150,9 @@ void Connection::write_through(const uint8_t* data, size_t n) {
     pool_.give_back(std::move(out_));
     account();
   }
+  // Everything went out. Nobody waits for on_drained() here: reading pauses
+  // only while a uv_write is in flight, and then this path queues instead.
+  if (queued_bytes() <= low_) was_above_high_ = false;
 }
 
 void Connection::flush() {
