@@ -17,6 +17,7 @@
 #include "proxy/address_rewriter.h"
 #include "proxy/api_versions_filter.h"
 #include "proxy/fencing_hooks.h"
+#include "proxy/log_limited.h"
 #include "proxy/request_peek.h"
 
 namespace epochgate::proxy {
@@ -160,7 +161,8 @@ void Session::resolve_next() {
   int rc = uv_getaddrinfo(ctx_.loop, &resolve_req_, &Session::on_resolved, t.host.c_str(),
                           port.c_str(), &hints);
   if (rc != 0) {
-    spdlog::warn("upstream {}: cannot resolve: {}", upstream_name_, uv_strerror(rc));
+    EPOCHGATE_PROXY_LOG(warn, "upstream_resolve", "upstream {}: cannot resolve: {}",
+                        upstream_name_, uv_strerror(rc));
     ++target_index_;
     resolve_next();
     return;
@@ -179,7 +181,8 @@ void Session::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
     return;
   }
   if (status != 0 || res == nullptr) {
-    spdlog::warn("upstream {}: cannot resolve: {}", s->upstream_name_, uv_strerror(status));
+    EPOCHGATE_PROXY_LOG(warn, "upstream_resolve", "upstream {}: cannot resolve: {}",
+                        s->upstream_name_, uv_strerror(status));
     if (res) uv_freeaddrinfo(res);
     if (s->ctx_.metrics) s->ctx_.metrics->upstream_connect_failure(s->node_id_);
     ++s->target_index_;
@@ -202,7 +205,8 @@ void Session::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
 }
 
 void Session::retry_next_target(int status) {
-  spdlog::warn("upstream {}: connect failed: {}", upstream_name_, uv_strerror(status));
+  EPOCHGATE_PROXY_LOG(warn, "upstream_connect", "upstream {}: connect failed: {}", upstream_name_,
+                      uv_strerror(status));
   if (ctx_.metrics) ctx_.metrics->upstream_connect_failure(node_id_);
   // A failed socket cannot connect again: retire it and start a fresh one.
   retired_.push_back(std::move(upstream_));
@@ -275,9 +279,10 @@ void Session::on_hold_timer(uv_timer_t* t) {
 }
 
 void Session::connect_failed(const char* why, int status) {
-  spdlog::warn("client {} on node {} listener: closing, upstream {}: {}{}{}", client_.peer(),
-               node_id_, upstream_name_.empty() ? "?" : upstream_name_, why,
-               status ? ": " : "", status ? uv_strerror(status) : "");
+  EPOCHGATE_PROXY_LOG(warn, "upstream_unreachable",
+                      "client {} on node {} listener: closing, upstream {}: {}{}{}",
+                      client_.peer(), node_id_, upstream_name_.empty() ? "?" : upstream_name_,
+                      why, status ? ": " : "", status ? uv_strerror(status) : "");
   close("upstream_unreachable");
 }
 
@@ -347,8 +352,8 @@ bool Session::partial_frame_stalled(uint64_t now, uint64_t limit_ns) const {
 
 void Session::frame_error(const char* reason, const std::string& detail) {
   if (ctx_.metrics) ctx_.metrics->frame_error(reason);
-  spdlog::warn("client {} node {}: closing connection: {}: {}", client_.peer(), node_id_, reason,
-               detail);
+  EPOCHGATE_PROXY_LOG(warn, "frame_error", "client {} node {}: closing connection: {}: {}",
+                      client_.peer(), node_id_, reason, detail);
   close(reason);
 }
 
@@ -505,8 +510,8 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
         }
         // acks=0 Produce to a stale leader: a broker closes the connection.
         // close() counts the reason.
-        spdlog::info("client {} node {}: closing connection: {}", client_.peer(), node_id_,
-                     plan.reason);
+        EPOCHGATE_PROXY_LOG(info, "fenced_acks0", "client {} node {}: closing connection: {}",
+                            client_.peer(), node_id_, plan.reason);
         close("fenced_acks0");
         return Step::kClosed;
     }
@@ -770,6 +775,7 @@ void Session::update_backpressure() {
   if (over_budget && !budget_paused_ && client_.reading()) {
     budget_paused_ = true;
     if (ctx_.metrics) ctx_.metrics->buffer_budget_pause();
+    log_budget_pause();
     if (ctx_.budget_recheck) ctx_.budget_recheck();
   } else if (!over_budget) {
     budget_paused_ = false;
@@ -782,6 +788,12 @@ void Session::update_backpressure() {
     if (!client_.input().empty()) process_client_input();
   } else if (!client_should_read && client_.reading()) {
     client_.stop_reading();
+    if (in_flight_.size() >= lim.max_in_flight_per_connection)
+      EPOCHGATE_PROXY_LOG(info, "max_in_flight",
+                          "client {} node {}: {} requests in flight "
+                          "(limits.max_in_flight_per_connection); reading more once responses "
+                          "arrive",
+                          client_.peer(), node_id_, in_flight_.size());
     if (!client_paused_ && ctx_.metrics && !draining_)
       ctx_.metrics->backpressure_pause(Direction::kClientToUpstream);
     client_paused_ = true;
@@ -798,12 +810,23 @@ void Session::update_backpressure() {
   }
 }
 
+void Session::log_budget_pause() {
+  EPOCHGATE_PROXY_LOG(warn, "buffer_budget",
+                      "client {} node {}: connection buffers hold {} bytes, over "
+                      "limits.buffer_budget_bytes {}; client reads pause until they drain",
+                      client_.peer(), node_id_, ctx_.budget ? ctx_.budget->used() : 0,
+                      ctx_.config->limits.buffer_budget_bytes);
+}
+
 void Session::on_drained(Connection&) { update_backpressure(); }
 
 void Session::on_read_error(Connection& c, int status) {
   if (status == UV_ENOBUFS) {
     // Over the buffer budget with a full buffer: wait for the budget.
-    if (!budget_paused_ && ctx_.metrics) ctx_.metrics->buffer_budget_pause();
+    if (!budget_paused_) {
+      if (ctx_.metrics) ctx_.metrics->buffer_budget_pause();
+      log_budget_pause();
+    }
     budget_paused_ = true;
     if (&c == &client_) client_paused_ = true;
     if (ctx_.budget_recheck) ctx_.budget_recheck();
@@ -815,9 +838,10 @@ void Session::on_read_error(Connection& c, int status) {
     return;
   }
   if (&c != upstream_.get()) return;
-  spdlog::info("upstream {} (node {}) closed the connection{}{}; closing client {}",
-               upstream_name_, node_id_, status == UV_EOF ? "" : ": ",
-               status == UV_EOF ? "" : uv_strerror(status), client_.peer());
+  EPOCHGATE_PROXY_LOG(info, "upstream_closed",
+                      "upstream {} (node {}) closed the connection{}{}; closing client {}",
+                      upstream_name_, node_id_, status == UV_EOF ? "" : ": ",
+                      status == UV_EOF ? "" : uv_strerror(status), client_.peer());
   close(status == UV_EOF ? "upstream_closed" : "upstream_error");
 }
 

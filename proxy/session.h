@@ -93,6 +93,8 @@ class Session : public ConnectionOwner {
   void deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t len);
   void flush_ready();
   void record_proxy_latency(const InFlightEntry& e);
+  /// One rate-limited line when this session pauses on the buffer budget.
+  void log_budget_pause();
   void update_backpressure();
   void maybe_free();
   void frame_error(const char* reason, const std::string& detail);

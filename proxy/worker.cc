@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "metrics/proxy_metrics.h"
+#include "proxy/log_limited.h"
 
 namespace epochgate::proxy {
 
@@ -99,8 +100,10 @@ void Worker::on_connection(uv_stream_t* server, int status) {
   uint32_t n = ++w->connections_;
   s->count_against(&w->connections_);
   if (n > w->ctx_.config->limits.max_connections) {
-    spdlog::warn("client connection refused: {} connections is the configured maximum",
-                 w->ctx_.config->limits.max_connections);
+    EPOCHGATE_PROXY_LOG(warn, "max_connections",
+                        "client connection refused: {} connections is the configured maximum "
+                        "(limits.max_connections)",
+                        w->ctx_.config->limits.max_connections);
     if (w->ctx_.metrics) w->ctx_.metrics->frame_error("max_connections");
     s->close("max_connections");
     return;
@@ -119,12 +122,16 @@ void Worker::on_sweep(uv_timer_t* t) {
   w->sessions_.for_each([&](Session& s) {
     if (s.close_if_client_gone()) return;
     if (idle_ns && s.idle_for(now, idle_ns)) {
-      spdlog::info("closing client connection on node {} listener: idle for {} ms", s.node_id(),
-                   lim.idle_timeout_ms);
+      EPOCHGATE_PROXY_LOG(info, "idle_timeout",
+                          "closing client connection on node {} listener: idle for {} ms "
+                          "(limits.idle_timeout_ms)",
+                          s.node_id(), lim.idle_timeout_ms);
       s.close("idle_timeout");
     } else if (partial_ns && s.partial_frame_stalled(now, partial_ns)) {
-      spdlog::warn("closing client connection on node {} listener: partial frame held over {} ms",
-                   s.node_id(), lim.partial_frame_timeout_ms);
+      EPOCHGATE_PROXY_LOG(warn, "partial_frame_timeout",
+                          "closing client connection on node {} listener: partial frame held "
+                          "over {} ms (limits.partial_frame_timeout_ms)",
+                          s.node_id(), lim.partial_frame_timeout_ms);
       if (w->ctx_.metrics) w->ctx_.metrics->frame_error("partial_frame_timeout");
       s.close("partial_frame_timeout");
     }

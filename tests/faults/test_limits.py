@@ -160,6 +160,7 @@ def test_max_in_flight_pauses_and_answers_all(h):
     pauses = wait_metric(gate, "epochgate_backpressure_pauses_total", 1,
                          direction="client_to_upstream")
     assert metric_of(gate, "epochgate_frame_errors_total") == 0
+    assert _log_mentions(gate, "limits.max_in_flight_per_connection")
     h.note("40 pipelined with max_in_flight 4: all answered in order, %d pauses" % pauses)
 
 
@@ -203,6 +204,7 @@ def test_buffer_budget_pauses_reading(h):
     slack = (len(hogs) + 1) * 2 * 65536
     assert buffered <= budget + slack, "%d buffered, budget %d + slack %d" % (
         buffered, budget, slack)
+    assert _log_mentions(gate, "limits.buffer_budget_bytes")
     # Abort (RST): a graceful close would queue its FIN behind the bytes
     # epochgate is not reading, so no peer could tell it apart from a slow
     # sender; the partial-frame timeout covers that case.
@@ -250,6 +252,32 @@ def test_declared_frame_size_alone_does_not_starve_others(h):
         "size prefixes count as %d buffered bytes against a %d budget" % (
             waited is None, fresh_ok, held, budget))
     assert held < budget, held
+
+
+
+
+def test_a_storm_of_bad_frames_does_not_flood_the_log(h):
+    # 250 connections, each closed for a malformed frame within about a
+    # second: every one is counted, but the log gets at most
+    # logging.rate_limit_per_sec (default 10) lines a second for the site and
+    # a line saying how many it suppressed.
+    _, gate, bystander = _setup(h, {})
+    storm = 250
+    for i in range(storm):
+        # Left open: epochgate reads a client only once its upstream is up,
+        # and a client gone before that is closed unread, not counted.
+        _victim(h, gate).send(struct.pack(">i", -1 - i))
+    wait_metric(gate, "epochgate_frame_errors_total", storm, reason="negative_frame_size")
+    time.sleep(1.2)  # the summary is written once the next second starts
+    assert api_versions_ok(bystander, corr=2)  # its next line flushes summaries
+    with open(gate.proc.log_path, errors="replace") as f:
+        lines = f.readlines()
+    closing = [l for l in lines if "closing connection: negative_frame_size" in l]
+    summaries = [l for l in lines if "suppressed" in l and '"frame_error"' in l]
+    h.note("%d bad frames: %d log lines about them, summaries: %d" % (
+        storm, len(closing), len(summaries)))
+    assert len(closing) <= 40, "%d lines for %d frame errors" % (len(closing), storm)
+    assert summaries, "no line says how many were suppressed"
 
 
 if __name__ == "__main__":
