@@ -41,7 +41,7 @@ void Connection::reserve_input(size_t total, size_t step) {
   pending_frame_ = total;
   pending_step_ = step;
   if (!in_.allocated()) in_ = pool_.take();
-  if (enforce_budget_ && budget_ != nullptr && budget_->exceeded()) return;  // grows later
+  if (over_budget()) return;  // grows later
   size_t want = std::min(total, in_.size() + step);
   if (in_.size() + in_.tail_room() >= want && in_.capacity() >= want) {
     if (in_.tail_room() < want - in_.size()) in_.reserve_tail(want - in_.size());  // compacts
@@ -59,7 +59,7 @@ void Connection::reserve_input(size_t total, size_t step) {
 void Connection::on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* c = static_cast<Connection*>(h->data);
   if (!c->in_.allocated()) c->in_ = c->pool_.take();
-  bool over_budget = c->enforce_budget_ && c->budget_ != nullptr && c->budget_->exceeded();
+  bool over_budget = c->over_budget();
   // Read at least a pool block at a time; a frame larger than that got its
   // room from reserve_input() when its size prefix arrived. Over the buffer
   // budget nothing grows: with no room left the read reports UV_ENOBUFS and
@@ -110,46 +110,23 @@ void Connection::queue(const void* data, size_t n) {
   account();
 }
 
-uint8_t* Connection::queue_space(size_t n) {
-  bytes_accepted_ += n;
-  if (!out_.allocated()) out_ = pool_.take();
-  out_.reserve_tail(n);
-  uint8_t* p = out_.tail();
-  out_.commit(n);
-  if (queued_bytes() > high_) was_above_high_ = true;
-  account();
-  return p;
-}
-
 void Connection::write_through(const uint8_t* data, size_t n) {
   if (closing_ || n == 0) return;
-  if (write_in_flight_) {  // the socket is full already; keep the order
+  // Small frames are copied and coalesced into one write at flush(); so is
+  // everything while the socket is full already (a write in flight).
+  if (n < kWriteThroughBytes || write_in_flight_) {
     queue(data, n);
     return;
   }
-  bytes_accepted_ += n;
-  uv_buf_t bufs[2];
-  unsigned count = 0;
-  if (!out_.empty())
-    bufs[count++] = uv_buf_init(reinterpret_cast<char*>(out_.mutable_begin()),
-                                static_cast<unsigned>(out_.size()));
-  bufs[count++] = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(data)),
-                              static_cast<unsigned>(n));
-  int rc = uv_try_write(stream(), bufs, count);
+  // Socket full (or an error, which the flush() after this reports): what
+  // it did not take waits in the queue like any other bytes.
+  ssize_t rc = try_write(data, n);
   size_t written = rc > 0 ? static_cast<size_t>(rc) : 0;
-  bytes_written_ += written;
-  size_t from_queue = std::min(written, out_.size());
-  out_.consume(from_queue);
-  written -= from_queue;
-  if (written < n) {
-    // Socket full (or an error, which the flush() after this reports):
-    // the rest waits in the queue like any other bytes.
-    bytes_accepted_ -= n - written;
+  bytes_accepted_ += written;
+  if (written < n)
     queue(data + written, n - written);
-  } else if (out_.empty() && out_.allocated()) {
-    pool_.give_back(std::move(out_));
-    account();
-  }
+  else
+    release_output_if_empty();
   // Everything went out. Nobody waits for on_drained() here: reading pauses
   // only while a uv_write is in flight, and then this path queues instead.
   if (queued_bytes() <= low_) was_above_high_ = false;
@@ -158,19 +135,12 @@ void Connection::write_through(const uint8_t* data, size_t n) {
 void Connection::flush() {
   if (closing_ || write_in_flight_ || out_.empty()) return;
   // Try the write right away: most small batches go out without a callback.
-  uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(out_.mutable_begin()),
-                           static_cast<unsigned>(out_.size()));
-  int n = uv_try_write(stream(), &b, 1);
-  if (n > 0) {
-    bytes_written_ += static_cast<uint64_t>(n);
-    out_.consume(static_cast<size_t>(n));
-  } else if (n < 0 && n != UV_EAGAIN) {
-    owner_.on_write_error(*this, n);
+  ssize_t rc = try_write(nullptr, 0);
+  if (rc < 0 && rc != UV_EAGAIN) {
+    owner_.on_write_error(*this, static_cast<int>(rc));
     return;
   }
-  if (out_.empty()) {
-    pool_.give_back(std::move(out_));
-    account();
+  if (release_output_if_empty()) {
     if (was_above_high_ && queued_bytes() <= low_) {
       was_above_high_ = false;
       owner_.on_drained(*this);
@@ -178,6 +148,33 @@ void Connection::flush() {
     return;
   }
   start_write();
+}
+
+ssize_t Connection::try_write(const uint8_t* extra, size_t extra_len) {
+  uv_buf_t bufs[2];
+  unsigned count = 0;
+  if (!out_.empty())
+    bufs[count++] = uv_buf_init(reinterpret_cast<char*>(out_.mutable_begin()),
+                                static_cast<unsigned>(out_.size()));
+  if (extra_len > 0)
+    bufs[count++] = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(extra)),
+                                static_cast<unsigned>(extra_len));
+  int rc = uv_try_write(stream(), bufs, count);
+  if (rc < 0) return rc;
+  size_t written = static_cast<size_t>(rc);
+  bytes_written_ += written;
+  size_t from_queue = std::min(written, out_.size());
+  out_.consume(from_queue);
+  return static_cast<ssize_t>(written - from_queue);
+}
+
+bool Connection::release_output_if_empty() {
+  if (!out_.empty()) return false;
+  if (out_.allocated()) {
+    pool_.give_back(std::move(out_));
+    account();
+  }
+  return true;
 }
 
 void Connection::start_write() {

@@ -66,19 +66,19 @@ class Connection {
 
   /// Queues bytes for writing (copied). Call flush() once per batch.
   void queue(const void* data, size_t n);
-  /// Reserves `n` bytes at the end of the output queue and returns them for
-  /// the caller to fill before the next queue call (encode in place).
-  uint8_t* queue_space(size_t n);
   /// Sends `n` bytes the caller owns only until this returns, behind
-  /// whatever is queued: with no write in flight, one uv_try_write of the
-  /// queued bytes and these (writev), so a large frame goes from the buffer
-  /// it was read into straight to the socket; only what the socket did not
-  /// take is copied into the queue. Order with queue() is kept. Write errors
-  /// surface from the next flush(), never from here.
+  /// whatever is queued. From kWriteThroughBytes up and with no write in
+  /// flight: one uv_try_write of the queued bytes and these (writev), so a
+  /// large frame goes from the buffer it was read into straight to the
+  /// socket and only what the socket did not take is copied into the queue.
+  /// Smaller ones are queued (copied, coalesced at flush()). Order with
+  /// queue() is kept. Write errors surface from the next flush(), never here.
   void write_through(const uint8_t* data, size_t n);
+  /// Frames (prefix included) at least this large skip the output copy (issue 6).
+  static constexpr size_t kWriteThroughBytes = 16 * 1024;
   /// Starts writing what is queued if no write is in flight.
   void flush();
-  /// Bytes handed to queue(), queue_space() and write_through() so far
+  /// Bytes handed to queue() and write_through() so far
   /// (for byte counters: written-through bytes never show in queued_bytes()).
   uint64_t bytes_accepted() const { return bytes_accepted_; }
   /// Bytes queued or being written.
@@ -119,6 +119,14 @@ class Connection {
   static void on_write(uv_write_t* req, int status);
   static void on_close(uv_handle_t* h);
   void start_write();
+  /// One uv_try_write of the queued bytes followed by `extra` (may be empty):
+  /// consumes what left the queue and returns how many bytes of `extra` went
+  /// out, or a negative uv error (UV_EAGAIN: the socket took nothing).
+  ssize_t try_write(const uint8_t* extra, size_t extra_len);
+  /// Hands an empty output buffer back to the pool; false if bytes wait.
+  bool release_output_if_empty();
+  /// Enforcing the buffer budget and over it: buffers must not grow.
+  bool over_budget() const { return enforce_budget_ && budget_ != nullptr && budget_->exceeded(); }
   /// Reports the change in held_bytes() since the last report.
   void account() {
     if (budget_ == nullptr) return;

@@ -31,10 +31,6 @@ uint64_t now_ns() { return uv_hrtime(); }
 
 // Input growth step while a frame is incomplete (bytes).
 constexpr size_t kFrameGrowStep = 256 * 1024;
-// Unchanged frames at least this large (prefix included) are written from
-// the buffer they were read into instead of being copied into the output
-// queue (issue 6); smaller ones are copied and coalesced into one write.
-constexpr size_t kWriteThroughBytes = 16 * 1024;
 
 int32_t read_be32(const uint8_t* p) {
   return static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
@@ -518,18 +514,12 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
   }
 
   if (upstream_version != version && ctx_.metrics) ctx_.metrics->version_downgrade(key);
-  if (size + 4 >= kWriteThroughBytes) {
-    // The frame sits whole in the client input buffer, size prefix included:
-    // send it from there (the version, if bridged, patched in place).
-    uint8_t* own = const_cast<uint8_t*>(frame);
-    if (upstream_version != version) write_be16(own + 2, upstream_version);
-    upstream_->write_through(own - 4, size + 4);
-  } else {
-    uint8_t* out = upstream_->queue_space(size + 4);
-    write_be32(out, static_cast<uint32_t>(size));
-    std::memcpy(out + 4, frame, size);
-    if (upstream_version != version) write_be16(out + 6, upstream_version);
-  }
+  // The frame sits whole in the client input buffer, size prefix included,
+  // and is consumed once this returns: the version, if bridged, is patched
+  // in place, and the frame goes out from there.
+  uint8_t* own = const_cast<uint8_t*>(frame);
+  if (upstream_version != version) write_be16(own + 2, upstream_version);
+  upstream_->write_through(own - 4, size + 4);
   if (expects_response) {
     InFlightEntry& e = in_flight_.push(corr, key, version, now);
     e.upstream_version = upstream_version;
@@ -620,10 +610,7 @@ bool Session::handle_response(const uint8_t* frame, size_t size) {
 
 void Session::deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t len) {
   if (in_flight_.is_front(e)) {
-    if (len >= kWriteThroughBytes)
-      client_.write_through(frame_with_prefix, len);
-    else
-      client_.queue(frame_with_prefix, len);
+    client_.write_through(frame_with_prefix, len);
     record_proxy_latency(e);
     in_flight_.pop_front();
     return;
@@ -773,10 +760,7 @@ void Session::update_backpressure() {
   bool client_should_read = !draining_ && !upstream_->above_high_watermark() &&
                             in_flight_.size() < lim.max_in_flight_per_connection && !over_budget;
   if (over_budget && !budget_paused_ && client_.reading()) {
-    budget_paused_ = true;
-    if (ctx_.metrics) ctx_.metrics->buffer_budget_pause();
-    log_budget_pause();
-    if (ctx_.budget_recheck) ctx_.budget_recheck();
+    pause_for_budget();
   } else if (!over_budget) {
     budget_paused_ = false;
   }
@@ -810,7 +794,11 @@ void Session::update_backpressure() {
   }
 }
 
-void Session::log_budget_pause() {
+void Session::pause_for_budget() {
+  if (ctx_.budget_recheck) ctx_.budget_recheck();
+  if (budget_paused_) return;
+  budget_paused_ = true;
+  if (ctx_.metrics) ctx_.metrics->buffer_budget_pause();
   EPOCHGATE_PROXY_LOG(warn, "buffer_budget",
                       "client {} node {}: connection buffers hold {} bytes, over "
                       "limits.buffer_budget_bytes {}; client reads pause until they drain",
@@ -823,13 +811,8 @@ void Session::on_drained(Connection&) { update_backpressure(); }
 void Session::on_read_error(Connection& c, int status) {
   if (status == UV_ENOBUFS) {
     // Over the buffer budget with a full buffer: wait for the budget.
-    if (!budget_paused_) {
-      if (ctx_.metrics) ctx_.metrics->buffer_budget_pause();
-      log_budget_pause();
-    }
-    budget_paused_ = true;
+    pause_for_budget();
     if (&c == &client_) client_paused_ = true;
-    if (ctx_.budget_recheck) ctx_.budget_recheck();
     return;
   }
   if (&c == &client_) {

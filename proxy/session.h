@@ -93,8 +93,9 @@ class Session : public ConnectionOwner {
   void deliver(InFlightEntry& e, const uint8_t* frame_with_prefix, size_t len);
   void flush_ready();
   void record_proxy_latency(const InFlightEntry& e);
-  /// One rate-limited line when this session pauses on the buffer budget.
-  void log_budget_pause();
+  /// Marks this session paused on the buffer budget (counted and logged once
+  /// per pause, rate-limited) and asks the worker to re-check it soon.
+  void pause_for_budget();
   void update_backpressure();
   void maybe_free();
   void frame_error(const char* reason, const std::string& detail);
