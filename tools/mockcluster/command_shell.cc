@@ -91,7 +91,7 @@ std::string reply(const OpResult& result) {
 
 std::string command_summary() {
   return "leader T P B | follower T P B | down B | up B | rtt B MS | rack B RACK | "
-         "add-broker B | push-leader-response T P LEADER EPOCH | create T PARTS RF | delete T | "
+         "add-broker B | advertise B HOST PORT | push-leader-response T P LEADER EPOCH | create T PARTS RF | delete T | "
          "apiversion API MIN MAX | push-errors API ERR [COUNT] | "
          "push-broker-errors B API ERR [COUNT] [RTT_MS] | "
          "push-partition-errors T P API ERR [COUNT] | clear-errors API | controller B | "
@@ -142,6 +142,11 @@ std::string CommandShell::execute(const std::string& line, bool* quit) {
   if (cmd == "add-broker") {
     if (argc != 1 || !parse_int(args[1], 0, INT_MAX, &a)) return usage("add-broker BROKER_ID");
     return reply(cluster_.add_broker(a));
+  }
+  if (cmd == "advertise") {
+    if (argc != 3 || !parse_int(args[1], 1, INT_MAX, &a) || !parse_int(args[3], 1, 65535, &b))
+      return usage("advertise BROKER_ID HOST PORT");
+    return reply(cluster_.advertise(a, args[2], b));
   }
   if (cmd == "push-leader-response") {
     if (argc != 4 || !parse_int(args[2], 0, INT_MAX, &a) || !parse_int(args[3], -1, INT_MAX, &b) ||

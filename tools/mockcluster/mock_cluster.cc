@@ -99,6 +99,13 @@ void MockCluster::advertise_host(const std::string& host) {
                                        ports_[i]);
 }
 
+OpResult MockCluster::advertise(int32_t broker_id, const std::string& host, int port) {
+  if (broker_id < 1 || broker_id > static_cast<int32_t>(ports_.size()))
+    return OpResult{"no broker " + std::to_string(broker_id)};
+  rd_kafka_mock_broker_set_host_port(mock_, broker_id, host.c_str(), port);
+  return OpResult{};
+}
+
 OpResult MockCluster::create_topic(const std::string& topic, int partitions,
                                    int replication_factor) {
   return from_err(rd_kafka_mock_topic_create(mock_, topic.c_str(), partitions, replication_factor));

@@ -40,6 +40,9 @@ class MockCluster {
 
   /// Makes every broker advertise `host` (with its own port) in metadata.
   void advertise_host(const std::string& host);
+  /// Makes one broker advertise `host:port` in metadata, so a front (a TLS
+  /// terminator, a SASL gate) listening there is what clients dial.
+  OpResult advertise(int32_t broker_id, const std::string& host, int port);
 
   OpResult create_topic(const std::string& topic, int partitions, int replication_factor);
   OpResult delete_topic(const std::string& topic);
