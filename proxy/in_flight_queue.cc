@@ -61,4 +61,16 @@ MatchResult InFlightQueue::match_upstream(int32_t correlation_id, InFlightEntry*
   return MatchResult::kMatched;
 }
 
+InFlightEntry* InFlightQueue::match_next_owed() {
+  while (!upstream_.empty() && upstream_.front().entry == nullptr) {
+    upstream_.pop_front();
+    --no_response_slots_;
+  }
+  if (upstream_.empty()) return nullptr;
+  InFlightEntry* e = upstream_.front().entry;
+  upstream_.pop_front();
+  e->awaiting_upstream = false;
+  return e;
+}
+
 }  // namespace epochgate::proxy

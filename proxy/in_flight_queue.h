@@ -25,6 +25,7 @@ struct InFlightEntry {
   int16_t upstream_version = 0;   ///< version sent upstream (differs when bridged)
   bool awaiting_upstream = false; ///< forwarded, response not yet read
   bool ready = false;             ///< `response` holds the whole frame for the client
+  bool raw_sasl_token = false;    ///< a SaslHandshake v0 raw token: its answer has no header
   std::vector<uint8_t> response;  ///< size-prefixed frame, when not written straight through
   uint64_t received_ns = 0;       ///< request frame complete (monotonic ns)
   uint64_t forwarded_ns = 0;      ///< queued upstream (0: answered by epochgate)
@@ -56,6 +57,10 @@ class InFlightQueue {
 
   /// Matches a broker response by correlation id; on kMatched `*out` is set.
   MatchResult match_upstream(int32_t correlation_id, InFlightEntry** out);
+  /// Takes the oldest forwarded request that owes a response, whatever the
+  /// response says (a raw SASL token answer carries no correlation id);
+  /// nullptr when none is pending.
+  InFlightEntry* match_next_owed();
 
   /// True when `e` is the oldest request owed to the client.
   bool is_front(const InFlightEntry& e) const { return !client_.empty() && &client_.front() == &e; }

@@ -370,7 +370,8 @@ void Session::process_client_input() {
   ByteBuffer& in = client_.input();
   const auto& lim = ctx_.config->limits;
   size_t forwarded_bytes = 0;
-  while (state_ == State::kOpen && !in.empty() && !draining_ && !holding_) {
+  while (state_ == State::kOpen && !in.empty() && !draining_ && !holding_ &&
+         !sasl_.holds_client_input()) {
     if (in_flight_.size() >= lim.max_in_flight_per_connection) break;
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
     if (s.kind == codec::FrameScan::Kind::kError) {
@@ -410,7 +411,63 @@ void Session::process_client_input() {
   update_backpressure();
 }
 
+namespace {
+
+// A frame that parses as a Kafka request header of a known API and version
+// (for telling the end of a raw SASL exchange of unknown length).
+bool looks_like_request(const uint8_t* frame, size_t size) {
+  int16_t key = 0, version = 0;
+  int32_t corr = 0;
+  if (!codec::peek_request_ids(frame, size, key, version, corr)) return false;
+  const codec::ApiInfo* info = codec::api_info(key);
+  if (info == nullptr || version < info->min_version || version > info->max_version) return false;
+  codec::RequestHeader h;
+  return codec::parse_request_header(frame, size, h).ok();
+}
+
+// The mechanism named by a SaslHandshake request body (a STRING), or empty.
+std::string_view handshake_mechanism(const uint8_t* frame, size_t size) {
+  codec::RequestHeader h;
+  if (!codec::parse_request_header(frame, size, h).ok() || size - h.size < 2) return {};
+  const uint8_t* body = frame + h.size;
+  size_t len = (size_t{body[0]} << 8) | body[1];
+  if (len > size - h.size - 2) return {};
+  return std::string_view(reinterpret_cast<const char*>(body + 2), len);
+}
+
+}  // namespace
+
+Session::Step Session::forward_raw_sasl_token(const uint8_t* frame, size_t size) {
+  // Not a request: no header to read, nothing counted under an API label.
+  upstream_->write_through(frame - 4, size + 4);
+  uint64_t now = now_ns();
+  InFlightEntry& e = in_flight_.push(0, codec::kSaslAuthenticate, 0, now);
+  e.raw_sasl_token = true;
+  in_flight_.mark_forwarded(e, now);
+  sasl_.on_client_token();
+  return Step::kConsumed;
+}
+
+bool Session::deliver_raw_sasl_token(const uint8_t* frame, size_t size) {
+  InFlightEntry* e = in_flight_.match_next_owed();
+  if (e == nullptr || !e->raw_sasl_token) {
+    frame_error("unexpected_sasl_token",
+                "upstream " + upstream_name_ + " answered a SASL token out of turn");
+    return false;
+  }
+  e->answered_ns = now_ns();
+  deliver(*e, frame - 4, size + 4);
+  sasl_.on_broker_token(size);
+  sasl_resume_client_ = true;
+  return true;
+}
+
 Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
+  if (sasl_.client_sends_raw_token()) {
+    if (!sasl_.rounds_unknown() || !looks_like_request(frame, size))
+      return forward_raw_sasl_token(frame, size);
+    sasl_.on_request_after_tokens();
+  }
   int16_t key = 0, version = 0;
   int32_t corr = 0;
   if (!codec::peek_request_ids(frame, size, key, version, corr)) {
@@ -519,6 +576,8 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
   // in place, and the frame goes out from there.
   uint8_t* own = const_cast<uint8_t*>(frame);
   if (upstream_version != version) write_be16(own + 2, upstream_version);
+  if (key == codec::kSaslHandshake)
+    sasl_.on_handshake_request(version, handshake_mechanism(frame, size));
   upstream_->write_through(own - 4, size + 4);
   if (expects_response) {
     InFlightEntry& e = in_flight_.push(corr, key, version, now);
@@ -552,6 +611,14 @@ void Session::process_upstream_input() {
   }
   if (in.empty()) upstream_->release_idle_input();
   if (state_ != State::kOpen) return;
+  if (sasl_resume_client_) {
+    // Client frames held behind a SASL answer can be read now.
+    sasl_resume_client_ = false;
+    if (!sasl_.holds_client_input() && !client_.input().empty()) {
+      process_client_input();
+      if (state_ != State::kOpen) return;
+    }
+  }
   flush_ready();
   uint64_t after = client_.bytes_accepted();
   if (ctx_.metrics && after > delivered) ctx_.metrics->bytes(Direction::kUpstreamToClient, after - delivered);
@@ -564,6 +631,7 @@ void Session::process_upstream_input() {
 }
 
 bool Session::handle_response(const uint8_t* frame, size_t size) {
+  if (sasl_.broker_sends_raw_token()) return deliver_raw_sasl_token(frame, size);
   if (size < 4) {
     frame_error("truncated", "response shorter than a correlation id from " + upstream_name_);
     return false;
@@ -591,6 +659,12 @@ bool Session::handle_response(const uint8_t* frame, size_t size) {
   }
   uint64_t now = now_ns();
   e->answered_ns = now;
+  if (e->api_key == codec::kSaslHandshake) {
+    // Response header v0 (correlation id), then ErrorCode.
+    int16_t error_code = size >= 6 ? static_cast<int16_t>((frame[4] << 8) | frame[5]) : -1;
+    sasl_.on_handshake_response(error_code);
+    sasl_resume_client_ = true;
+  }
   if (ctx_.metrics) {
     ctx_.metrics->response(e->api_key);
     ctx_.metrics->upstream_latency(e->api_key, static_cast<double>(now - e->forwarded_ns) / 1e9);

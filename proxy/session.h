@@ -17,6 +17,7 @@
 #include "codec/header.h"
 #include "proxy/connection.h"
 #include "proxy/in_flight_queue.h"
+#include "proxy/sasl_framing.h"
 #include "proxy/worker_context.h"
 
 namespace epochgate::proxy {
@@ -80,6 +81,10 @@ class Session : public ConnectionOwner {
   void process_upstream_input();
   enum class Step { kConsumed, kClosed, kHold };
   Step handle_request(const uint8_t* frame, size_t size);
+  /// Forwards a raw SASL token (SaslHandshake v0 framing) as it is.
+  Step forward_raw_sasl_token(const uint8_t* frame, size_t size);
+  /// Delivers the broker's raw answer to a SASL token; false to close.
+  bool deliver_raw_sasl_token(const uint8_t* frame, size_t size);
   bool handle_response(const uint8_t* frame, size_t size);
   /// Decodes, learns from and rewrites a response that needs it. Returns false
   /// to close the connection; sets `out` when the bytes changed.
@@ -108,6 +113,8 @@ class Session : public ConnectionOwner {
   std::unique_ptr<Connection> upstream_;
   std::vector<std::unique_ptr<Connection>> retired_;  // failed upstream attempts, closing
   InFlightQueue in_flight_;
+  SaslFraming sasl_;
+  bool sasl_resume_client_ = false;  // a SASL answer may have released held client frames
   uv_getaddrinfo_t resolve_req_;
   uv_timer_t connect_timer_;
   std::vector<config::HostPort> targets_;

@@ -1,0 +1,110 @@
+// tests/proxy/sasl_framing_test.cc: how the session reads client and broker
+// frames around SaslHandshake v0 raw tokens (KIP-43) and v1 (KIP-152).
+#include "proxy/sasl_framing.h"
+
+#include <gtest/gtest.h>
+
+namespace epochgate::proxy {
+namespace {
+
+TEST(SaslFraming, StartsWithKafkaRequests) {
+  SaslFraming f;
+  EXPECT_FALSE(f.client_sends_raw_token());
+  EXPECT_FALSE(f.broker_sends_raw_token());
+  EXPECT_FALSE(f.holds_client_input());
+}
+
+TEST(SaslFraming, HandshakeV1KeepsRequestFraming) {
+  SaslFraming f;
+  f.on_handshake_request(1, "SCRAM-SHA-256");
+  EXPECT_FALSE(f.holds_client_input());
+  f.on_handshake_response(0);
+  EXPECT_FALSE(f.client_sends_raw_token());
+}
+
+TEST(SaslFraming, HandshakeV0HoldsClientFramesUntilAnswered) {
+  SaslFraming f;
+  f.on_handshake_request(0, "PLAIN");
+  EXPECT_TRUE(f.holds_client_input());
+  EXPECT_FALSE(f.broker_sends_raw_token());  // the handshake answer has a header
+  f.on_handshake_response(0);
+  EXPECT_FALSE(f.holds_client_input());
+  EXPECT_TRUE(f.client_sends_raw_token());
+}
+
+TEST(SaslFraming, RefusedMechanismLeavesRequestFraming) {
+  SaslFraming f;
+  f.on_handshake_request(0, "PLAIN");
+  f.on_handshake_response(33);  // UNSUPPORTED_SASL_MECHANISM
+  EXPECT_FALSE(f.client_sends_raw_token());
+  EXPECT_FALSE(f.holds_client_input());
+}
+
+TEST(SaslFraming, PlainIsOneTokenExchange) {
+  SaslFraming f;
+  f.on_handshake_request(0, "PLAIN");
+  f.on_handshake_response(0);
+  f.on_client_token();
+  EXPECT_TRUE(f.broker_sends_raw_token());
+  EXPECT_TRUE(f.holds_client_input());
+  f.on_broker_token(0);  // a broker answers PLAIN with an empty token
+  EXPECT_FALSE(f.client_sends_raw_token());
+  EXPECT_FALSE(f.broker_sends_raw_token());
+  EXPECT_FALSE(f.holds_client_input());
+}
+
+TEST(SaslFraming, ScramIsTwoTokenExchanges) {
+  for (const char* mechanism : {"SCRAM-SHA-256", "SCRAM-SHA-512"}) {
+    SaslFraming f;
+    f.on_handshake_request(0, mechanism);
+    f.on_handshake_response(0);
+    f.on_client_token();      // client-first-message
+    f.on_broker_token(80);    // server-first-message
+    EXPECT_TRUE(f.client_sends_raw_token()) << mechanism;
+    f.on_client_token();      // client-final-message
+    f.on_broker_token(50);    // server-final-message
+    EXPECT_FALSE(f.client_sends_raw_token()) << mechanism;
+    EXPECT_FALSE(f.holds_client_input()) << mechanism;
+  }
+}
+
+TEST(SaslFraming, OauthBearerErrorChallengeAddsARound) {
+  SaslFraming ok;
+  ok.on_handshake_request(0, "OAUTHBEARER");
+  ok.on_handshake_response(0);
+  ok.on_client_token();
+  ok.on_broker_token(0);
+  EXPECT_FALSE(ok.client_sends_raw_token());
+
+  SaslFraming refused;
+  refused.on_handshake_request(0, "OAUTHBEARER");
+  refused.on_handshake_response(0);
+  refused.on_client_token();
+  refused.on_broker_token(27);  // {"status":"invalid_token"}
+  EXPECT_TRUE(refused.client_sends_raw_token());  // the client's %x01 follows
+}
+
+TEST(SaslFraming, UnknownMechanismEndsAtTheFirstRequest) {
+  SaslFraming f;
+  f.on_handshake_request(0, "GSSAPI");
+  f.on_handshake_response(0);
+  EXPECT_TRUE(f.rounds_unknown());
+  for (int i = 0; i < 3; ++i) {
+    f.on_client_token();
+    f.on_broker_token(100);
+    EXPECT_TRUE(f.client_sends_raw_token());
+  }
+  f.on_request_after_tokens();
+  EXPECT_FALSE(f.client_sends_raw_token());
+}
+
+TEST(SaslFraming, KnownMechanismIgnoresRequestLookalikes) {
+  SaslFraming f;
+  f.on_handshake_request(0, "SCRAM-SHA-256");
+  f.on_handshake_response(0);
+  f.on_request_after_tokens();  // only for mechanisms of unknown length
+  EXPECT_TRUE(f.client_sends_raw_token());
+}
+
+}  // namespace
+}  // namespace epochgate::proxy
