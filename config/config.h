@@ -48,6 +48,20 @@ struct RefresherConfig {
   uint32_t request_timeout_ms = 5000;
 };
 
+/// epochgate's own SASL login on the connections it opens itself (the
+/// refresher). Credentials are read from files or environment variables at
+/// each login; an empty mechanism means no login.
+struct UpstreamSaslConfig {
+  std::string mechanism;      ///< PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 | OAUTHBEARER | ""
+  std::string username;       ///< or username_file / username_env
+  std::string username_file;
+  std::string username_env;
+  std::string password_file;  ///< or password_env (never a literal password)
+  std::string password_env;
+  std::string token_file;     ///< OAUTHBEARER: the token, re-read at each login
+  bool enabled() const { return !mechanism.empty(); }
+};
+
 struct LimitsConfig {
   uint32_t max_frame_bytes = 104857600;        ///< Kafka's socket.request.max.bytes
   uint32_t max_in_flight_per_connection = 1000;
@@ -93,6 +107,7 @@ struct Config {
   LimitsConfig limits;
   PolicyConfig policy;
   RefresherConfig refresher;
+  UpstreamSaslConfig upstream_sasl;
   LoggingConfig logging;
   std::string source_file;                 ///< file it was loaded from, "" if none
 

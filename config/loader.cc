@@ -24,6 +24,7 @@ using Keys = std::vector<std::string_view>;
 
 const Keys kLogLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 const Keys kLogFormats = {"text", "json"};
+const Keys kSaslMechanisms = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"};
 const Keys kModes = {"enforce", "observe", "off"};
 
 std::string join(const Keys& keys) {
@@ -493,6 +494,27 @@ class Parser {
                          else if (k == "request_timeout_ms")
                            uint_field(fv, fp, fm, rc.request_timeout_ms, UintKind::kDuration);
                        });
+          } else if (key == "upstream_sasl") {
+            seen(p, m);
+            each_field(v, p, p, m,
+                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
+                           const YAML::Mark& fm) {
+                         UpstreamSaslConfig& sc = c.upstream_sasl;
+                         if (k == "mechanism")
+                           choice_field(fv, fp, fm, kSaslMechanisms, sc.mechanism);
+                         else if (k == "username")
+                           string_field(fv, fp, fm, sc.username);
+                         else if (k == "username_file")
+                           string_field(fv, fp, fm, sc.username_file);
+                         else if (k == "username_env")
+                           string_field(fv, fp, fm, sc.username_env);
+                         else if (k == "password_file")
+                           string_field(fv, fp, fm, sc.password_file);
+                         else if (k == "password_env")
+                           string_field(fv, fp, fm, sc.password_env);
+                         else if (k == "token_file")
+                           string_field(fv, fp, fm, sc.token_file);
+                       });
           } else if (key == "logging") {
             seen(p, m);
             each_field(v, p, p, m,
@@ -669,7 +691,8 @@ const std::map<std::string, std::vector<std::string_view>>& config_schema_keys()
   static const std::map<std::string, std::vector<std::string_view>> kKeys = {
       {"",
        {"listen", "advertise_host", "bootstrap_servers", "broker_ports", "workers",
-        "drain_timeout_ms", "admin", "limits", "policy", "refresher", "logging"}},
+        "drain_timeout_ms", "admin", "limits", "policy", "refresher", "upstream_sasl",
+        "logging"}},
       {"broker_ports", {"bind_host", "base", "map", "max_node_id"}},
       {"admin", {"enabled", "listen"}},
       {"limits",
@@ -681,6 +704,9 @@ const std::map<std::string, std::vector<std::string_view>>& config_schema_keys()
         "refresh_before_fence_ms", "hold_timeout_ms"}},
       {"policy.rules[]", {"topics", "apis", "mode"}},
       {"refresher", {"enabled", "interval_ms", "urgent_min_interval_ms", "request_timeout_ms"}},
+      {"upstream_sasl",
+       {"mechanism", "username", "username_file", "username_env", "password_file",
+        "password_env", "token_file"}},
       {"logging", {"level", "format", "rate_limit_per_sec"}},
   };
   return kKeys;
@@ -819,6 +845,20 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
   }
 
   // Refresher.
+  const auto& sasl = c.upstream_sasl;
+  if (ck.usable("upstream_sasl") && sasl.enabled()) {
+    if (sasl.mechanism == "OAUTHBEARER") {
+      if (sasl.token_file.empty())
+        ck.report("upstream_sasl.token_file", "OAUTHBEARER needs a token_file");
+    } else {
+      if (sasl.username.empty() && sasl.username_file.empty() && sasl.username_env.empty())
+        ck.report("upstream_sasl.username",
+                  sasl.mechanism + " needs username, username_file or username_env");
+      if (sasl.password_file.empty() && sasl.password_env.empty())
+        ck.report("upstream_sasl.password_file",
+                  sasl.mechanism + " needs password_file or password_env");
+    }
+  }
   const auto& r = c.refresher;
   ck.range("refresher.interval_ms", r.interval_ms, 100, 86400000);
   ck.range("refresher.urgent_min_interval_ms", r.urgent_min_interval_ms, 0, 600000);

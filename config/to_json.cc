@@ -96,6 +96,19 @@ std::string to_json(const Config& c) {
   w.key("request_timeout_ms").value(r.request_timeout_ms);
   w.end_object();
 
+  // Only where credentials come from: the config never holds a password
+  // or token itself, so nothing here can leak one.
+  const UpstreamSaslConfig& sasl = c.upstream_sasl;
+  w.key("upstream_sasl").begin_object();
+  string_member(w, "mechanism", sasl.mechanism);
+  string_member(w, "username", sasl.username);
+  string_member(w, "username_file", sasl.username_file);
+  string_member(w, "username_env", sasl.username_env);
+  string_member(w, "password_file", sasl.password_file);
+  string_member(w, "password_env", sasl.password_env);
+  string_member(w, "token_file", sasl.token_file);
+  w.end_object();
+
   w.key("logging").begin_object();
   string_member(w, "level", c.logging.level);
   string_member(w, "format", c.logging.format);

@@ -236,7 +236,26 @@ struct ProxyMetrics::Impl {
                   .Help("1 while /readyz answers 200 (listeners bound, view loaded, not "
                         "draining), else 0.")
                   .Register(*registry)
-                  .Add({})) {
+                  .Add({})),
+        sasl_logins(prometheus::BuildCounter()
+                        .Name("epochgate_sasl_authentications_total")
+                        .Help("SASL logins epochgate made on its own connections (side=\"own\"), "
+                              "by mechanism and result (ok, failed); re-authentications "
+                              "included.")
+                        .Register(*registry)),
+        sasl_reauthentications(prometheus::BuildCounter()
+                                   .Name("epochgate_sasl_reauthentications_total")
+                                   .Help("Logins repeated on a live own connection before the "
+                                         "broker's session lifetime ran out (KIP-368).")
+                                   .Register(*registry)
+                                   .Add({})),
+        sasl_session_expiry(prometheus::BuildGauge()
+                                .Name("epochgate_sasl_session_expiry_seconds")
+                                .Help("Seconds until the broker ends epochgate's own SASL "
+                                      "session (KIP-368 session lifetime); 0: no lifetime or "
+                                      "no session.")
+                                .Register(*registry)
+                                .Add({})) {
     proxy_latency = &proxy_latency_family.Add({}, latency_buckets());
     unexpected_responses = &unexpected_responses_family.Add({});
     api_versions_capped = &api_versions_capped_family.Add({});
@@ -337,6 +356,9 @@ struct ProxyMetrics::Impl {
   Gauge& view_partitions;
   Family<Counter>& downgrades;
   Gauge& ready;
+  Family<Counter>& sasl_logins;
+  Counter& sasl_reauthentications;
+  Gauge& sasl_session_expiry;
 
   Histogram* proxy_latency = nullptr;
   Counter* unexpected_responses = nullptr;
@@ -559,6 +581,20 @@ void ProxyMetrics::metadata_refresh(std::string_view trigger) {
   interned_counter(impl_->refresh_triggers, impl_->refresh_children, impl_->refreshes, "trigger",
                    trigger)
       .Increment();
+}
+
+void ProxyMetrics::sasl_authentication(std::string_view side, std::string_view mechanism,
+                                       bool ok, bool reauthentication) {
+  impl_->sasl_logins
+      .Add({{"side", std::string(side)},
+            {"mechanism", std::string(mechanism)},
+            {"result", ok ? "ok" : "failed"}})
+      .Increment();
+  if (ok && reauthentication) impl_->sasl_reauthentications.Increment();
+}
+
+void ProxyMetrics::set_sasl_session_expiry(double seconds) {
+  impl_->sasl_session_expiry.Set(seconds);
 }
 
 void ProxyMetrics::set_view_partitions(int64_t n) {

@@ -89,6 +89,12 @@ class ProxyMetrics {
   void metadata_refresh(std::string_view trigger);
   /// epochgate_view_partitions (gauge)
   void set_view_partitions(int64_t n);
+  /// One SASL login on epochgate's own connection (`side` "own"); the
+  /// mechanism is one of the four configurable names, so labels stay bounded.
+  void sasl_authentication(std::string_view side, std::string_view mechanism, bool ok,
+                           bool reauthentication);
+  /// Seconds until the own SASL session ends (0: none or no lifetime).
+  void set_sasl_session_expiry(double seconds);
   /// epochgate_version_downgrades_total{api}: KIP-951 bridging (v10->v9, v16->v15).
   void version_downgrade(int16_t api_key);
 

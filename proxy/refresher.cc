@@ -14,6 +14,7 @@
 #include "codec/messages/metadata_request.h"
 #include "codec/messages/metadata_response.h"
 #include "metrics/proxy_metrics.h"
+#include "proxy/log_limited.h"
 
 namespace epochgate::proxy {
 
@@ -82,7 +83,10 @@ void Refresher::on_tick(uv_timer_t* t) {
 void Refresher::maybe_refresh(uint64_t now) {
   if (stopping_) return;
   const auto& rc = config_->refresher;
-  if (state_ == State::kAwaitApiVersions || state_ == State::kAwaitMetadata) {
+  if (session_ends_ms_ && metrics_)
+    metrics_->set_sasl_session_expiry(now < session_ends_ms_ ? (session_ends_ms_ - now) / 1e3 : 0);
+  if (state_ == State::kAwaitApiVersions || state_ == State::kAwaitSasl ||
+      state_ == State::kAwaitMetadata) {
     if (now - request_started_ms_ > rc.request_timeout_ms) fail("request timed out");
     return;
   }
@@ -128,6 +132,11 @@ void Refresher::begin_refresh(const char* trigger) {
                             in_flight_topics_.end());
   }
   if (state_ == State::kReady && conn_) {
+    // KIP-368: log in again on the same connection before the session ends.
+    if (relogin_at_ms_ && now_ms() >= relogin_at_ms_) {
+      begin_login();
+      return;
+    }
     send_metadata();
     return;
   }
@@ -241,6 +250,56 @@ void Refresher::send_metadata() {
   request_started_ms_ = now_ms();
 }
 
+void Refresher::begin_login() {
+  login_ = std::make_unique<SaslLogin>(config_->upstream_sasl);
+  apply_login_step(login_->start(next_correlation_++));
+}
+
+void Refresher::apply_login_step(SaslLoginStep step) {
+  const std::string& mechanism = config_->upstream_sasl.mechanism;
+  switch (step.kind) {
+    case SaslLoginStep::Kind::kSend:
+      awaiting_correlation_ = login_->awaiting_correlation();
+      conn_->queue(step.frame.data(), step.frame.size());
+      conn_->flush();
+      state_ = State::kAwaitSasl;
+      request_started_ms_ = now_ms();
+      return;
+    case SaslLoginStep::Kind::kDone: {
+      bool again = logged_in_;
+      logged_in_ = true;
+      login_.reset();
+      uint64_t now = now_ms();
+      relogin_at_ms_ = step.session_lifetime_ms > 0
+                           ? now + static_cast<uint64_t>(step.session_lifetime_ms) * 85 / 100
+                           : 0;
+      session_ends_ms_ =
+          step.session_lifetime_ms > 0 ? now + static_cast<uint64_t>(step.session_lifetime_ms) : 0;
+      if (metrics_) {
+        metrics_->sasl_authentication("own", mechanism, true, again);
+        metrics_->set_sasl_session_expiry(step.session_lifetime_ms / 1e3);
+      }
+      if (!login_reported_) {
+        spdlog::info("SASL login ({}) to {} succeeded{}", mechanism, last_broker(),
+                     step.session_lifetime_ms > 0
+                         ? "; session lifetime " + std::to_string(step.session_lifetime_ms) + " ms"
+                         : "");
+        login_reported_ = true;
+      }
+      send_metadata();
+      return;
+    }
+    case SaslLoginStep::Kind::kFailed:
+      login_.reset();
+      if (metrics_) metrics_->sasl_authentication("own", mechanism, false, logged_in_);
+      EPOCHGATE_PROXY_LOG(warn, "sasl_login", "SASL login ({}) to {} failed: {}", mechanism,
+                          last_broker(), step.error);
+      login_reported_ = false;
+      fail("SASL login failed");
+      return;
+  }
+}
+
 void Refresher::on_readable(Connection& c) {
   ByteBuffer& in = c.input();
   while (conn_ && &c == conn_.get() && !in.empty()) {
@@ -261,6 +320,10 @@ void Refresher::on_readable(Connection& c) {
 }
 
 void Refresher::handle_frame(const uint8_t* frame, size_t size) {
+  if (state_ == State::kAwaitSasl && login_) {
+    apply_login_step(login_->on_response(frame, size, next_correlation_++));
+    return;
+  }
   int16_t key = state_ == State::kAwaitApiVersions ? codec::kApiVersions : codec::kMetadata;
   int16_t version = state_ == State::kAwaitApiVersions ? 0 : metadata_version_;
   codec::ResponseHeader h;
@@ -285,6 +348,20 @@ void Refresher::handle_frame(const uint8_t* frame, size_t size) {
     for (const auto& k : r.api_keys)
       if (k.api_key == codec::kMetadata) broker = k.max_version;
     metadata_version_ = std::max<int16_t>(1, std::min(ours, broker));
+    if (config_->upstream_sasl.enabled()) {
+      bool offered = false;
+      for (const auto& k : r.api_keys) offered |= k.api_key == codec::kSaslHandshake;
+      if (!offered) {
+        EPOCHGATE_PROXY_LOG(warn, "sasl_login",
+                            "SASL login ({}) to {} impossible: the broker does not offer "
+                            "SaslHandshake (a plaintext listener?)",
+                            config_->upstream_sasl.mechanism, last_broker());
+        fail("no SaslHandshake");
+        return;
+      }
+      begin_login();
+      return;
+    }
     send_metadata();
     return;
   }
@@ -327,6 +404,10 @@ void Refresher::handle_frame(const uint8_t* frame, size_t size) {
 void Refresher::fail(const std::string& why) {
   // Per-broker failures are debug lines; losing every broker is the warning.
   spdlog::debug("metadata refresh via {}: {}", last_broker(), why);
+  login_.reset();
+  logged_in_ = false;
+  relogin_at_ms_ = session_ends_ms_ = 0;
+  if (metrics_) metrics_->set_sasl_session_expiry(0);
   if (conn_) {
     closing_.push_back(std::move(conn_));
     closing_.back()->close();

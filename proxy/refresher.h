@@ -21,6 +21,7 @@
 #include "policy/metadata_view.h"
 #include "proxy/buffer_pool.h"
 #include "proxy/connection.h"
+#include "proxy/sasl_login.h"
 
 namespace epochgate::metrics {
 class ProxyMetrics;
@@ -62,7 +63,7 @@ class Refresher : public ConnectionOwner {
   void on_closed(Connection& c) override;
 
  private:
-  enum class State { kIdle, kConnecting, kAwaitApiVersions, kAwaitMetadata, kReady };
+  enum class State { kIdle, kConnecting, kAwaitApiVersions, kAwaitSasl, kAwaitMetadata, kReady };
 
   static void on_tick(uv_timer_t* t);
   static void on_async(uv_async_t* a);
@@ -73,6 +74,9 @@ class Refresher : public ConnectionOwner {
   void connect_next();
   void send_api_versions();
   void send_metadata();
+  /// Logs in (upstream_sasl) on the open connection, then sends Metadata.
+  void begin_login();
+  void apply_login_step(SaslLoginStep step);
   void handle_frame(const uint8_t* frame, size_t size);
   void fail(const std::string& why);
   std::vector<config::HostPort> targets() const;
@@ -93,6 +97,11 @@ class Refresher : public ConnectionOwner {
   size_t target_index_ = 0;
   std::string broker_;
   int16_t metadata_version_ = 1;
+  std::unique_ptr<SaslLogin> login_;     // the login under way, if any
+  uint64_t relogin_at_ms_ = 0;           // 0: the session has no lifetime
+  uint64_t session_ends_ms_ = 0;
+  bool logged_in_ = false;               // on the current connection
+  bool login_reported_ = false;          // first success logged at info
   int32_t next_correlation_ = 1;
   int32_t awaiting_correlation_ = 0;
   uint64_t request_started_ms_ = 0;
