@@ -17,7 +17,7 @@ FROM debian:${DEBIAN_RELEASE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config python3 \
-      libuv1-dev libspdlog-dev libfmt-dev libyaml-cpp-dev prometheus-cpp-dev node-llhttp \
+      libuv1-dev libspdlog-dev libfmt-dev libyaml-cpp-dev prometheus-cpp-dev node-llhttp libssl-dev \
       libgtest-dev libgmock-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -32,7 +32,7 @@ RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DEPOCHGATE_PEERS=OFF -DE
 FROM debian:${DEBIAN_RELEASE}-slim AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libuv1 libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0 \
+      libuv1 libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0 libssl3 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 epochgate \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

@@ -10,7 +10,7 @@ shift || true
 
 packages=(
   build-essential cmake pkg-config git python3
-  libuv1-dev libspdlog-dev libfmt-dev libyaml-cpp-dev prometheus-cpp-dev
+  libuv1-dev libspdlog-dev libfmt-dev libyaml-cpp-dev prometheus-cpp-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev node-llhttp
   kcat python3-kafka python3-confluent-kafka python3-prometheus-client python3-yaml
   curl procps

@@ -40,11 +40,11 @@ source_dir=$(cd "$here/../.." && pwd)
 # Keep these three lists identical to the Dockerfile's.
 build_packages=(
   build-essential cmake pkg-config python3
-  libuv1-dev libspdlog-dev libfmt-dev libyaml-cpp-dev prometheus-cpp-dev node-llhttp
+  libuv1-dev libspdlog-dev libfmt-dev libyaml-cpp-dev prometheus-cpp-dev node-llhttp libssl-dev
   libgtest-dev libgmock-dev
 )
 runtime_packages=(
-  libuv1 libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0
+  libuv1 libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0 libssl3
 )
 cmake_flags=(
   -DCMAKE_BUILD_TYPE=Release -DEPOCHGATE_PEERS=OFF -DEPOCHGATE_BENCH=OFF
