@@ -244,4 +244,9 @@ volumeMounts:
   - name: epochgate-config
     mountPath: /etc/epochgate
     readOnly: true
+{{- if $v.sasl.existingSecret }}
+  - name: epochgate-sasl
+    mountPath: {{ $v.sasl.mountPath }}
+    readOnly: true
+{{- end }}
 {{- end -}}

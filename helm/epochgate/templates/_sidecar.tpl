@@ -72,6 +72,11 @@ true
 - name: epochgate-config
   configMap:
     name: {{ include "epochgate.configMapName" $ctx }}
+{{- if $ctx.Values.sasl.existingSecret }}
+- name: epochgate-sasl
+  secret:
+    secretName: {{ $ctx.Values.sasl.existingSecret }}
+{{- end }}
 {{- end -}}
 
 {{/* Pod annotations: the config checksum, so a config change rolls the client's pods. */}}
