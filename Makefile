@@ -1,6 +1,6 @@
 # The README's two commands. Both set everything up first (tools/setup.sh).
 #   make demo   epochgate in front of an embedded 3-broker cluster, real clients through it
-#   make test   every test (unit, codec, integration, scenario, ops, faults)
+#   make test   every test (unit, codec, integration, clients, scenario, ops, faults)
 BUILD ?= build
 
 .PHONY: demo test build clean

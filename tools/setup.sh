@@ -20,6 +20,9 @@ packages=(
   golang-github-xeipuuv-gojsonschema-dev
   # tools/ci-extra.sh: libFuzzer targets and the sanitizer runtimes.
   clang libclang-rt-14-dev
+  # tests/integration/clients: sarama and kafka-go, built with golang-go in
+  # GOPATH mode; KafkaJS runs on Node.js (npm installs it, below).
+  golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev
 )
 # npm fetches librdkafka's source; a machine whose Node.js already ships npm
 # (NodeSource's nodejs conflicts with Debian's npm package) keeps its own.
@@ -39,3 +42,5 @@ fi
 rdk=$(tools/build-librdkafka.sh)
 cmake -S . -B "$build" -DEPOCHGATE_LIBRDKAFKA_PREFIX="$rdk" "$@" >/dev/null
 cmake --build "$build" -j"$(nproc)"
+# The sarama and kafka-go peers and KafkaJS (npm, pinned), into the cache.
+tests/integration/clients/build.sh >/dev/null
