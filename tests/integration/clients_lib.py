@@ -14,8 +14,8 @@ missing tool is a failure that says what to install.
 
 import json
 import os
-import socket
 import subprocess
+import threading
 import time
 import uuid
 
@@ -56,6 +56,62 @@ def peer_argv(client):
     return [p[client]]
 
 
+def _socket_inodes(pid):
+    inodes = set()
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except OSError:
+        pass
+    return inodes
+
+
+def _tcp_remote_ports(inodes):
+    """Remote ports of the established TCP sockets among `inodes`."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] == "01" and fields[9] in inodes:  # ESTABLISHED
+                        ports.add(int(fields[2].rsplit(":", 1)[1], 16))
+        except OSError:
+            continue
+    return ports
+
+
+class ConnectionWatch:
+    """Samples (every 50 ms, on a thread) the remote ports of a process's
+    established TCP connections, the way `ss -tnp` would show them: a client
+    run through epochgate must never reach a cluster port itself."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.ports = set()
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.ports |= _tcp_remote_ports(_socket_inodes(self.pid))
+            self.samples += 1
+            self._stop.wait(0.05)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
+        return self.ports
+
+
 class PeerRun:
     """One run of a client peer: started at once, its MARK lines answered by
     `on_mark(name)` (then the peer is told to go on), its JSON summary kept."""
@@ -72,6 +128,7 @@ class PeerRun:
         h._commands.write("$ %s\n" % " ".join(argv))
         h._commands.flush()
         self.proc = harness.Process(self.name, argv, h.workdir, stdin=True)
+        self.watch = ConnectionWatch(self.proc.proc.pid)
         h._processes.append(self)
         self.on_mark = on_mark
         self.marks = []
@@ -92,6 +149,9 @@ class PeerRun:
             if line is None:
                 raise AssertionError("%s exited (rc=%s) without a summary; stderr: %s" % (
                     self.name, self.proc.proc.poll(), self.proc.tail(15)))
+            if line.startswith("MARK ") or line.startswith("{"):
+                # Connections are all still open here: sample once more.
+                self.watch.ports |= _tcp_remote_ports(_socket_inodes(self.proc.proc.pid))
             if line.startswith("MARK "):
                 mark = line.split(" ", 1)[1]
                 self.marks.append(mark)
@@ -106,6 +166,7 @@ class PeerRun:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise AssertionError("%s printed its summary but did not exit" % self.name)
+        summary["remote_ports"] = sorted(self.watch.stop())
         summary["wall_seconds"] = round(time.monotonic() - started, 2)
         summary["returncode"] = self.proc.proc.returncode
         summary["marks"] = self.marks
@@ -113,7 +174,21 @@ class PeerRun:
         return summary
 
     def stop(self):
+        self.watch.stop()
         return self.proc.stop()
+
+
+def check_front(label, s, cluster, way):
+    """Through epochgate the client reached no cluster port (an address that
+    leaked past the rewrite would show here); directly it did (control)."""
+    reached = set(s["remote_ports"]) & set(cluster.ports)
+    if way == "direct":
+        assert reached, "%s: control: the direct client never reached a cluster port (saw %s)" % (
+            label, s["remote_ports"])
+    else:
+        assert s["remote_ports"] and not reached, (
+            "%s: the client connected to cluster ports %s past epochgate (saw %s)" % (
+                label, sorted(reached), s["remote_ports"]))
 
 
 # ----------------------------------------------------------- cluster's view
@@ -281,6 +356,7 @@ class BothWays:
                           on_mark=on_mark if leader_move else None, name="%s-%s" % (client, way))
             s = run.result(timeout)
             s["way"] = way
+            check_front("%s %s" % (client, way), s, self.cluster, way)
             s["view"] = check_exact("%s %s" % (client, way), s, self.cluster, topic, partitions,
                                     messages, ordered=ordered,
                                     redelivery_on_rejoin=redelivery_on_rejoin)
