@@ -278,8 +278,8 @@ def check_exact(label, s, cluster, topic, partitions, messages, ordered=False,
         problems.append("out_of_order=%s (an idempotent producer keeps order)" % s.get("out_of_order"))
     hw = high_watermarks(cluster, topic, partitions)
     if sum(hw.values()) != messages:
-        problems.append("the log holds %d records, %d acknowledged (high watermarks %s)"
-                        % (sum(hw.values()), messages, hw))
+        problems.append("the log holds %d records, %d produced and %s acknowledged (high "
+                        "watermarks %s)" % (sum(hw.values()), messages, s.get("acked"), hw))
     committed = committed_offsets(cluster, s["group"], topic, partitions)
     if committed != hw:
         problems.append("committed offsets %s != high watermarks %s" % (committed, hw))

@@ -9,6 +9,7 @@
 # KafkaJS comes from the npm registry with `npm install`, pinned below.
 # Cache: ${EPOCHGATE_CACHE:-$HOME/.cache/epochgate}/client-peers/
 #   go-<hash of sources, Go version, package versions>/{sarama,kafkago}
+#   gocache/  (Go's build cache)
 #   kafkajs-<version>/node_modules/kafkajs  (a .complete marker when done)
 # Idempotent: a second run only checks the cache. Exits non-zero with a
 # reason when a tool or package is missing; it never installs system packages
@@ -41,13 +42,16 @@ if [ ! -f "$out/.complete" ]; then
   ln -s "$here" "$out/gopath/src/epochgate"
   for peer in sarama kafkago; do
     echo "client peers: building $peer with $(go version | cut -d' ' -f3) (GOPATH mode)" >&2
-    GO111MODULE=off GOPATH="$out/gopath:$gocode" GOCACHE="$cache/go-build" GOFLAGS= \
+    GO111MODULE=off GOPATH="$out/gopath:$gocode" GOCACHE="$cache/gocache" GOFLAGS= \
       GOPROXY=off nice go build -o "$out/$peer" "epochgate/$peer" >&2 \
       || fail "go build of $peer failed"
   done
   rm -rf "$out/gopath"
   touch "$out/.complete"
 fi
+touch "$out"
+# Builds of older sources nobody has used for a week.
+find "$cache" -maxdepth 1 -name 'go-*' -type d ! -path "$out" -mtime +7 -exec rm -rf {} + 2>/dev/null || true
 
 command -v node >/dev/null || fail "node not found (apt-get install nodejs npm)"
 js=$cache/kafkajs-$kafkajs_version
