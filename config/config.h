@@ -71,7 +71,11 @@ struct LimitsConfig {
   uint32_t idle_timeout_ms = 600000;           ///< close client connections idle this long
   uint32_t partial_frame_timeout_ms = 30000;   ///< a frame started but not finished
   uint64_t buffer_budget_bytes = 1ull << 30;   ///< all connections' buffered bytes
+  /// Resolve, connect and the broker's answer to epochgate's ApiVersions, per broker.
   uint32_t upstream_connect_timeout_ms = 10000;
+  /// A forwarded request unanswered this long past its own deadline (Produce
+  /// timeout_ms, Fetch max_wait_ms, else 0) is counted and logged; 0: off.
+  uint32_t upstream_overdue_ms = 30000;
 };
 
 struct BrokerPortsConfig {

@@ -457,6 +457,8 @@ class Parser {
                          else if (k == "upstream_connect_timeout_ms")
                            uint_field(fv, fp, fm, l.upstream_connect_timeout_ms,
                                       UintKind::kDuration);
+                         else if (k == "upstream_overdue_ms")
+                           uint_field(fv, fp, fm, l.upstream_overdue_ms, UintKind::kDuration);
                        });
           } else if (key == "policy") {
             seen(p, m);
@@ -698,7 +700,8 @@ const std::map<std::string, std::vector<std::string_view>>& config_schema_keys()
       {"limits",
        {"max_frame_bytes", "max_in_flight_per_connection", "max_connections",
         "high_watermark_bytes", "low_watermark_bytes", "idle_timeout_ms",
-        "partial_frame_timeout_ms", "buffer_budget_bytes", "upstream_connect_timeout_ms"}},
+        "partial_frame_timeout_ms", "buffer_budget_bytes", "upstream_connect_timeout_ms",
+        "upstream_overdue_ms"}},
       {"policy",
        {"default_mode", "rules", "inject_epochs", "kip951_bridge", "max_staleness_ms",
         "refresh_before_fence_ms", "hold_timeout_ms"}},
@@ -811,6 +814,7 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
   ck.range("limits.idle_timeout_ms", l.idle_timeout_ms, 1, 86400000);
   ck.range("limits.partial_frame_timeout_ms", l.partial_frame_timeout_ms, 1, 3600000);
   ck.range("limits.upstream_connect_timeout_ms", l.upstream_connect_timeout_ms, 1, 600000);
+  ck.range("limits.upstream_overdue_ms", l.upstream_overdue_ms, 0, 86400000);
   ck.range("limits.buffer_budget_bytes", l.buffer_budget_bytes, 1, UINT64_MAX);
   if (ck.usable("limits.low_watermark_bytes") && ck.usable("limits.high_watermark_bytes") &&
       l.low_watermark_bytes >= l.high_watermark_bytes) {

@@ -135,6 +135,18 @@ struct ProxyMetrics::Impl {
                              .Name("epochgate_upstream_connect_failures_total")
                              .Help("Failed connection attempts to brokers, by node.")
                              .Register(*registry)),
+        unanswered(prometheus::BuildCounter()
+                       .Name("epochgate_upstream_unanswered_total")
+                       .Help("Upstream connections that connected but did not answer "
+                             "epochgate's ApiVersions within limits.upstream_connect_timeout_ms "
+                             "(also counted as connect failures), by node.")
+                       .Register(*registry)),
+        overdue(prometheus::BuildCounter()
+                    .Name("epochgate_upstream_overdue_requests_total")
+                    .Help("Forwarded requests still unanswered by their broker "
+                          "limits.upstream_overdue_ms past the deadline the request carries, "
+                          "by API.")
+                    .Register(*registry)),
         upstream_latency(prometheus::BuildHistogram()
                              .Name("epochgate_upstream_latency_seconds")
                              .Help("Time from writing a request to a broker to reading its "
@@ -275,6 +287,9 @@ struct ProxyMetrics::Impl {
     child(connect_failure_children[kNodeBootstrap], connect_failures, [] {
       return prometheus::Labels{{"node", "bootstrap"}};
     });
+    child(unanswered_children[kNodeBootstrap], unanswered, [] {
+      return prometheus::Labels{{"node", "bootstrap"}};
+    });
     for (int16_t api : kCoreApis) {
       const int slot = api_slot(api);
       const prometheus::Labels labels{{"api", api_label(api)}};
@@ -336,6 +351,8 @@ struct ProxyMetrics::Impl {
   Family<Gauge>& connections_active;
   Family<Counter>& connections_total;
   Family<Counter>& connect_failures;
+  Family<Counter>& unanswered;
+  Family<Counter>& overdue;
   Family<Histogram>& upstream_latency;
   Family<Histogram>& proxy_latency_family;
   Family<Counter>& frame_errors;
@@ -378,6 +395,8 @@ struct ProxyMetrics::Impl {
   std::array<std::array<std::atomic<Gauge*>, kNodeSlots>, 2> active_children{};
   std::array<std::array<std::atomic<Counter*>, kNodeSlots>, 2> total_children{};
   std::array<std::atomic<Counter*>, kNodeSlots> connect_failure_children{};
+  std::array<std::atomic<Counter*>, kNodeSlots> unanswered_children{};
+  std::array<std::atomic<Counter*>, kApiSlots> overdue_children{};
 
   LabelInterner<std::string, kReasonCap> frame_error_reasons;
   std::array<std::atomic<Counter*>, kReasonCap + 1> frame_error_children{};
@@ -484,6 +503,20 @@ void ProxyMetrics::upstream_connect_failure(int32_t node_id) {
   const std::size_t slot = impl_->node_slot(node_id);
   child(impl_->connect_failure_children[slot], impl_->connect_failures, [&] {
     return prometheus::Labels{{"node", impl_->node_label(slot)}};
+  }).Increment();
+}
+
+void ProxyMetrics::upstream_unanswered(int32_t node_id) {
+  const std::size_t slot = impl_->node_slot(node_id);
+  child(impl_->unanswered_children[slot], impl_->unanswered, [&] {
+    return prometheus::Labels{{"node", impl_->node_label(slot)}};
+  }).Increment();
+}
+
+void ProxyMetrics::upstream_overdue(int16_t api_key) {
+  const int slot = api_slot(api_key);
+  child(impl_->overdue_children[slot], impl_->overdue, [&] {
+    return prometheus::Labels{{"api", api_label(api_key)}};
   }).Increment();
 }
 

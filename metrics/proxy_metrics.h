@@ -44,6 +44,11 @@ class ProxyMetrics {
   void connection_closed(Side s, int32_t node_id);
   /// epochgate_upstream_connect_failures_total{node}
   void upstream_connect_failure(int32_t node_id);
+  /// epochgate_upstream_unanswered_total{node}: connected, no ApiVersions answer in time.
+  void upstream_unanswered(int32_t node_id);
+  /// epochgate_upstream_overdue_requests_total{api}: a forwarded request unanswered
+  /// far past its own deadline (counted once per request).
+  void upstream_overdue(int16_t api_key);
   /// epochgate_upstream_latency_seconds{api}: request written upstream -> response read.
   void upstream_latency(int16_t api_key, double seconds);
   /// epochgate_proxy_latency_seconds: time epochgate itself held a request and its response.

@@ -12,7 +12,7 @@
 namespace epochgate::proxy {
 
 Connection::Connection(uv_loop_t* loop, BufferPool& pool, ConnectionOwner& owner)
-    : pool_(pool), owner_(owner) {
+    : pool_(pool), owner_(&owner) {
   uv_tcp_init(loop, &tcp_);
   tcp_.data = this;
   write_req_.data = this;
@@ -91,12 +91,12 @@ void Connection::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
   if (nread > 0) {
     c->in_.commit(static_cast<size_t>(nread));
     c->bytes_read_ += static_cast<uint64_t>(nread);
-    c->owner_.on_readable(*c);
+    c->owner_->on_readable(*c);
     return;
   }
   if (nread < 0) {
     c->stop_reading();
-    c->owner_.on_read_error(*c, static_cast<int>(nread));
+    c->owner_->on_read_error(*c, static_cast<int>(nread));
   }
   // nread == 0: EAGAIN, nothing to do.
 }
@@ -137,13 +137,13 @@ void Connection::flush() {
   // Try the write right away: most small batches go out without a callback.
   ssize_t rc = try_write(nullptr, 0);
   if (rc < 0 && rc != UV_EAGAIN) {
-    owner_.on_write_error(*this, static_cast<int>(rc));
+    owner_->on_write_error(*this, static_cast<int>(rc));
     return;
   }
   if (release_output_if_empty()) {
     if (was_above_high_ && queued_bytes() <= low_) {
       was_above_high_ = false;
-      owner_.on_drained(*this);
+      owner_->on_drained(*this);
     }
     return;
   }
@@ -184,7 +184,7 @@ void Connection::start_write() {
   int rc = uv_write(&write_req_, stream(), &b, 1, &Connection::on_write);
   if (rc != 0) {
     std::swap(out_, writing_);
-    owner_.on_write_error(*this, rc);
+    owner_->on_write_error(*this, rc);
     return;
   }
   write_in_flight_ = true;
@@ -197,7 +197,7 @@ void Connection::on_write(uv_write_t* req, int status) {
   c->pool_.give_back(std::move(c->writing_));
   c->account();
   if (status != 0) {
-    if (status != UV_ECANCELED) c->owner_.on_write_error(*c, status);
+    if (status != UV_ECANCELED) c->owner_->on_write_error(*c, status);
     return;
   }
   if (!c->out_.empty()) {
@@ -208,7 +208,7 @@ void Connection::on_write(uv_write_t* req, int status) {
   }
   if (c->was_above_high_ && c->queued_bytes() <= c->low_) {
     c->was_above_high_ = false;
-    c->owner_.on_drained(*c);
+    c->owner_->on_drained(*c);
   }
 }
 
@@ -225,7 +225,7 @@ void Connection::on_close(uv_handle_t* h) {
   c->pool_.give_back(std::move(c->out_));
   c->pool_.give_back(std::move(c->writing_));
   c->account();
-  c->owner_.on_closed(*c);
+  c->owner_->on_closed(*c);
 }
 
 bool Connection::peer_closed() const {

@@ -44,6 +44,10 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  /// Hands the connection to a new owner (a dialer passing on a connected
+  /// socket); later callbacks go to `owner`.
+  void set_owner(ConnectionOwner& owner) { owner_ = &owner; }
+
   uv_tcp_t* tcp() { return &tcp_; }
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
 
@@ -138,7 +142,7 @@ class Connection {
   uv_tcp_t tcp_;
   uv_write_t write_req_;
   BufferPool& pool_;
-  ConnectionOwner& owner_;
+  ConnectionOwner* owner_;
   ByteBuffer in_;
   ByteBuffer out_;      // appended to while a write is in flight
   ByteBuffer writing_;  // owned by the in-flight uv_write

@@ -34,6 +34,12 @@ void InFlightQueue::forwarded_without_response(int32_t correlation_id) {
   }
 }
 
+InFlightEntry* InFlightQueue::oldest_awaiting_upstream() {
+  for (const UpstreamSlot& s : upstream_)
+    if (s.entry != nullptr) return s.entry;
+  return nullptr;
+}
+
 MatchResult InFlightQueue::match_upstream(int32_t correlation_id, InFlightEntry** out) {
   *out = nullptr;
   size_t i = 0;

@@ -30,6 +30,10 @@ struct InFlightEntry {
   uint64_t received_ns = 0;       ///< request frame complete (monotonic ns)
   uint64_t forwarded_ns = 0;      ///< queued upstream (0: answered by epochgate)
   uint64_t answered_ns = 0;       ///< broker response read
+  /// Longest the broker may take by the request's own terms (Produce
+  /// timeout_ms, Fetch max_wait_ms; 0 for most APIs); -1: not watched.
+  int32_t own_wait_ms = 0;
+  bool overdue_reported = false;  ///< counted and logged as overdue once
   std::unique_ptr<EntryContext> context;
 };
 
@@ -67,6 +71,10 @@ class InFlightQueue {
   InFlightEntry* front() { return client_.empty() ? nullptr : &client_.front(); }
   /// Drops the oldest entry (after its response was written).
   void pop_front() { client_.pop_front(); }
+
+  /// The oldest forwarded request that owes a response and is not yet
+  /// answered (the one the broker must answer next), or nullptr.
+  InFlightEntry* oldest_awaiting_upstream();
 
   /// Requests owed to the client.
   size_t size() const { return client_.size(); }

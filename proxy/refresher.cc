@@ -33,9 +33,7 @@ Refresher::Refresher(uv_loop_t* loop, std::shared_ptr<const config::Config> conf
   tick_.data = this;
   uv_async_init(loop_, &async_, &Refresher::on_async);
   async_.data = this;
-  resolve_req_.data = this;
-  connect_req_.data = this;
-  open_handles_ = 2;
+  open_handles_ = 3;  // tick, async, dialer
 }
 
 Refresher::~Refresher() = default;
@@ -85,12 +83,11 @@ void Refresher::maybe_refresh(uint64_t now) {
   const auto& rc = config_->refresher;
   if (session_ends_ms_ && metrics_)
     metrics_->set_sasl_session_expiry(now < session_ends_ms_ ? (session_ends_ms_ - now) / 1e3 : 0);
-  if (state_ == State::kAwaitApiVersions || state_ == State::kAwaitSasl ||
-      state_ == State::kAwaitMetadata) {
+  if (state_ == State::kAwaitSasl || state_ == State::kAwaitMetadata) {
     if (now - request_started_ms_ > rc.request_timeout_ms) fail("request timed out");
     return;
   }
-  if (state_ == State::kConnecting) return;
+  if (state_ == State::kConnecting) return;  // the dialer's deadline bounds it
   if (last_failed_ms_ && now - last_failed_ms_ < kRetryBackoffMs) return;  // all brokers failed
   bool urgent;
   {
@@ -171,61 +168,82 @@ void Refresher::connect_next() {
     return;
   }
   state_ = State::kConnecting;
-  const auto& t = targets_[target_index_];
   {
     std::lock_guard<std::mutex> lock(broker_mu_);
-    broker_ = t.to_string();
+    broker_ = targets_[target_index_].to_string();
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  std::string port = std::to_string(t.port);
-  if (uv_getaddrinfo(loop_, &resolve_req_, &Refresher::on_resolved, t.host.c_str(), port.c_str(),
-                     &hints) != 0) {
-    ++target_index_;
-    connect_next();
-  }
+  // Connected counts only once the broker answered ApiVersions (the dialer's
+  // probe), each broker within limits.upstream_connect_timeout_ms: a
+  // blackholed or never-accepting broker costs one timeout, not the kernel's
+  // connect retries.
+  std::vector<config::HostPort> rest(targets_.begin() + static_cast<std::ptrdiff_t>(target_index_),
+                                     targets_.end());
+  dialer_.dial(std::move(rest), config_->limits.upstream_connect_timeout_ms, kClientId);
 }
 
-void Refresher::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
-  auto* r = static_cast<Refresher*>(req->data);
-  if (r->stopping_ || status != 0 || res == nullptr) {
-    if (res) uv_freeaddrinfo(res);
-    if (r->stopping_) return;
-    ++r->target_index_;
-    r->connect_next();
+void Refresher::on_dial_attempt_failed(const UpstreamDialer::Failure& f) {
+  {
+    std::lock_guard<std::mutex> lock(broker_mu_);
+    broker_ = f.target.to_string();
+  }
+  EPOCHGATE_PROXY_LOG(info, "refresher_connect",
+                      "metadata refresh ({}): broker {}: {} failed after {} ms{}{}; trying the "
+                      "next broker",
+                      trigger_, f.target.to_string(), UpstreamDialer::stage_name(f.stage),
+                      f.elapsed_ms, f.status ? ": " : "", f.status ? uv_strerror(f.status) : "");
+}
+
+void Refresher::on_dialed(std::unique_ptr<Connection> conn, size_t index,
+                          const std::vector<int16_t>& max_versions) {
+  if (stopping_) {
+    conn->set_owner(*this);
+    ++open_handles_;
+    closing_.push_back(std::move(conn));
+    closing_.back()->close();
     return;
   }
-  r->conn_ = std::make_unique<Connection>(r->loop_, r->pool_, *r);
-  ++r->open_handles_;
-  int rc = uv_tcp_connect(&r->connect_req_, r->conn_->tcp(), res->ai_addr, &Refresher::on_connected);
-  uv_freeaddrinfo(res);
-  if (rc != 0) r->fail(std::string("connect: ") + uv_strerror(rc));
-}
-
-void Refresher::on_connected(uv_connect_t* req, int status) {
-  auto* r = static_cast<Refresher*>(req->data);
-  if (r->stopping_ || !r->conn_) return;
-  if (status != 0) {
-    r->fail(std::string("connect: ") + uv_strerror(status));
+  target_index_ += index;
+  {
+    std::lock_guard<std::mutex> lock(broker_mu_);
+    broker_ = targets_[target_index_].to_string();
+  }
+  conn->set_owner(*this);
+  conn_ = std::move(conn);
+  ++open_handles_;
+  conn_->start_reading();
+  int16_t ours = codec::api_info(codec::kMetadata)->max_version;
+  int16_t broker = 1;
+  if (max_versions.size() > static_cast<size_t>(codec::kMetadata) &&
+      max_versions[codec::kMetadata] >= 0)
+    broker = max_versions[codec::kMetadata];
+  metadata_version_ = std::max<int16_t>(1, std::min(ours, broker));
+  if (config_->upstream_sasl.enabled()) {
+    bool offered = max_versions.size() > static_cast<size_t>(codec::kSaslHandshake) &&
+                   max_versions[codec::kSaslHandshake] >= 0;
+    if (!offered) {
+      EPOCHGATE_PROXY_LOG(warn, "sasl_login",
+                          "SASL login ({}) to {} impossible: the broker does not offer "
+                          "SaslHandshake (a plaintext listener?)",
+                          config_->upstream_sasl.mechanism, last_broker());
+      fail("no SaslHandshake");
+      return;
+    }
+    begin_login();
     return;
   }
-  r->conn_->start_reading();
-  r->send_api_versions();
+  send_metadata();
 }
 
-void Refresher::send_api_versions() {
-  codec::RequestHeader h;
-  h.api_key = codec::kApiVersions;
-  h.api_version = 0;
-  h.correlation_id = awaiting_correlation_ = next_correlation_++;
-  h.client_id = kClientId;
-  std::vector<uint8_t> frame;
-  codec::encode_frame(frame, h, codec::ApiVersionsRequest{}, 0);
-  conn_->queue(frame.data(), frame.size());
-  conn_->flush();
-  state_ = State::kAwaitApiVersions;
-  request_started_ms_ = now_ms();
+void Refresher::on_dial_failed() {
+  target_index_ = targets_.size();
+  connect_next();
+}
+
+void Refresher::on_dialer_closed() {
+  if (--open_handles_ == 0 && on_stopped_) {
+    auto cb = std::move(on_stopped_);
+    cb();
+  }
 }
 
 void Refresher::send_metadata() {
@@ -324,47 +342,15 @@ void Refresher::handle_frame(const uint8_t* frame, size_t size) {
     apply_login_step(login_->on_response(frame, size, next_correlation_++));
     return;
   }
-  int16_t key = state_ == State::kAwaitApiVersions ? codec::kApiVersions : codec::kMetadata;
-  int16_t version = state_ == State::kAwaitApiVersions ? 0 : metadata_version_;
   codec::ResponseHeader h;
-  codec::Status st =
-      codec::parse_response_header(frame, size, codec::response_header_version(key, version), h);
+  codec::Status st = codec::parse_response_header(
+      frame, size, codec::response_header_version(codec::kMetadata, metadata_version_), h);
   if (!st.ok() || h.correlation_id != awaiting_correlation_) {
     fail("unexpected response");
     return;
   }
   const uint8_t* body = frame + h.size;
   size_t len = size - h.size;
-  if (state_ == State::kAwaitApiVersions) {
-    codec::ApiVersionsResponse r;
-    codec::Bytes trailing;
-    st = codec::decode_body_allow_trailing(body, len, 0, r, trailing);
-    if (!st.ok()) {
-      fail("ApiVersions: " + st.message());
-      return;
-    }
-    int16_t ours = codec::api_info(codec::kMetadata)->max_version;
-    int16_t broker = 1;
-    for (const auto& k : r.api_keys)
-      if (k.api_key == codec::kMetadata) broker = k.max_version;
-    metadata_version_ = std::max<int16_t>(1, std::min(ours, broker));
-    if (config_->upstream_sasl.enabled()) {
-      bool offered = false;
-      for (const auto& k : r.api_keys) offered |= k.api_key == codec::kSaslHandshake;
-      if (!offered) {
-        EPOCHGATE_PROXY_LOG(warn, "sasl_login",
-                            "SASL login ({}) to {} impossible: the broker does not offer "
-                            "SaslHandshake (a plaintext listener?)",
-                            config_->upstream_sasl.mechanism, last_broker());
-        fail("no SaslHandshake");
-        return;
-      }
-      begin_login();
-      return;
-    }
-    send_metadata();
-    return;
-  }
   codec::MetadataResponse m;
   codec::Bytes trailing;
   st = codec::decode_body_allow_trailing(body, len, metadata_version_, m, trailing);
@@ -454,6 +440,7 @@ void Refresher::stop(std::function<void()> done) {
     closing_.push_back(std::move(conn_));
     closing_.back()->close();
   }
+  dialer_.close();
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), closed);
 }

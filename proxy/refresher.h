@@ -1,6 +1,7 @@
 // proxy/refresher.h: epochgate's own Metadata client (issue 4 item 3). Keeps
 // one upstream connection (bootstrap brokers first, then any known broker),
-// negotiates the Metadata version with ApiVersions, and refreshes the view
+// dialed by UpstreamDialer (connect timeout, answered ApiVersions), takes the
+// Metadata version from that ApiVersions answer, and refreshes the view
 // periodically for the topics it knows and urgently for topics a session
 // flagged; urgent requests are coalesced and rate-limited. Runs on the main
 // loop; request_urgent() may be called from any thread.
@@ -22,6 +23,7 @@
 #include "proxy/buffer_pool.h"
 #include "proxy/connection.h"
 #include "proxy/sasl_login.h"
+#include "proxy/upstream_dialer.h"
 
 namespace epochgate::metrics {
 class ProxyMetrics;
@@ -30,7 +32,7 @@ class ProxyMetrics;
 namespace epochgate::proxy {
 
 /// Periodic and urgent Metadata refreshes into a MetadataView.
-class Refresher : public ConnectionOwner {
+class Refresher : public ConnectionOwner, private UpstreamDialer::Owner {
  public:
   Refresher(uv_loop_t* loop, std::shared_ptr<const config::Config> config,
             policy::MetadataView& view, metrics::ProxyMetrics* metrics);
@@ -63,16 +65,19 @@ class Refresher : public ConnectionOwner {
   void on_closed(Connection& c) override;
 
  private:
-  enum class State { kIdle, kConnecting, kAwaitApiVersions, kAwaitSasl, kAwaitMetadata, kReady };
+  enum class State { kIdle, kConnecting, kAwaitSasl, kAwaitMetadata, kReady };
 
   static void on_tick(uv_timer_t* t);
   static void on_async(uv_async_t* a);
-  static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
-  static void on_connected(uv_connect_t* req, int status);
   void maybe_refresh(uint64_t now_ms);
   void begin_refresh(const char* trigger);
   void connect_next();
-  void send_api_versions();
+  // UpstreamDialer::Owner
+  void on_dial_attempt_failed(const UpstreamDialer::Failure& f) override;
+  void on_dialed(std::unique_ptr<Connection> conn, size_t index,
+                 const std::vector<int16_t>& max_versions) override;
+  void on_dial_failed() override;
+  void on_dialer_closed() override;
   void send_metadata();
   /// Logs in (upstream_sasl) on the open connection, then sends Metadata.
   void begin_login();
@@ -86,12 +91,11 @@ class Refresher : public ConnectionOwner {
   policy::MetadataView& view_;
   metrics::ProxyMetrics* metrics_;
   BufferPool pool_{16 * 1024, 4};
+  UpstreamDialer dialer_{loop_, pool_, *this};
   std::unique_ptr<Connection> conn_;
   std::vector<std::unique_ptr<Connection>> closing_;
   uv_timer_t tick_;
   uv_async_t async_;
-  uv_getaddrinfo_t resolve_req_;
-  uv_connect_t connect_req_;
   State state_ = State::kIdle;
   std::vector<config::HostPort> targets_;
   size_t target_index_ = 0;

@@ -29,6 +29,10 @@ namespace {
 
 uint64_t now_ns() { return uv_hrtime(); }
 
+// Group APIs a broker holds until the group settles (JoinGroup, SyncGroup).
+constexpr int16_t kJoinGroup = 11;
+constexpr int16_t kSyncGroup = 14;
+
 // Input growth step while a frame is incomplete (bytes).
 constexpr size_t kFrameGrowStep = 256 * 1024;
 
@@ -106,17 +110,14 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id)
       list_(list),
       node_id_(node_id),
       client_(ctx.loop, ctx.pool, *this),
-      upstream_(std::make_unique<Connection>(ctx.loop, ctx.pool, *this)) {
+      dialer_(ctx.loop, ctx.pool, *this) {
   uv_timer_init(ctx.loop, &connect_timer_);
   connect_timer_.data = this;
-  resolve_req_.data = this;
   list_.add(this);
   client_.set_budget(ctx.budget, true);
-  upstream_->set_budget(ctx.budget, false);
   last_activity_ns_ = now_ns();
   const auto& lim = ctx_.config->limits;
   client_.set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
-  upstream_->set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
 }
 
 Session::~Session() = default;
@@ -138,133 +139,89 @@ void Session::start() {
     uv_timer_start(&connect_timer_, &Session::on_connect_timeout, 100, 0);
     return;
   }
-  resolve_next();
+  dial();
 }
 
-void Session::resolve_next() {
-  if (state_ == State::kClosing) return;
-  if (target_index_ >= targets_.size()) {
-    connect_failed("no reachable upstream", 0);
-    return;
-  }
-  state_ = State::kResolving;
-  const config::HostPort& t = targets_[target_index_];
-  upstream_name_ = t.to_string();
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  std::string port = std::to_string(t.port);
-  int rc = uv_getaddrinfo(ctx_.loop, &resolve_req_, &Session::on_resolved, t.host.c_str(),
-                          port.c_str(), &hints);
-  if (rc != 0) {
-    EPOCHGATE_PROXY_LOG(warn, "upstream_resolve", "upstream {}: cannot resolve: {}",
-                        upstream_name_, uv_strerror(rc));
-    ++target_index_;
-    resolve_next();
-    return;
-  }
-  ++pending_ops_;
-  uv_timer_start(&connect_timer_, &Session::on_connect_timeout,
-                 ctx_.config->limits.upstream_connect_timeout_ms, 0);
+void Session::dial() {
+  state_ = State::kDialing;
+  upstream_name_ = targets_.front().to_string();
+  // The client's requests stay unread (in its socket) until the broker has
+  // answered epochgate's own ApiVersions: nothing of the client's is sent to
+  // a broker that might never answer, and no correlation id is shared.
+  dialer_.dial(targets_, ctx_.config->limits.upstream_connect_timeout_ms, "epochgate");
 }
 
-void Session::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
-  auto* s = static_cast<Session*>(req->data);
-  --s->pending_ops_;
-  if (s->state_ == State::kClosing) {
-    if (res) uv_freeaddrinfo(res);
-    s->maybe_free();
-    return;
-  }
-  if (status != 0 || res == nullptr) {
-    EPOCHGATE_PROXY_LOG(warn, "upstream_resolve", "upstream {}: cannot resolve: {}",
-                        s->upstream_name_, uv_strerror(status));
-    if (res) uv_freeaddrinfo(res);
-    if (s->ctx_.metrics) s->ctx_.metrics->upstream_connect_failure(s->node_id_);
-    ++s->target_index_;
-    s->resolve_next();
-    return;
-  }
-  s->state_ = State::kConnecting;
-  // One request per attempt: a timed-out attempt's callback still arrives
-  // (UV_ECANCELED) after the next attempt started on a fresh handle.
-  auto* attempt = new uv_connect_t;
-  attempt->data = s;
-  int rc = uv_tcp_connect(attempt, s->upstream_->tcp(), res->ai_addr, &Session::on_connected);
-  uv_freeaddrinfo(res);
-  if (rc != 0) {
-    delete attempt;
-    s->retry_next_target(rc);
-    return;
-  }
-  ++s->pending_ops_;
-}
-
-void Session::retry_next_target(int status) {
-  EPOCHGATE_PROXY_LOG(warn, "upstream_connect", "upstream {}: connect failed: {}", upstream_name_,
-                      uv_strerror(status));
+void Session::on_dial_attempt_failed(const UpstreamDialer::Failure& f) {
+  upstream_name_ = f.target.to_string();
   if (ctx_.metrics) ctx_.metrics->upstream_connect_failure(node_id_);
-  // A failed socket cannot connect again: retire it and start a fresh one.
-  retired_.push_back(std::move(upstream_));
-  retired_.back()->close();
-  upstream_ = std::make_unique<Connection>(ctx_.loop, ctx_.pool, *this);
+  if (f.stage == UpstreamDialer::Stage::kAnswer) {
+    if (ctx_.metrics) ctx_.metrics->upstream_unanswered(node_id_);
+    EPOCHGATE_PROXY_LOG(warn, "upstream_unanswered",
+                        "upstream {} (node {}): connected, but {} epochgate's ApiVersions "
+                        "within {} ms (limits.upstream_connect_timeout_ms){}{}; counted as a "
+                        "failed connect",
+                        upstream_name_, node_id_,
+                        f.status == UV_ETIMEDOUT ? "no answer to" : "no valid answer to",
+                        ctx_.config->limits.upstream_connect_timeout_ms,
+                        f.status && f.status != UV_ETIMEDOUT ? ": " : "",
+                        f.status && f.status != UV_ETIMEDOUT ? uv_strerror(f.status) : "");
+    return;
+  }
+  EPOCHGATE_PROXY_LOG(warn, f.stage == UpstreamDialer::Stage::kResolve ? "upstream_resolve"
+                                                                         : "upstream_connect",
+                      "upstream {} (node {}): {} failed after {} ms: {}", upstream_name_,
+                      node_id_, UpstreamDialer::stage_name(f.stage), f.elapsed_ms,
+                      f.status ? uv_strerror(f.status) : "?");
+}
+
+void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
+                        const std::vector<int16_t>&) {
+  if (state_ == State::kClosing) {
+    // Cannot happen (close() cancels the dialer first); never leak a socket.
+    conn->set_owner(*this);
+    ++open_handles_;
+    upstream_ = std::move(conn);
+    upstream_->close();
+    return;
+  }
+  conn->set_owner(*this);
+  upstream_ = std::move(conn);
+  ++open_handles_;
   upstream_->set_budget(ctx_.budget, false);
   const auto& lim = ctx_.config->limits;
   upstream_->set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
-  ++open_handles_;
-  ++target_index_;
-  resolve_next();
+  upstream_name_ = targets_[index].to_string();
+  state_ = State::kOpen;
+  upstream_open_ = true;
+  if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kUpstream, node_id_);
+  spdlog::debug("session {} -> {} (node {}) open", client_.peer(), upstream_name_, node_id_);
+  update_backpressure();
+  if (state_ == State::kOpen && !upstream_->input().empty()) process_upstream_input();
 }
 
-void Session::on_connected(uv_connect_t* req, int status) {
-  auto* s = static_cast<Session*>(req->data);
-  bool current = req->handle == s->upstream_->stream();
-  delete req;
-  --s->pending_ops_;
-  if (s->state_ == State::kClosing || !current) {
-    s->maybe_free();  // closing, or an attempt already given up on
-    return;
-  }
-  if (status != 0) {
-    s->retry_next_target(status);
-    return;
-  }
-  s->state_ = State::kOpen;
-  s->upstream_open_ = true;
-  uv_timer_stop(&s->connect_timer_);
-  uv_tcp_nodelay(s->upstream_->tcp(), 1);
-  if (s->ctx_.metrics) s->ctx_.metrics->connection_opened(Side::kUpstream, s->node_id_);
-  spdlog::debug("session {} -> {} (node {}) open", s->client_.peer(), s->upstream_name_,
-                s->node_id_);
-  s->upstream_->start_reading();
-  s->update_backpressure();
+void Session::on_dial_failed() { connect_failed("no reachable upstream", 0); }
+
+void Session::on_dialer_closed() {
+  dialer_closed_ = true;
+  maybe_free();
 }
 
 void Session::on_connect_timeout(uv_timer_t* t) {
   auto* s = static_cast<Session*>(t->data);
-  if (s->state_ == State::kClosing || s->state_ == State::kOpen) return;
-  if (s->targets_.empty()) {
-    // Waiting to learn this node's address from a metadata refresh.
-    auto addr = s->ctx_.upstreams->upstream_of(s->node_id_);
-    if (addr) {
-      s->targets_.push_back(*addr);
-      s->resolve_next();
-      return;
-    }
-    uint64_t waited_ms = (now_ns() - s->waiting_for_node_since_ns_) / 1000000;
-    if (waited_ms >= s->ctx_.config->limits.upstream_connect_timeout_ms) {
-      s->connect_failed("node address unknown", 0);
-      return;
-    }
-    uv_timer_start(&s->connect_timer_, &Session::on_connect_timeout, 100, 0);
+  if (s->state_ != State::kStarting || !s->targets_.empty()) return;
+  // Waiting to learn this node's address from a metadata refresh.
+  auto addr = s->ctx_.upstreams->upstream_of(s->node_id_);
+  if (addr) {
+    s->targets_.push_back(*addr);
+    s->dial();
     return;
   }
-  // This attempt took too long: cancel it and try the next target.
-  if (s->state_ == State::kResolving) {
-    uv_cancel(reinterpret_cast<uv_req_t*>(&s->resolve_req_));
-    return;  // on_resolved follows with UV_EAI_CANCELED and moves on
+  uint64_t waited_ms = (now_ns() - s->waiting_for_node_since_ns_) / 1000000;
+  if (waited_ms >= s->ctx_.config->limits.upstream_connect_timeout_ms) {
+    s->connect_failed("node address unknown", 0);
+    return;
   }
-  s->retry_next_target(UV_ETIMEDOUT);
+  uv_timer_start(&s->connect_timer_, &Session::on_connect_timeout, 100, 0);
 }
 
 void Session::on_hold_timer(uv_timer_t* t) {
@@ -292,9 +249,9 @@ void Session::close(const char* reason) {
     if (client_opened_) ctx_.metrics->connection_closed(Side::kClient, node_id_);
     if (was_open) ctx_.metrics->connection_closed(Side::kUpstream, node_id_);
   }
-  if (pending_ops_ > 0) uv_cancel(reinterpret_cast<uv_req_t*>(&resolve_req_));
   client_.close();
-  upstream_->close();
+  if (upstream_) upstream_->close();
+  dialer_.close();
   uv_timer_stop(&connect_timer_);
   uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), &Session::on_timer_closed);
 }
@@ -305,19 +262,13 @@ void Session::on_timer_closed(uv_handle_t* h) {
   s->maybe_free();
 }
 
-void Session::on_closed(Connection& c) {
+void Session::on_closed(Connection&) {
   --open_handles_;
-  for (auto it = retired_.begin(); it != retired_.end(); ++it) {
-    if (it->get() == &c) {
-      retired_.erase(it);
-      break;
-    }
-  }
   maybe_free();
 }
 
 void Session::maybe_free() {
-  if (state_ != State::kClosing || open_handles_ > 0 || pending_ops_ > 0) return;
+  if (state_ != State::kClosing || open_handles_ > 0 || !dialer_closed_) return;
   list_.remove(this);
   delete this;
 }
@@ -340,6 +291,26 @@ bool Session::close_if_client_gone() {
 
 bool Session::idle_for(uint64_t now, uint64_t limit_ns) const {
   return in_flight_.empty() && now - last_activity_ns_ > limit_ns;
+}
+
+void Session::check_overdue(uint64_t now) {
+  uint32_t margin_ms = ctx_.config->limits.upstream_overdue_ms;
+  if (margin_ms == 0 || state_ != State::kOpen) return;
+  InFlightEntry* e = in_flight_.oldest_awaiting_upstream();
+  if (e == nullptr || e->overdue_reported || e->own_wait_ms < 0) return;
+  uint64_t waited_ms = (now - e->forwarded_ns) / 1000000;
+  uint64_t allowed_ms = static_cast<uint64_t>(e->own_wait_ms) + margin_ms;
+  if (waited_ms < allowed_ms) return;
+  e->overdue_reported = true;
+  if (ctx_.metrics) ctx_.metrics->upstream_overdue(e->api_key);
+  const codec::ApiInfo* info = codec::api_info(e->api_key);
+  EPOCHGATE_PROXY_LOG(warn, "upstream_overdue",
+                      "client {} node {}: {} request (correlation id {}) forwarded to {} {} ms "
+                      "ago is unanswered, {} ms past its own wait of {} ms "
+                      "(limits.upstream_overdue_ms {})",
+                      client_.peer(), node_id_, info ? info->name : "?", e->correlation_id,
+                      upstream_name_, waited_ms, waited_ms - e->own_wait_ms, e->own_wait_ms,
+                      margin_ms);
 }
 
 bool Session::partial_frame_stalled(uint64_t now, uint64_t limit_ns) const {
@@ -494,13 +465,21 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
 
   bool expects_response = true;
   int16_t upstream_version = version;
-  if (key == codec::kProduce || (key == codec::kFetch && bridge_fetch_)) {
+  // The wait the request itself grants its broker; past it plus
+  // limits.upstream_overdue_ms an unanswered request is reported. Long polls
+  // whose wait the request does not bound (group rebalances, share sessions)
+  // are not watched.
+  int32_t own_wait_ms = 0;
+  if (key == kJoinGroup || key == kSyncGroup || key == codec::kShareFetch)
+    own_wait_ms = -1;
+  if (key == codec::kProduce || key == codec::kFetch) {
     codec::RequestHeader h;
     codec::Status st = codec::parse_request_header(frame, size, h);
     if (!st.ok()) {
       frame_error(codec::errc_name(st.code), "request header: " + st.message());
       return Step::kClosed;
     }
+    own_wait_ms = request_own_wait_ms(key, frame + h.size, size - h.size, version).value_or(0);
     if (key == codec::kProduce) {
       auto acks = produce_acks(frame + h.size, size - h.size, version);
       if (!acks) {
@@ -509,7 +488,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
       }
       expects_response = *acks != 0;
       if (bridge_produce_ && version == 10) upstream_version = 9;
-    } else if (version == 16) {
+    } else if (bridge_fetch_ && version == 16) {
       upstream_version = 15;
     }
   }
@@ -538,6 +517,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
         if (expects_response) {
           InFlightEntry& e = in_flight_.push(corr, key, version, now);
           e.upstream_version = upstream_version;
+          e.own_wait_ms = own_wait_ms;
           e.context = std::move(plan.context);
           in_flight_.mark_forwarded(e, now);
         } else {
@@ -582,6 +562,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
   if (expects_response) {
     InFlightEntry& e = in_flight_.push(corr, key, version, now);
     e.upstream_version = upstream_version;
+    e.own_wait_ms = own_wait_ms;
     in_flight_.mark_forwarded(e, now);
   } else {
     in_flight_.forwarded_without_response(corr);

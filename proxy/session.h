@@ -18,6 +18,7 @@
 #include "proxy/connection.h"
 #include "proxy/in_flight_queue.h"
 #include "proxy/sasl_framing.h"
+#include "proxy/upstream_dialer.h"
 #include "proxy/worker_context.h"
 
 namespace epochgate::proxy {
@@ -25,20 +26,25 @@ namespace epochgate::proxy {
 class SessionList;
 
 /// A client connection accepted on the listener of `node_id` (-1: bootstrap).
-class Session : public ConnectionOwner {
+class Session : public ConnectionOwner, private UpstreamDialer::Owner {
  public:
   Session(WorkerContext& ctx, SessionList& list, int32_t node_id);
   ~Session() override;
 
   /// The client handle to pass to uv_accept.
   uv_stream_t* client_stream() { return client_.stream(); }
-  /// Starts resolving and connecting the upstream; reads the client once connected.
+  /// Starts dialing the upstream; reads the client once the broker has
+  /// answered on the new connection (UpstreamDialer).
   void start();
   /// Closes both sides (idempotent); the session frees itself when all handles closed.
   void close(const char* reason);
   /// Graceful drain: stop reading new requests; close once nothing is in flight.
   void begin_drain();
   bool idle_for(uint64_t now_ns, uint64_t limit_ns) const;
+  /// Counts and logs (once per request) the request the broker owes next when
+  /// it has waited limits.upstream_overdue_ms past its own deadline. The
+  /// connection stays open: a client with deadlines of its own decides.
+  void check_overdue(uint64_t now_ns);
   /// A frame started longer than `limit_ns` ago and is still incomplete.
   bool partial_frame_stalled(uint64_t now_ns, uint64_t limit_ns) const;
   int32_t node_id() const { return node_id_; }
@@ -66,15 +72,20 @@ class Session : public ConnectionOwner {
   void on_closed(Connection& c) override;
 
  private:
-  enum class State { kResolving, kConnecting, kOpen, kClosing };
+  // kStarting: waiting for a node's address; kDialing: the dialer works (client
+  // unread); kOpen: both sides flow; kClosing: handles closing.
+  enum class State { kStarting, kDialing, kOpen, kClosing };
 
-  void resolve_next();
-  static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
-  static void on_connected(uv_connect_t* req, int status);
+  void dial();
+  // UpstreamDialer::Owner
+  void on_dial_attempt_failed(const UpstreamDialer::Failure& f) override;
+  void on_dialed(std::unique_ptr<Connection> conn, size_t index,
+                 const std::vector<int16_t>& max_versions) override;
+  void on_dial_failed() override;
+  void on_dialer_closed() override;
   static void on_connect_timeout(uv_timer_t* t);
   static void on_timer_closed(uv_handle_t* h);
   void connect_failed(const char* why, int status);
-  void retry_next_target(int status);
   static void on_hold_timer(uv_timer_t* t);
 
   void process_client_input();
@@ -103,26 +114,25 @@ class Session : public ConnectionOwner {
   void pause_for_budget();
   void update_backpressure();
   void maybe_free();
+
   void frame_error(const char* reason, const std::string& detail);
 
   WorkerContext& ctx_;
   SessionList& list_;
   int32_t node_id_;
-  State state_ = State::kResolving;
+  State state_ = State::kStarting;
   Connection client_;
-  std::unique_ptr<Connection> upstream_;
-  std::vector<std::unique_ptr<Connection>> retired_;  // failed upstream attempts, closing
+  std::unique_ptr<Connection> upstream_;  // set once dialed and answered
+  UpstreamDialer dialer_;
   InFlightQueue in_flight_;
   SaslFraming sasl_;
   bool sasl_resume_client_ = false;  // a SASL answer may have released held client frames
-  uv_getaddrinfo_t resolve_req_;
-  uv_timer_t connect_timer_;
+  uv_timer_t connect_timer_;  // waiting for a node's address; request holds
   std::vector<config::HostPort> targets_;
-  size_t target_index_ = 0;
   std::string upstream_name_;
   std::atomic<uint32_t>* counter_ = nullptr;
-  int pending_ops_ = 0;     // getaddrinfo/connect requests not yet called back
-  int open_handles_ = 3;    // client, upstream, timer
+  int open_handles_ = 2;    // client, timer; +1 once the upstream is handed over
+  bool dialer_closed_ = false;
   bool client_paused_ = false;
   bool upstream_paused_ = false;
   bool draining_ = false;

@@ -121,6 +121,7 @@ void Worker::on_sweep(uv_timer_t* t) {
   uint64_t partial_ns = uint64_t{lim.partial_frame_timeout_ms} * 1000000;
   w->sessions_.for_each([&](Session& s) {
     if (s.close_if_client_gone()) return;
+    s.check_overdue(now);
     if (idle_ns && s.idle_for(now, idle_ns)) {
       EPOCHGATE_PROXY_LOG(info, "idle_timeout",
                           "closing client connection on node {} listener: idle for {} ms "

@@ -1,0 +1,124 @@
+// proxy/upstream_dialer.h: dials one connection to an upstream broker, for a
+// session or the refresher alike: tries each target in turn (resolve, connect)
+// under one deadline per target, and counts a connection as up only once the
+// broker has answered epochgate's own ApiVersions request on it. A socket the
+// kernel established but the broker never accepted (a full listen backlog, a
+// hung broker) answers nothing; without the answer a client would wait on it
+// with no deadline of its own (DESIGN.md invariant 9).
+// Owns the attempts' sockets until one is handed over. Never reads or writes a
+// client's bytes and never hands its probe's answer to anyone as a response.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "proxy/buffer_pool.h"
+#include "proxy/connection.h"
+
+namespace epochgate::proxy {
+
+/// Dials a broker connection: resolve, connect and an answered ApiVersions
+/// (Kafka protocol, KIP-35; v0, which every broker since 0.10 answers), each
+/// target within `timeout_ms`. All calls and callbacks on the loop thread.
+class UpstreamDialer : public ConnectionOwner {
+ public:
+  /// Where an attempt failed.
+  enum class Stage {
+    kResolve,  ///< getaddrinfo failed or timed out
+    kConnect,  ///< TCP connect refused, failed or timed out
+    kAnswer,   ///< connected, but no (valid) answer to ApiVersions in time
+  };
+  static const char* stage_name(Stage s);
+
+  /// One failed attempt: target `index` of the list, uv error (UV_ETIMEDOUT
+  /// when the deadline passed, UV_EOF when the broker closed, 0 for a bad answer).
+  struct Failure {
+    size_t index = 0;
+    config::HostPort target;
+    Stage stage = Stage::kConnect;
+    int status = 0;
+    uint64_t elapsed_ms = 0;  ///< since this target's attempt started
+  };
+
+  /// Receives the dialer's results. The dialer may be destroyed only after
+  /// on_dialer_closed(); it never calls back after that.
+  class Owner {
+   public:
+    virtual ~Owner() = default;
+    /// An attempt failed; the dialer goes on with the next target.
+    virtual void on_dial_attempt_failed(const Failure& f) = 0;
+    /// Target `index` is connected and answered. `conn` reads nothing until
+    /// its new owner starts it (Connection::set_owner first); bytes the
+    /// broker sent after the answer are still in its input. `max_versions`
+    /// is the broker's highest version per API key (-1: not offered).
+    virtual void on_dialed(std::unique_ptr<Connection> conn, size_t index,
+                           const std::vector<int16_t>& max_versions) = 0;
+    /// Every target failed (after its on_dial_attempt_failed()).
+    virtual void on_dial_failed() = 0;
+    /// close() finished: no handle or callback of the dialer is left.
+    virtual void on_dialer_closed() {}
+  };
+
+  UpstreamDialer(uv_loop_t* loop, BufferPool& pool, Owner& owner);
+  ~UpstreamDialer() override;
+  UpstreamDialer(const UpstreamDialer&) = delete;
+  UpstreamDialer& operator=(const UpstreamDialer&) = delete;
+
+  /// Starts dialing `targets` in order, giving each `timeout_ms` (resolve,
+  /// connect and answer together). `client_id` names epochgate in the
+  /// ApiVersions request. Cancels a dial in progress.
+  void dial(std::vector<config::HostPort> targets, uint32_t timeout_ms, std::string client_id);
+  /// Stops dialing; the current attempt's socket closes.
+  void cancel();
+  /// Cancels and closes the timer; on_dialer_closed() follows once every
+  /// socket is closed. Idempotent.
+  void close();
+  bool dialing() const { return attempt_ != nullptr; }
+  /// Correlation id of the probe (epochgate's own; never a client's).
+  static constexpr int32_t kProbeCorrelationId = 0x45470001;
+
+  // ConnectionOwner (attempt sockets only).
+  void on_readable(Connection& c) override;
+  void on_read_error(Connection& c, int status) override;
+  void on_drained(Connection&) override {}
+  void on_write_error(Connection& c, int status) override;
+  void on_closed(Connection& c) override;
+
+ private:
+  struct Attempt;
+  struct ResolveReq;
+
+  void start_target();
+  static void on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
+  static void on_connected(uv_connect_t* req, int status);
+  static void on_timeout(uv_timer_t* t);
+  void send_probe();
+  /// Ends the current attempt as failed and moves on.
+  void attempt_failed(Stage stage, int status);
+  /// Retires the current attempt's socket (closing) and forgets the attempt.
+  void drop_attempt();
+  void maybe_closed();
+
+  uv_loop_t* loop_;
+  BufferPool& pool_;
+  Owner& owner_;
+  uv_timer_t timer_;
+  std::vector<config::HostPort> targets_;
+  size_t index_ = 0;
+  uint32_t timeout_ms_ = 0;
+  std::string client_id_;
+  std::unique_ptr<Attempt> attempt_;
+  std::vector<std::unique_ptr<Connection>> closing_;
+  std::vector<ResolveReq*> resolving_;  // outstanding getaddrinfo requests
+  uint64_t generation_ = 0;  // bumped by dial()/cancel(): stale callbacks stop
+  bool closed_ = false;
+  bool timer_closed_ = false;
+  bool reported_closed_ = false;
+};
+
+}  // namespace epochgate::proxy
