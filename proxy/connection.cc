@@ -206,10 +206,11 @@ void Connection::on_write(uv_write_t* req, int status) {
     c->pool_.give_back(std::move(c->out_));
     c->account();
   }
-  if (c->was_above_high_ && c->queued_bytes() <= c->low_) {
-    c->was_above_high_ = false;
-    c->owner_->on_drained(*c);
-  }
+  bool drained = c->was_above_high_ && c->queued_bytes() <= c->low_;
+  bool written = c->notify_written_ && c->queued_bytes() == 0;
+  if (drained) c->was_above_high_ = false;
+  if (written) c->notify_written_ = false;
+  if (drained || written) c->owner_->on_drained(*c);
 }
 
 void Connection::close() {

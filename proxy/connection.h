@@ -80,6 +80,9 @@ class Connection {
   void write_through(const uint8_t* data, size_t n);
   /// Frames (prefix included) at least this large skip the output copy (issue 6).
   static constexpr size_t kWriteThroughBytes = 16 * 1024;
+  /// The next time the output queue empties after a write callback, call
+  /// on_drained() even if the high watermark was never passed (once).
+  void notify_when_written() { notify_written_ = true; }
   /// Starts writing what is queued if no write is in flight.
   void flush();
   /// Bytes handed to queue() and write_through() so far
@@ -151,6 +154,7 @@ class Connection {
   bool reading_ = false;
   bool closing_ = false;
   bool was_above_high_ = false;
+  bool notify_written_ = false;
   size_t low_ = 1 << 20;
   size_t high_ = 4 << 20;
   size_t pending_frame_ = 0;  // total bytes of the frame being read, 0 if none

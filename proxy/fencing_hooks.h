@@ -46,6 +46,10 @@ class FencingHooks {
       kForwardRewritten,  ///< forward `frame` instead (size-prefixed); merge later via `context`
       kAnswerLocally,     ///< send `frame` (size-prefixed response) to the client
       kClose,             ///< close the connection (acks=0 Produce to a stale leader)
+      /// acks=0 Produce mixing good and stale partitions: forward `frame`
+      /// (the good partitions only), then close once it is written, as a
+      /// broker appends the good ones and then closes
+      kForwardThenClose,
       kHold,              ///< refresh requested: ask again shortly (bounded by hold_timeout_ms)
     };
     Action action = Action::kForward;

@@ -173,10 +173,21 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
     case policy::Action::kHold:
       plan.action = RequestPlan::Action::kHold;
       return plan;
-    case policy::Action::kCloseConnection:
-      plan.action = RequestPlan::Action::kClose;
+    case policy::Action::kCloseConnection: {
       plan.reason = "acks=0 Produce to a broker that is no longer the leader";
+      if (d.fenced >= d.partitions.size()) {
+        plan.action = RequestPlan::Action::kClose;
+        return plan;
+      }
+      // A broker appends the partitions it leads and then closes the
+      // connection for the rest (no response either way): forward those.
+      Req rewritten = policy::rewrite_request(req, in.api_version, d);
+      codec::encode_frame(plan.frame, h, rewritten, in.api_version);
+      plan.reason += " for " + std::to_string(d.fenced) + " of " +
+                     std::to_string(d.partitions.size()) + " partitions; the others forwarded";
+      plan.action = RequestPlan::Action::kForwardThenClose;
       return plan;
+    }
     case policy::Action::kAnswerLocally: {
       policy::AnswerStats stats;
       Resp local = policy::build_local_response(req, in.api_version, d, *snap, endpoints_, &stats);

@@ -226,7 +226,7 @@ void Session::on_connect_timeout(uv_timer_t* t) {
 
 void Session::on_hold_timer(uv_timer_t* t) {
   auto* s = static_cast<Session*>(t->data);
-  if (s->state_ != State::kOpen) return;
+  if (s->state_ != State::kOpen || s->close_after_write_) return;
   s->holding_ = false;
   s->process_client_input();
 }
@@ -237,6 +237,27 @@ void Session::connect_failed(const char* why, int status) {
                       client_.peer(), node_id_, upstream_name_.empty() ? "?" : upstream_name_,
                       why, status ? ": " : "", status ? uv_strerror(status) : "");
   close("upstream_unreachable");
+}
+
+void Session::close_once_upstream_written(const char* reason) {
+  client_.stop_reading();
+  upstream_->flush();
+  if (upstream_->queued_bytes() == 0) {
+    close(reason);
+    return;
+  }
+  // Nothing more is read from the client; responses to its earlier requests
+  // still flow. Bounded: a broker that stops reading cannot keep it open.
+  close_after_write_ = reason;
+  upstream_->notify_when_written();
+  uv_timer_stop(&connect_timer_);
+  uv_timer_start(
+      &connect_timer_,
+      [](uv_timer_t* t) {
+        auto* s = static_cast<Session*>(t->data);
+        if (s->close_after_write_) s->close(s->close_after_write_);
+      },
+      ctx_.config->limits.upstream_connect_timeout_ms, 0);
 }
 
 void Session::close(const char* reason) {
@@ -342,7 +363,7 @@ void Session::process_client_input() {
   const auto& lim = ctx_.config->limits;
   size_t forwarded_bytes = 0;
   while (state_ == State::kOpen && !in.empty() && !draining_ && !holding_ &&
-         !sasl_.holds_client_input()) {
+         !sasl_.holds_client_input() && !close_after_write_) {
     if (in_flight_.size() >= lim.max_in_flight_per_connection) break;
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
     if (s.kind == codec::FrameScan::Kind::kError) {
@@ -536,6 +557,14 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
         e.ready = true;
         return Step::kConsumed;
       }
+      case FencingHooks::RequestPlan::Action::kForwardThenClose:
+        in_flight_.forwarded_without_response(corr);
+        if (upstream_version != version) write_be16(plan.frame.data() + 6, upstream_version);
+        upstream_->queue(plan.frame.data(), plan.frame.size());
+        EPOCHGATE_PROXY_LOG(info, "fenced_acks0", "client {} node {}: closing connection: {}",
+                            client_.peer(), node_id_, plan.reason);
+        close_once_upstream_written("fenced_acks0");
+        return Step::kClosed;
       case FencingHooks::RequestPlan::Action::kClose:
         if (plan.malformed) {
           frame_error("malformed_request", plan.reason);
@@ -809,7 +838,7 @@ bool Session::rewrite_response(InFlightEntry& e, codec::ResponseHeader& h, const
 // ---- backpressure and errors ------------------------------------------------
 
 void Session::update_backpressure() {
-  if (state_ != State::kOpen) return;
+  if (state_ != State::kOpen || close_after_write_) return;
   const auto& lim = ctx_.config->limits;
   bool over_budget = ctx_.budget != nullptr && ctx_.budget->exceeded();
   bool client_should_read = !draining_ && !upstream_->above_high_watermark() &&
@@ -861,7 +890,13 @@ void Session::pause_for_budget() {
                       ctx_.config->limits.buffer_budget_bytes);
 }
 
-void Session::on_drained(Connection&) { update_backpressure(); }
+void Session::on_drained(Connection& c) {
+  if (close_after_write_) {
+    if (&c == upstream_.get() && upstream_->queued_bytes() == 0) close(close_after_write_);
+    return;
+  }
+  update_backpressure();
+}
 
 void Session::on_read_error(Connection& c, int status) {
   if (status == UV_ENOBUFS) {

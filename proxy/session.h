@@ -114,7 +114,9 @@ class Session : public ConnectionOwner, private UpstreamDialer::Owner {
   void pause_for_budget();
   void update_backpressure();
   void maybe_free();
-
+  /// Stops reading the client and closes the session once everything queued
+  /// upstream is written (at most limits.upstream_connect_timeout_ms later).
+  void close_once_upstream_written(const char* reason);
   void frame_error(const char* reason, const std::string& detail);
 
   WorkerContext& ctx_;
@@ -141,6 +143,7 @@ class Session : public ConnectionOwner, private UpstreamDialer::Owner {
   bool budget_paused_ = false;
   bool processing_client_ = false;
   bool holding_ = false;           // a request waits for a metadata refresh
+  const char* close_after_write_ = nullptr;  // closing once upstream bytes are written
   uint64_t hold_started_ns_ = 0;
   uint64_t waiting_for_node_since_ns_ = 0;
   uint64_t last_activity_ns_ = 0;

@@ -10,7 +10,8 @@ one broker:
    partitions are all stale never reaches the broker (the mock cluster's
    request tracking counts what each broker received).
 6. acks=0 to a stale leader: epochgate closes the connection without
-   sending a byte, as a broker does, and nothing is written.
+   sending a byte, as a broker does, and nothing is written; with good and
+   stale partitions mixed, the good ones are forwarded and written first.
 """
 
 import os
@@ -148,20 +149,45 @@ def test_acks0_to_stale_leader_closes_connection_without_response(h):
     harness.wait_until(lambda: sl.end_offset(cluster, TOPIC, 0) == before_ends[0] + 1, 5,
                        what="the good acks=0 record to be written")
 
-    # Mixed: one good and one stale partition in an acks=0 request. A broker
-    # appends the good partition and then closes; report what epochgate does.
-    conn3 = sl.connect(gc.brokers[HERE_BROKER])
-    h.on_close(conn3.close)
-    conn3.send(sw.produce_request(80, TOPIC, [(0, kw.record_batch([b"acks0-mixed"])),
-                                              (2, kw.record_batch([b"acks0-mixed"]))],
-                                  acks=0, version=10))
-    assert sl.port_closed_by_peer(conn3, timeout=5)
-    mixed_written = sl.end_offset(cluster, TOPIC, 0) - (before_ends[0] + 1)
-    assert sl.end_offset(cluster, TOPIC, 2) == before_ends[2]
     h.note("acks=0 Produce for a partition led elsewhere: connection closed with 0 bytes, "
-           "connections_closed_total{reason=fenced_acks0} +1, nothing written; mixed acks=0 "
-           "request (1 good, 1 stale): connection closed, good partition %s"
-           % ("written" if mixed_written else "NOT written (a broker would append it)"))
+           "connections_closed_total{reason=fenced_acks0} +1, nothing written")
+
+
+def test_acks0_mixed_forwards_good_partitions_then_closes(h):
+    """A broker appends the partitions it leads from an acks=0 Produce and
+    then closes the connection for the others: epochgate forwards the good
+    partitions (the request rewritten without the stale one), then closes,
+    and never answers."""
+    cluster, gate, gc, epochs = _setup(h)
+    before_ends = _ends(cluster)
+    before = sl.scrape(gate)
+    conn = sl.connect(gc.brokers[HERE_BROKER])
+    h.on_close(conn.close)
+    conn.send(sw.produce_request(80, TOPIC, [(0, kw.record_batch([b"acks0-mixed-0"])),
+                                             (2, kw.record_batch([b"acks0-mixed-2"])),
+                                             (1, kw.record_batch([b"acks0-mixed-1"]))],
+                                 acks=0, version=10))
+    assert sl.port_closed_by_peer(conn, timeout=5), "bytes arrived for an acks=0 Produce"
+    # The broker's view: one Produce reached the listener's broker, and the
+    # good partitions' records are stored there (consumed back directly).
+    harness.wait_until(lambda: _tracked(cluster, HERE_BROKER, kw.API_PRODUCE) == 1, 5,
+                       what="the rewritten acks=0 Produce to reach broker %d" % HERE_BROKER)
+    for p in (0, 1):
+        harness.wait_until(lambda p=p: sl.end_offset(cluster, TOPIC, p) == before_ends[p] + 1, 5,
+                           what="partition %d's acks=0 record to be written" % p)
+        out = h.kcat(["-b", cluster.bootstrap, "-C", "-t", TOPIC, "-p", str(p),
+                      "-o", str(before_ends[p]), "-c", "1", "-e", "-q", "-f", "%s\n"],
+                     timeout=30).stdout.split()
+        assert out == ["acks0-mixed-%d" % p], out
+    assert sl.end_offset(cluster, TOPIC, 2) == before_ends[2], "the stale partition was written"
+    assert _tracked(cluster, OTHER, kw.API_PRODUCE) == 0
+    after = sl.scrape(gate)
+    assert sl.delta(after, before, "epochgate_connections_closed_total",
+                    reason="fenced_acks0") == 1, after.by("epochgate_connections_closed_total",
+                                                          "reason")
+    assert sl.delta(after, before, sl.FENCED, api="produce", reason="not_leader") == 1
+    h.note("mixed acks=0 Produce (2 good, 1 stale): good partitions written and read back, "
+           "stale one not written, connection closed with 0 bytes")
 
 
 if __name__ == "__main__":
