@@ -186,11 +186,19 @@ void Refresher::on_dial_attempt_failed(const UpstreamDialer::Failure& f) {
     std::lock_guard<std::mutex> lock(broker_mu_);
     broker_ = f.target.to_string();
   }
+  // A refused connection is quick and a debug line; a broker that let a
+  // refresh wait out the whole timeout is worth an operator's attention.
+  if (f.status != UV_ETIMEDOUT) {
+    spdlog::debug("metadata refresh ({}): broker {}: {} failed after {} ms: {}", trigger_,
+                  f.target.to_string(), UpstreamDialer::stage_name(f.stage), f.elapsed_ms,
+                  f.status ? uv_strerror(f.status) : "no valid answer");
+    return;
+  }
   EPOCHGATE_PROXY_LOG(info, "refresher_connect",
-                      "metadata refresh ({}): broker {}: {} failed after {} ms{}{}; trying the "
-                      "next broker",
+                      "metadata refresh ({}): broker {}: {} failed after {} ms: {} "
+                      "(limits.upstream_connect_timeout_ms); trying the next broker",
                       trigger_, f.target.to_string(), UpstreamDialer::stage_name(f.stage),
-                      f.elapsed_ms, f.status ? ": " : "", f.status ? uv_strerror(f.status) : "");
+                      f.elapsed_ms, uv_strerror(f.status));
 }
 
 void Refresher::on_dialed(std::unique_ptr<Connection> conn, size_t index,
