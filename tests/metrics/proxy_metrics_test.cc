@@ -85,6 +85,7 @@ TEST_F(ProxyMetricsTest, FamiliesEveryDeploymentHasExistBeforeFirstUse) {
                            "epochgate_connections_active",
                            "epochgate_connections_total",
                            "epochgate_upstream_connect_failures_total",
+                           "epochgate_upstream_unanswered_total",
                            "epochgate_upstream_latency_seconds",
                            "epochgate_proxy_latency_seconds",
                            "epochgate_unexpected_responses_total",
@@ -157,6 +158,17 @@ TEST_F(ProxyMetricsTest, EveryFamilyFollowsPrometheusNaming) {
                            "epochgate_ready"}) {
     EXPECT_NE(family(all, name), nullptr) << name;
   }
+}
+
+TEST_F(ProxyMetricsTest, UnansweredUpstreamsByNodeAndOverdueRequestsByApi) {
+  EXPECT_EQ(value("epochgate_upstream_unanswered_total", {{"node", "bootstrap"}}), 0);
+  metrics_.upstream_unanswered(-1);
+  metrics_.upstream_unanswered(2);
+  metrics_.upstream_unanswered(2);
+  metrics_.upstream_overdue(1);
+  EXPECT_EQ(value("epochgate_upstream_unanswered_total", {{"node", "bootstrap"}}), 1);
+  EXPECT_EQ(value("epochgate_upstream_unanswered_total", {{"node", "2"}}), 2);
+  EXPECT_EQ(value("epochgate_upstream_overdue_requests_total", {{"api", "fetch"}}), 1);
 }
 
 TEST_F(ProxyMetricsTest, RequestsAndResponsesCountByApiName) {
