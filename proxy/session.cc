@@ -126,6 +126,10 @@ void Session::start() {
   client_opened_ = true;
   if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kClient, node_id_);
   uv_tcp_nodelay(client_.tcp(), 1);
+  // Read the client's first frame while the upstream is dialed: a bad size
+  // prefix or a client that leaves is handled at once, whatever the broker
+  // does; whole frames wait unread by the policy (check_held_client_input).
+  client_.start_reading();
   if (node_id_ >= 0) {
     auto addr = ctx_.upstreams->upstream_of(node_id_);
     if (addr) targets_.push_back(*addr);
@@ -356,7 +360,33 @@ void Session::on_readable(Connection& c) {
   }
 }
 
+void Session::check_held_client_input() {
+  ByteBuffer& in = client_.input();
+  if (in.empty()) {
+    client_.release_idle_input();
+    return;
+  }
+  codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), ctx_.config->limits.max_frame_bytes);
+  if (s.kind == codec::FrameScan::Kind::kError) {
+    frame_error(codec::errc_name(s.error), "request frame size prefix");
+    return;
+  }
+  if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+    client_.reserve_input(s.size, kFrameGrowStep);
+    if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
+    return;
+  }
+  // A whole request: nothing more is read until the upstream has answered
+  // and the request can be decided and forwarded.
+  partial_since_ns_ = 0;
+  client_.stop_reading();
+}
+
 void Session::process_client_input() {
+  if (state_ == State::kStarting || state_ == State::kDialing) {
+    check_held_client_input();
+    return;
+  }
   if (processing_client_) return;  // re-entered from update_backpressure()
   processing_client_ = true;
   ByteBuffer& in = client_.input();

@@ -89,6 +89,9 @@ class Session : public ConnectionOwner, private UpstreamDialer::Owner {
   static void on_hold_timer(uv_timer_t* t);
 
   void process_client_input();
+  /// Before the upstream is open: checks the client's first frame (a bad
+  /// size prefix closes at once) and stops reading once a whole one waits.
+  void check_held_client_input();
   void process_upstream_input();
   enum class Step { kConsumed, kClosed, kHold };
   Step handle_request(const uint8_t* frame, size_t size);

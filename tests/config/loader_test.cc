@@ -291,7 +291,7 @@ TEST(LoaderTest, SchemaKeysCoverEveryConfigSection) {
                               "refresher", "logging"}) {
     EXPECT_TRUE(keys.count(section)) << section;
   }
-  EXPECT_EQ(keys.at("limits").size(), 9u);
+  EXPECT_EQ(keys.at("limits").size(), 10u);
 }
 
 }  // namespace
