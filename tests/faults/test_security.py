@@ -175,9 +175,10 @@ def test_admin_binds_loopback_by_default(h):
 
 
 class SaslBroker:
-    """A loopback broker that answers only SaslHandshake v1 (PLAIN) and
-    SaslAuthenticate v1 (success), records every frame it reads and every
-    frame it writes. Other requests (epochgate's refresher) get no answer."""
+    """A loopback broker that answers ApiVersions v0 (as every broker does
+    before a login), SaslHandshake v1 (PLAIN) and SaslAuthenticate v1
+    (success), and records the SASL frames it reads and writes. Other
+    requests (epochgate's refresher's Metadata) get no answer."""
 
     def __init__(self):
         self.sock = socket.socket()
@@ -213,6 +214,16 @@ class SaslBroker:
                         body = kw.Writer().int16(0).array(["PLAIN"], lambda w, m: w.string(m))
                     elif key == 36:
                         body = kw.Writer().int16(0).string(None).bytes_(b"").int64(0)
+                    elif key == 18:
+                        # A SASL listener answers ApiVersions before any login
+                        # (KIP-152); epochgate asks on every new connection.
+                        # Not recorded: the test compares the client's frames.
+                        keys = [(17, 0, 1), (18, 0, 0), (36, 0, 1)]
+                        body = kw.Writer().int16(0).array(
+                            keys, lambda w, k: w.int16(k[0]).int16(k[1]).int16(k[2]))
+                        payload = kw.Writer().int32(corr).getvalue() + body.getvalue()
+                        c.sendall(len(payload).to_bytes(4, "big") + payload)
+                        continue
                     else:
                         continue
                     self.received.append(f)
