@@ -17,7 +17,6 @@ packages=(
   # Helm chart rendering in the tests (Helm itself is not packaged): Go's
   # text/template with sprig, and Helm's JSON-schema validator.
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
-  golang-github-segmentio-kafka-go-dev
   golang-github-xeipuuv-gojsonschema-dev
   # tools/ci-extra.sh: libFuzzer targets and the sanitizer runtimes.
   clang libclang-rt-14-dev
