@@ -14,7 +14,8 @@ both; where they disagree, only a version that pre-4.0 marked unstable
 compared with message/ only, and the test prints why.
 
 Usage: schema_conformance_test.py --schema codec/schema --kafka ../shared/kafka-protocol
-Exit 0 pass, 1 drift, 77 skipped (the Kafka folder is absent). Stdlib only.
+Exit 0 pass, 1 drift, 77 skipped (the Kafka folder is absent; with CI=true
+in the environment an absent folder is a failure, exit 1). Stdlib only.
 Must never: copy anything from the Kafka folder into the repository.
 """
 
@@ -438,6 +439,13 @@ def main():
     if not result.wasSuccessful():
         sys.exit(1)
     if not kafka_present():
+        if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+            print(f"FAIL: CI=true and no Kafka protocol folder at {ARGS.kafka}: the only check "
+                  "of our schema against Apache Kafka's definitions did not run")
+            sys.exit(1)
+        if os.environ.get("EPOCHGATE_SKIP_LOG"):
+            with open(os.environ["EPOCHGATE_SKIP_LOG"], "a") as f:
+                f.write(f"SKIP codec_schema_conformance: no Kafka protocol folder at {ARGS.kafka}\n")
         sys.exit(SKIP)
 
 

@@ -10,7 +10,13 @@ summary line. It must never leave a process behind, never bind anything but
 
 Every test file ends with `harness.main(globals())` and runs as
     /usr/bin/python3 tests/integration/test_x.py --build-dir BUILD [--direct]
-Exit codes: 0 all passed, 1 a test failed, 77 skipped (no epochgate binary).
+Exit codes: 0 every test ran and passed; 1 a test failed; 77 (ctest:
+"Skipped") at least one test did not run (a missing peer, or no epochgate
+binary) and none failed. A skip is never green: each one prints a line
+"SKIP file.test: reason" that tools/ctest_summary.py lists at the end of
+`make test`, and with CI=true in the environment a skip is a failure.
+Teardown problems (epochgate not exiting 0, which is how sanitizer reports
+surface) fail a test even when it was skipped.
 """
 
 import argparse
@@ -539,6 +545,23 @@ def _parse_args(argv, file_stem):
     return options
 
 
+def in_ci():
+    """True when the environment says this is a CI run (CI=true, as GitHub
+    Actions, GitLab and most CI systems set it): nothing may be skipped."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def record_skip(name, reason):
+    """Prints the greppable SKIP line and appends it to $EPOCHGATE_SKIP_LOG
+    (set by tools/ctest_summary.py, which lists every skip at the end)."""
+    line = "SKIP %s: %s" % (name, " ".join(reason.split()) or "no reason given")
+    print(line, flush=True)
+    path = os.environ.get("EPOCHGATE_SKIP_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
 def _on_alarm(signum, frame):
     raise TestTimeout("test deadline passed")
 
@@ -554,7 +577,11 @@ def main(namespace, argv=None, needs_epochgate=True):
         options.direct = True
     mode = "direct" if options.direct else "epochgate"
     if not options.direct and not os.access(options.epochgate, os.X_OK):
-        print("SKIP %s: epochgate binary %s not built" % (file_stem, options.epochgate))
+        reason = "epochgate binary %s not built" % options.epochgate
+        if in_ci():
+            print("FAIL %s: %s (CI=true: nothing may be skipped)" % (file_stem, reason))
+            return sys.exit(1)
+        record_skip(file_stem, reason)
         return sys.exit(SKIP_RETURN_CODE)
     tests = [(n, f) for n, f in namespace.items()
              if n.startswith("test_") and callable(f) and options.filter in n]
@@ -569,7 +596,10 @@ def main(namespace, argv=None, needs_epochgate=True):
         try:
             fn(harness)
         except Skip as e:
-            status, detail = "SKIP", str(e)
+            if in_ci():
+                status, detail = "FAIL", "skipped, and CI=true allows no skip: %s" % e
+            else:
+                status, detail = "SKIP", str(e)
         except BaseException as e:  # includes TestTimeout, AssertionError
             if isinstance(e, KeyboardInterrupt):
                 signal.alarm(0)
@@ -579,14 +609,19 @@ def main(namespace, argv=None, needs_epochgate=True):
         finally:
             signal.alarm(0)
         problems = harness.close()
-        if problems and status != "SKIP":
+        if problems:
+            # Also for a skipped test: whatever it started must stop cleanly.
             status = "FAIL"
-            detail += "\n".join(problems)
+            detail += "\n" + "\n".join(problems)
         if status == "FAIL":
             detail += "\n" + harness.log_tails() + "\nwork dir: " + harness.workdir
         print("%s %s.%s [%s] %.1fs" % (status, file_stem, name, mode, time.monotonic() - t0),
               flush=True)
-        if detail:
+        if status == "SKIP":
+            # One greppable line per skipped test (tools/ctest_summary.py).
+            record_skip("%s.%s%s" % (file_stem, name, " [direct]" if options.direct else ""),
+                        detail)
+        elif detail:
             print("    " + detail.strip().replace("\n", "\n    "), flush=True)
         passed += status == "PASS"
         failed += status == "FAIL"
@@ -595,6 +630,10 @@ def main(namespace, argv=None, needs_epochgate=True):
         file_stem, mode, passed, failed, skipped, time.monotonic() - started), flush=True)
     if failed:
         sys.exit(1)
-    if skipped and not passed:
+    if not tests:
+        print("FAIL %s: no test matched -k %r" % (file_stem, options.filter), flush=True)
+        sys.exit(1)
+    if skipped:
+        # Not green: ctest shows the file as Skipped even if other tests passed.
         sys.exit(SKIP_RETURN_CODE)
     sys.exit(0)
