@@ -232,45 +232,104 @@ TEST_F(LocalAnswers, PersisterAnswers) {
   }
 }
 
+/// The view's (leader, epoch) of a partition of the standard cluster, by
+/// topic name or id; {-1, -1} for anything else.
+std::pair<int32_t, int32_t> view_leader(const std::string& name, const codec::Uuid& id,
+                                        int32_t partition) {
+  const bool orders_topic = name == "orders" || (name.empty() && id == testing::uuid(1));
+  const bool payments_topic = name == "payments" || (name.empty() && id == testing::uuid(2));
+  if (orders_topic && partition == 0) return {1, 5};
+  if (orders_topic && partition == 1) return {2, 7};
+  if (orders_topic && partition == 2) return {3, 9};
+  if (payments_topic && partition == 0) return {2, 3};
+  return {-1, -1};
+}
+
 TEST_F(LocalAnswers, HintInvariantHoldsOnEveryBuiltAnswer) {
   // Sweep: each API at each version, every target broker, request epochs from
-  // -1 to 10: every hint written is strictly newer than the partition's
-  // request epoch and names a node present in NodeEndpoints with epochgate's
-  // address.
+  // -1 to 10: every hint written names the view's leader at the view's epoch,
+  // strictly newer than the partition's request epoch (Fetch v9+ carries
+  // one; Produce and ShareFetch carry none, so -1), and a node present in
+  // NodeEndpoints with epochgate's address. The hints are counted, so an
+  // answer builder that writes none (or too few) fails here.
+  //
+  // Expected counts, from the decision table and the standard cluster
+  // (orders p0 L1 e5, p1 L2 e7, p2 L3 e9, all on 1,2,3; payments p0 L2 e3 on
+  // 2,3,4; every node has an epochgate listener):
+  // - Produce and ShareFetch fence every partition not led by the target
+  //   (none on the bootstrap, target -1): 3 + 2 + 3 + 4 = 12 per request
+  //   epoch, whatever that epoch, each with a hint.
+  //   Produce: 12 x 12 epochs x 4 versions with hints (v10-13) = 576.
+  //   ShareFetch: 12 x 12 epochs x 3 versions (v0-2) = 432.
+  // - Fetch v16-18 (the versions with hints) hints a stale epoch 0 <= e <
+  //   e_v on every target: over e = 0..10, 4x3 + 3x2 + 2x2 + 1x2 = 24, times 5
+  //   targets = 120; and, with e = -1, a target that is not a replica:
+  //   node 4 for the three orders partitions, node 1 for payments = 4
+  //   (with e = e_v the not-replica fence carries no hint: not newer).
+  //   (120 + 4) x 3 versions = 372.
+  size_t produce_hints = 0, fetch_hints = 0, share_hints = 0;
+  auto check_hint = [](const std::string& name, const codec::Uuid& id, int32_t partition,
+                       int32_t leader, int32_t epoch, int32_t request_epoch) {
+    auto [view_leader_id, view_epoch] = view_leader(name, id, partition);
+    EXPECT_EQ(leader, view_leader_id) << name << "[" << partition << "]";
+    EXPECT_EQ(epoch, view_epoch) << name << "[" << partition << "]";
+    EXPECT_GT(epoch, request_epoch) << name << "[" << partition << "]: hint not newer";
+  };
   for (int32_t target : {-1, 1, 2, 3, 4}) {
     for (int32_t e = -1; e <= 10; ++e) {
       for (int16_t v = 0; v <= 13; ++v) {
+        SCOPED_TRACE("Produce v" + std::to_string(v) + " target " + std::to_string(target));
         auto req = testing::produce_request(v, {orders({{0}, {1}, {2}}), payments({{0}})});
         auto resp = build_local_response(req, v, decide_at(req, v, target), *snap_, endpoints_);
         for (const auto& t : resp.responses)
-          for (const auto& p : t.partition_responses)
-            if (p.current_leader) {
-              testing::expect_endpoints_cover(*resp.node_endpoints, p.current_leader->leader_id);
-            }
+          for (const auto& p : t.partition_responses) {
+            EXPECT_EQ(p.error_code, kErrNotLeaderOrFollower);
+            EXPECT_EQ(bool(p.current_leader), v >= 10) << "a fenced partition without its hint";
+            if (!p.current_leader) continue;
+            ++produce_hints;
+            check_hint(t.name, t.topic_id, p.index, p.current_leader->leader_id,
+                       p.current_leader->leader_epoch, -1);
+            ASSERT_TRUE(resp.node_endpoints);
+            testing::expect_endpoints_cover(*resp.node_endpoints, p.current_leader->leader_id);
+          }
       }
       for (int16_t v = 4; v <= 18; ++v) {
+        SCOPED_TRACE("Fetch v" + std::to_string(v) + " target " + std::to_string(target) +
+                     " epoch " + std::to_string(e));
         auto req =
             testing::fetch_request(v, {orders({{0, e}, {1, e}, {2, e}}), payments({{0, e}})});
         auto resp = build_local_response(req, v, decide_at(req, v, target), *snap_, endpoints_);
         for (const auto& t : resp.responses)
-          for (const auto& p : t.partitions)
-            if (p.current_leader) {
-              EXPECT_GT(p.current_leader->leader_epoch, v >= 9 ? e : -1);
-              testing::expect_endpoints_cover(*resp.node_endpoints, p.current_leader->leader_id);
-            }
+          for (const auto& p : t.partitions) {
+            if (!p.current_leader) continue;
+            ++fetch_hints;
+            check_hint(t.topic, t.topic_id, p.partition_index, p.current_leader->leader_id,
+                       p.current_leader->leader_epoch, v >= 9 ? e : -1);
+            ASSERT_TRUE(resp.node_endpoints);
+            testing::expect_endpoints_cover(*resp.node_endpoints, p.current_leader->leader_id);
+          }
       }
       for (int16_t v = 0; v <= 2; ++v) {
+        SCOPED_TRACE("ShareFetch v" + std::to_string(v) + " target " + std::to_string(target));
         auto req = testing::share_fetch_request({orders({{0}, {1}, {2}}), payments({{0}})});
         auto resp = build_local_response(req, v, decide_at(req, v, target), *snap_, endpoints_);
         for (const auto& t : resp.responses)
-          for (const auto& p : t.partitions)
-            if (p.current_leader.leader_id >= 0) {
-              EXPECT_GE(p.current_leader.leader_epoch, 0);
-              testing::expect_endpoints_cover(resp.node_endpoints, p.current_leader.leader_id);
-            }
+          for (const auto& p : t.partitions) {
+            EXPECT_EQ(p.error_code, kErrNotLeaderOrFollower);
+            EXPECT_GE(p.current_leader.leader_id, 0) << "a fenced partition without its hint";
+            if (p.current_leader.leader_id < 0) continue;
+            ++share_hints;
+            // ShareFetch names no leader epoch: the request epoch is -1.
+            check_hint("", t.topic_id, p.partition_index, p.current_leader.leader_id,
+                       p.current_leader.leader_epoch, -1);
+            testing::expect_endpoints_cover(resp.node_endpoints, p.current_leader.leader_id);
+          }
       }
     }
   }
+  EXPECT_EQ(produce_hints, 576u);
+  EXPECT_EQ(fetch_hints, 372u);
+  EXPECT_EQ(share_hints, 432u);
 }
 
 }  // namespace
