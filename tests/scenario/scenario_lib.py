@@ -298,7 +298,55 @@ def open_node_connections(gc, topics):
     return md
 
 
-def move_view_first(cluster, gc, topic, partition, new):
+def track_count(cluster, broker, api):
+    """Requests of `api` that `broker` received since the mock cluster's
+    request tracking was (re)started or cleared (`track start|clear`)."""
+    for item in cluster.cmd("track dump").split()[1:]:
+        key, _, n = item.partition("=")
+        b, _, a = key.partition(":")
+        if int(b) == broker and int(a) == api:
+            return int(n)
+    return 0
+
+
+def settle_mock(cluster):
+    """Returns once the mock cluster has read every byte written to any of
+    its brokers before this call: librdkafka's mock serves all brokers from
+    one poll thread, so when a request sent now is answered, the bytes that
+    were already waiting on the other connections have been read (and
+    tracked) too."""
+    for address in cluster.addresses:
+        c = connect(address, timeout=5)
+        try:
+            c.send(kw.api_versions_request(0x5E77, 0))
+            c.recv_frame(timeout=5)
+        finally:
+            c.close()
+
+
+def restart_tracking_now(cluster):
+    """Clears the mock's request tracking once everything already sent has
+    reached it, so later counts hold only what arrived after this call."""
+    settle_mock(cluster)
+    cluster.cmd("track clear")
+
+
+def wait_end_offset_above(cluster, topic, partition, offset, timeout=20.0, what=None):
+    """Waits until the partition's leader (asked directly) reports an end
+    offset above `offset`: records were written after that point. Returns
+    the end offset."""
+    def above():
+        try:
+            e = end_offset(cluster, topic, partition)
+        except (AssertionError, OSError, kw.WireError):  # asked mid-move: ask again
+            return None
+        return e if e > offset else None
+    return harness.wait_until(
+        above, timeout, interval=0.05,
+        what=what or "%s[%d] to grow past offset %d at its leader" % (topic, partition, offset))
+
+
+def move_view_first(cluster, gc, topic, partition, new, on_learned=None):
     """Moves a partition's leader to `new` so that epochgate's view knows the
     move before the old leader stops accepting requests, as happens in Kafka
     when the controller's decision reaches a broker's metadata cache (and a
@@ -312,7 +360,8 @@ def move_view_first(cluster, gc, topic, partition, new):
     that reaches the old leader's listener after that is met by epochgate's
     view: any request the broker answers was forwarded before, when the old
     leader still led. Returns (moved_us: wall clock µs of the real move,
-    new_epoch, old_leader, learned_us: when the view had it)."""
+    new_epoch, old_leader, learned_us: when the view had it). `on_learned`
+    (optional) runs after the view has the move and before the real move."""
     before = cluster.partition(topic, partition)
     old, epoch = before["leader"], before["leader_epoch"] + 1
     if old == new:
@@ -323,6 +372,8 @@ def move_view_first(cluster, gc, topic, partition, new):
     learned = view_partition(gc.gate, topic, partition)
     if not learned or (learned["leader"], learned["epoch"]) != (new, epoch):
         raise AssertionError("view after the pushed Metadata: %s" % learned)
+    if on_learned is not None:
+        on_learned()
     moved_us = int(time.time() * 1e6)
     cluster.cmd("leader %s %d %d" % (topic, partition, new))
     after = cluster.partition(topic, partition)
