@@ -14,6 +14,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev node-llhttp
   kcat python3-kafka python3-confluent-kafka python3-prometheus-client python3-yaml
   curl procps
+  # tests/faults: the default-admin-port test runs epochgate in a private
+  # network namespace (unshare from util-linux, ip to bring its loopback up).
+  util-linux iproute2
   # Helm chart rendering in the tests (Helm itself is not packaged): Go's
   # text/template with sprig, and Helm's JSON-schema validator.
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev

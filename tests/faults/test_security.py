@@ -12,7 +12,9 @@
 
 import base64
 import os
+import shutil
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -53,10 +55,12 @@ class Canary:
         self.sock.close()
 
 
-def _tcp_table():
-    """{inode: (local_port, remote_ip_hex, remote_port, state)} of IPv4/IPv6 TCP sockets."""
+def _tcp_table(netns_of=None):
+    """{inode: (local_port, remote_ip_hex, remote_port, state)} of IPv4/IPv6 TCP
+    sockets of this network namespace, or of process `netns_of`'s."""
     table = {}
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+    base = "/proc/net" if netns_of is None else "/proc/%d/net" % netns_of
+    for path in (base + "/tcp", base + "/tcp6"):
         try:
             with open(path) as f:
                 next(f)
@@ -71,8 +75,9 @@ def _tcp_table():
     return table
 
 
-def _process_sockets(pid):
-    """[(local_port, remote_ip_hex, remote_port, state, local_ip_hex)] of a process."""
+def _process_sockets(pid, netns_of=None):
+    """[(local_port, remote_ip_hex, remote_port, state, local_ip_hex)] of a process
+    (`netns_of`: read the TCP table of that process's network namespace)."""
     inodes = set()
     for fd in os.listdir("/proc/%d/fd" % pid):
         try:
@@ -81,7 +86,7 @@ def _process_sockets(pid):
             continue
         if target.startswith("socket:["):
             inodes.add(int(target[8:-1]))
-    table = _tcp_table()
+    table = _tcp_table(netns_of)
     return [table[i] for i in inodes if i in table]
 
 
@@ -148,23 +153,83 @@ class _Owned:
         return self.proc.stop()
 
 
+def _private_netns():
+    """(run prefix, enter prefix) for a fresh network namespace whose only
+    interface is its own loopback, or None where the machine allows none
+    (no root and no user namespaces). `run` starts a command as the
+    namespace's first process; `enter PID` runs one inside PID's namespace."""
+    unshare, nsenter, ip = (shutil.which(n) for n in ("unshare", "nsenter", "ip"))
+    if not (unshare and nsenter and ip):
+        return None
+    for run_flags, enter_flags in ((["--net"], ["--net"]),
+                                   (["--user", "--map-root-user", "--net"],
+                                    ["--user", "--net", "--preserve-credentials"])):
+        run = [unshare] + run_flags + ["--", "sh", "-c", ip + ' link set lo up && exec "$@"',
+                                       "netns"]
+        try:
+            ok = subprocess.run(run + ["true"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            return run, lambda pid, flags=enter_flags: [nsenter, "--target", str(pid)] + flags
+    return None
+
+
 def test_admin_binds_loopback_by_default(h):
-    cluster = h.start_cluster(1, [])
-    # Started by hand: the harness always passes --admin.
-    argv = [h.epochgate_path, "--bootstrap", cluster.bootstrap, "--listen", "127.0.0.1:0",
-            "--broker-port-base", "0"]
+    # Started by hand: the harness always passes --admin. In a network
+    # namespace of its own (with the mock cluster), so the default port 9644
+    # is free whatever else runs on this machine.
+    netns = _private_netns()
+    if netns is None:
+        return _admin_default_on_this_machine(h)
+    run, enter = netns
+    mock = harness.Process("mockcluster-netns", run + [h.tool("epochgate-mockcluster"),
+                                                       "--brokers", "1"], h.workdir, stdin=True)
+    h._processes.append(_Owned(mock))
+    line = mock.read_line(timeout=15)
+    assert line.startswith("BOOTSTRAP "), line
+    argv = enter(mock.proc.pid) + [
+        h.epochgate_path, "--bootstrap", line.split(" ", 1)[1], "--listen", "127.0.0.1:0",
+        "--broker-port-base", "0"]
     proc = harness.Process("epochgate-default-admin", argv, h.workdir)
     h._processes.append(_Owned(proc))  # stopped (and its log shown) by the harness
+    fields = _ready_fields(proc)
+    assert fields["admin"] == "127.0.0.1:9644", fields
+    listening = [s for s in _process_sockets(proc.proc.pid, netns_of=proc.proc.pid)
+                 if s[3] == "0A" and s[0] == 9644]
+    assert listening, "no listening socket on 9644"
+    assert all(s[4] == "0100007F" for s in listening), "admin bound to %s" % listening
+    r = h.run(enter(mock.proc.pid) + [harness.TEST_PYTHON, "-c",
+              "import urllib.request as u; print(u.urlopen('http://127.0.0.1:9644/healthz', "
+              "timeout=5).status)"], timeout=20)
+    assert r.stdout.strip() == "200", r.stdout
+    assert proc.stop() == 0
+    h.note("default admin address 127.0.0.1:9644 (in a private network namespace)")
+
+
+def _ready_fields(proc):
     line = ""
     deadline = time.monotonic() + 20
     while not line.startswith("epochgate ready "):
-        try:
-            line = proc.read_line(timeout=max(0.1, deadline - time.monotonic()))
-        except AssertionError:
-            if "in use" in proc.tail():
-                raise harness.Skip("port 9644 (the default admin port) is taken on this machine")
-            raise
-    fields = dict(item.split("=", 1) for item in line.split()[2:] if "=" in item)
+        line = proc.read_line(timeout=max(0.1, deadline - time.monotonic()))
+    return dict(item.split("=", 1) for item in line.split()[2:] if "=" in item)
+
+
+def _admin_default_on_this_machine(h):
+    """Where no private network namespace can be made: the same check on
+    this machine's loopback, which needs port 9644 free."""
+    cluster = h.start_cluster(1, [])
+    argv = [h.epochgate_path, "--bootstrap", cluster.bootstrap, "--listen", "127.0.0.1:0",
+            "--broker-port-base", "0"]
+    proc = harness.Process("epochgate-default-admin", argv, h.workdir)
+    h._processes.append(_Owned(proc))
+    try:
+        fields = _ready_fields(proc)
+    except AssertionError:
+        if "in use" in proc.tail():
+            raise harness.Skip("no network namespace here (unshare) and port 9644 (the default "
+                               "admin port) is taken on this machine")
+        raise
     assert fields["admin"] == "127.0.0.1:9644", fields
     listening = [s for s in _process_sockets(proc.proc.pid) if s[3] == "0A" and s[0] == 9644]
     assert listening, "no listening socket on 9644"
