@@ -12,7 +12,8 @@ while the cluster is disturbed, then an independent audit of every record.
   per-record acknowledgements: an acknowledged record that is not stored
   exactly once, at the offset it was acknowledged with, is lost or duplicated.
 
-Pass: zero lost; zero duplicated except records sent while a broker bounce
+Pass: every planned leader move and broker bounce happened and none failed;
+zero lost; zero duplicated except records sent while a broker bounce
 could cut their acknowledgement (the mock cluster checks producer sequence
 numbers only for transactional producers, so it stores an idempotent
 producer's retry twice where a real broker would not: those are counted and
@@ -83,13 +84,33 @@ class Sampler(threading.Thread):
                 f.write("%.1f,%d,%d\n" % (t, rss, fds))
 
 
-class Chaos(threading.Thread):
-    """Leader moves and broker bounces on a schedule; logs every action."""
+def chaos_plan(seconds, move_every_s, bounce_every_s, quiet_tail_s=5.0):
+    """The disturbances a run of `seconds` must carry: [(due s, "move"|"bounce")]
+    in time order. A leader move every `move_every_s`, a broker bounce every
+    `bounce_every_s` (the first at 60 % of a shorter run), none in the last
+    `quiet_tail_s` (the tail of the run stays undisturbed)."""
+    plan = []
+    t = move_every_s
+    while move_every_s > 0 and t < seconds - quiet_tail_s:
+        plan.append((t, "move"))
+        t += move_every_s
+    t = min(bounce_every_s, 0.6 * seconds)
+    while bounce_every_s > 0 and t < seconds - quiet_tail_s:
+        plan.append((t, "bounce"))
+        t += bounce_every_s
+    return sorted(plan)
 
-    def __init__(self, cluster, seconds, move_every_s, bounce_every_s, log):
+
+class Chaos(threading.Thread):
+    """Carries out a chaos_plan (leader moves, broker bounces); logs every
+    action. An action that fails is recorded in `errors` and is not retried:
+    the soak fails on any error and on fewer actions done than planned."""
+
+    def __init__(self, cluster, plan, log):
         super().__init__(daemon=True)
-        self.cluster, self.seconds = cluster, seconds
-        self.move_every_s, self.bounce_every_s = move_every_s, bounce_every_s
+        self.cluster, self.plan = cluster, plan
+        self.planned_moves = sum(1 for _, kind in plan if kind == "move")
+        self.planned_bounces = sum(1 for _, kind in plan if kind == "bounce")
         self.log = log
         self.moves = self.bounces = 0
         self.bounce_windows = []  # (down wall-clock s, up wall-clock s, broker)
@@ -102,27 +123,25 @@ class Chaos(threading.Thread):
 
     def run(self):
         t0 = time.monotonic()
-        next_move = self.move_every_s
-        next_bounce = min(self.bounce_every_s, 0.6 * self.seconds)
         bounce_broker = 1
         move_partition = 0
-        while not self.stop_event.is_set():
+        for due, kind in self.plan:
+            if self.stop_event.wait(max(0.0, due - (time.monotonic() - t0))):
+                return  # stopped early: the actions left are missing, and counted so
             t = time.monotonic() - t0
-            if t >= self.seconds - 5:
-                return  # leave the tail of the run undisturbed
             try:
-                if t >= next_move:
+                if kind == "move":
                     p = move_partition % PARTITIONS
+                    move_partition += 1
                     leader = self.cluster.partition(TOPIC, p)["leader"]
                     target = leader % 3 + 1
                     _, epoch = self.cluster.move_leader(TOPIC, p, target)
                     self.moves += 1
                     self._note(t, "leader %s/%d %d -> %d epoch %d" % (TOPIC, p, leader, target,
                                                                       epoch))
-                    move_partition += 1
-                    next_move += self.move_every_s
-                if t >= next_bounce:
+                else:
                     b = bounce_broker
+                    bounce_broker = b % 3 + 1
                     down_wall = time.time()
                     self.cluster.cmd("down %d" % b)
                     self._note(t, "down %d" % b)
@@ -131,12 +150,9 @@ class Chaos(threading.Thread):
                     self.bounce_windows.append((down_wall, time.time(), b))
                     self._note(time.monotonic() - t0, "up %d" % b)
                     self.bounces += 1
-                    bounce_broker = b % 3 + 1
-                    next_bounce += self.bounce_every_s
-            except Exception as e:  # keep the soak going; report it
-                self.errors.append("%.1f %r" % (t, e))
-                self._note(t, "chaos error %r" % e)
-            self.stop_event.wait(0.2)
+            except Exception as e:  # keep the soak going; the run fails on it
+                self.errors.append("%.1f %s: %r" % (t, kind, e))
+                self._note(t, "chaos error (%s) %r" % (kind, e))
 
 
 def audit(bootstrap, run_id, timeline_path, deadline_s=None):
@@ -287,9 +303,12 @@ def main():
                           os.path.join(h.workdir, "rss.csv"))
         sampler.start()
         chaos_log = open(os.path.join(h.workdir, "chaos.log"), "w")
-        chaos = Chaos(cluster, seconds, o.move_every_s, o.bounce_every_s, chaos_log)
+        chaos = Chaos(cluster, chaos_plan(seconds, o.move_every_s, o.bounce_every_s), chaos_log)
         chaos.start()
         summary = check.result(timeout=seconds + 400, expect_pass=False)
+        # The plan ends 5 s before the producer does; a bounce still under
+        # way gets its 3 s and its `up`.
+        chaos.join(15)
         chaos.stop_event.set()
         chaos.join(10)
         sampler.stop()
@@ -306,6 +325,8 @@ def main():
                 "missing", "out_of_order", "misplaced", "unexpected", "redelivered", "seconds",
                 "latency_ms")},
             "audit": a, "leader_moves": chaos.moves, "broker_bounces": chaos.bounces,
+            "planned_leader_moves": chaos.planned_moves,
+            "planned_broker_bounces": chaos.planned_bounces,
             "chaos_errors": chaos.errors, "samples": len(sampler.rows), "warmup_s": warmup,
             "rss_bytes": flat["rss"], "open_fds": flat["fds"],
             "epochgate_alive": gate.proc.alive() if gate else None,
@@ -337,8 +358,21 @@ def main():
         if gate and not fd_ok:
             problems.append("open fds grew from %.0f to %.0f" % (flat["fds"]["baseline"],
                                                                  flat["fds"]["end"]))
-        if chaos.moves == 0:
-            problems.append("no leader move happened")
+        # The disturbances are what the soak is about: all of them must have
+        # happened, and none may have failed.
+        if chaos.errors:
+            problems.append("%d chaos action(s) failed: %s" % (len(chaos.errors),
+                                                               "; ".join(chaos.errors[:5])))
+        if chaos.moves < chaos.planned_moves:
+            problems.append("%d of %d planned leader moves happened" % (chaos.moves,
+                                                                       chaos.planned_moves))
+        if chaos.bounces < chaos.planned_bounces:
+            problems.append("%d of %d planned broker bounces happened" % (chaos.bounces,
+                                                                         chaos.planned_bounces))
+        if chaos.planned_moves == 0 or chaos.planned_bounces == 0:
+            problems.append("the run plans %d leader moves and %d broker bounces; a soak needs "
+                            "at least one of each (longer --minutes or shorter intervals)"
+                            % (chaos.planned_moves, chaos.planned_bounces))
         result["problems"] = problems
         result["passed"] = not problems
     except BaseException as e:
@@ -365,9 +399,11 @@ def main():
                   r["check"]["consumed"],
                   r["check"]["missing"], r["check"]["duplicates"], r["check"]["redelivered"]))
     if "audit" in r and r["mode"] == "epochgate":
-        print("soak: %d leader moves, %d broker bounces; RSS %.1f -> %.1f MiB (%+.1f %%, max "
-              "%.1f); fds %.0f -> %.0f (max %d)" % (
-                  r["leader_moves"], r["broker_bounces"], r["rss_bytes"]["baseline"] / 2**20,
+        print("soak: %d of %d leader moves, %d of %d broker bounces, %d chaos errors; RSS %.1f "
+              "-> %.1f MiB (%+.1f %%, max %.1f); fds %.0f -> %.0f (max %d)" % (
+                  r["leader_moves"], r["planned_leader_moves"], r["broker_bounces"],
+                  r["planned_broker_bounces"], len(r["chaos_errors"]),
+                  r["rss_bytes"]["baseline"] / 2**20,
                   r["rss_bytes"]["end"] / 2**20, r["rss_bytes"]["end_change_pct"],
                   r["rss_bytes"]["max"] / 2**20, r["open_fds"]["baseline"], r["open_fds"]["end"],
                   r["open_fds"]["max"]))
