@@ -59,6 +59,10 @@ struct UpstreamSaslConfig {
   std::string password_file;  ///< or password_env (never a literal password)
   std::string password_env;
   std::string token_file;     ///< OAUTHBEARER: the token, re-read at each login
+  /// Sidecar credential mode: every upstream connection a client session
+  /// opens logs in with these credentials before the client's first request
+  /// goes out; clients connect without SASL.
+  bool on_behalf_of_clients = false;
   bool enabled() const { return !mechanism.empty(); }
 };
 

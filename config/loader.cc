@@ -516,6 +516,8 @@ class Parser {
                            string_field(fv, fp, fm, sc.password_env);
                          else if (k == "token_file")
                            string_field(fv, fp, fm, sc.token_file);
+                         else if (k == "on_behalf_of_clients")
+                           bool_field(fv, fp, fm, sc.on_behalf_of_clients);
                        });
           } else if (key == "logging") {
             seen(p, m);
@@ -709,7 +711,7 @@ const std::map<std::string, std::vector<std::string_view>>& config_schema_keys()
       {"refresher", {"enabled", "interval_ms", "urgent_min_interval_ms", "request_timeout_ms"}},
       {"upstream_sasl",
        {"mechanism", "username", "username_file", "username_env", "password_file",
-        "password_env", "token_file"}},
+        "password_env", "token_file", "on_behalf_of_clients"}},
       {"logging", {"level", "format", "rate_limit_per_sec"}},
   };
   return kKeys;
@@ -850,6 +852,9 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
 
   // Refresher.
   const auto& sasl = c.upstream_sasl;
+  if (ck.usable("upstream_sasl.on_behalf_of_clients") && sasl.on_behalf_of_clients &&
+      !sasl.enabled())
+    ck.report("upstream_sasl.on_behalf_of_clients", "needs upstream_sasl.mechanism");
   if (ck.usable("upstream_sasl") && sasl.enabled()) {
     if (sasl.mechanism == "OAUTHBEARER") {
       if (sasl.token_file.empty())

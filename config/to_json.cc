@@ -108,6 +108,7 @@ std::string to_json(const Config& c) {
   string_member(w, "password_file", sasl.password_file);
   string_member(w, "password_env", sasl.password_env);
   string_member(w, "token_file", sasl.token_file);
+  w.key("on_behalf_of_clients").value(sasl.on_behalf_of_clients);
   w.end_object();
 
   w.key("logging").begin_object();

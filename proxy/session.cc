@@ -199,8 +199,61 @@ void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
   upstream_open_ = true;
   if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kUpstream, node_id_);
   spdlog::debug("session {} -> {} (node {}) open", client_.peer(), upstream_name_, node_id_);
+  if (logs_in_for_client()) {
+    start_own_login();
+    if (state_ != State::kOpen) return;
+  }
   update_backpressure();
   if (state_ == State::kOpen && !upstream_->input().empty()) process_upstream_input();
+}
+
+void Session::start_own_login() {
+  own_login_ = std::make_unique<SaslLogin>(ctx_.config->upstream_sasl);
+  apply_own_login_step(own_login_->start(own_correlation_++));
+}
+
+bool Session::apply_own_login_step(SaslLoginStep step) {
+  const std::string& mechanism = ctx_.config->upstream_sasl.mechanism;
+  switch (step.kind) {
+    case SaslLoginStep::Kind::kSend:
+      upstream_->queue(step.frame.data(), step.frame.size());
+      upstream_->flush();
+      return true;
+    case SaslLoginStep::Kind::kDone:
+      own_login_.reset();
+      if (ctx_.metrics) ctx_.metrics->sasl_authentication("on_behalf", mechanism, true, own_logged_in_);
+      own_logged_in_ = true;
+      own_relogin_at_ns_ =
+          step.session_lifetime_ms > 0
+              ? now_ns() + static_cast<uint64_t>(step.session_lifetime_ms) * 850000  // 85 %
+              : 0;
+      return true;
+    case SaslLoginStep::Kind::kFailed:
+      own_login_.reset();
+      if (ctx_.metrics) ctx_.metrics->sasl_authentication("on_behalf", mechanism, false, own_logged_in_);
+      EPOCHGATE_PROXY_LOG(warn, "sasl_login",
+                          "SASL login ({}) to {} for client {} failed: {}; closing the client",
+                          mechanism, upstream_name_, client_.peer(), step.error);
+      close("sasl_login_failed");
+      return false;
+  }
+  return false;
+}
+
+void Session::refuse_client_sasl(int32_t corr, int16_t version) {
+  EPOCHGATE_PROXY_LOG(warn, "client_sasl",
+                      "client {} node {}: started its own SASL login, but epochgate logs in "
+                      "for it (upstream_sasl.on_behalf_of_clients); configure the client "
+                      "without SASL",
+                      client_.peer(), node_id_);
+  // SaslHandshake response v0/v1: header v0, ErrorCode ILLEGAL_SASL_STATE (34),
+  // Mechanisms [] (offering none).
+  std::vector<uint8_t> frame = {0, 0, 0, 10};
+  for (int shift = 24; shift >= 0; shift -= 8) frame.push_back(static_cast<uint8_t>(corr >> shift));
+  frame.insert(frame.end(), {0, 34, 0, 0, 0, 0});
+  InFlightEntry& e = in_flight_.push(corr, codec::kSaslHandshake, version, now_ns());
+  e.response = std::move(frame);
+  e.ready = true;
 }
 
 void Session::on_dial_failed() { connect_failed("no reachable upstream", 0); }
@@ -393,8 +446,14 @@ void Session::process_client_input() {
   const auto& lim = ctx_.config->limits;
   size_t forwarded_bytes = 0;
   while (state_ == State::kOpen && !in.empty() && !draining_ && !holding_ &&
-         !sasl_.holds_client_input() && !close_after_write_) {
+         !sasl_.holds_client_input() && !close_after_write_ && !own_login_) {
     if (in_flight_.size() >= lim.max_in_flight_per_connection) break;
+    if (own_relogin_at_ns_ != 0 && now_ns() >= own_relogin_at_ns_) {
+      // KIP-368: log in again before the broker's session ends, once the
+      // broker has answered everything before (responses stay in order).
+      if (in_flight_.upstream_pending() == 0) start_own_login();
+      break;
+    }
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
     if (s.kind == codec::FrameScan::Kind::kError) {
       processing_client_ = false;
@@ -497,6 +556,10 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     return Step::kClosed;
   }
   if (ctx_.metrics) ctx_.metrics->request(key);
+  if (key == codec::kSaslHandshake && logs_in_for_client()) {
+    refuse_client_sasl(corr, version);
+    return Step::kConsumed;
+  }
   uint64_t now = now_ns();
   const codec::ApiInfo* info = codec::api_info(key);
 
@@ -645,16 +708,27 @@ void Session::process_upstream_input() {
       upstream_->reserve_input(s.size, kFrameGrowStep);
       break;
     }
+    if (own_login_) {
+      if (!apply_own_login_step(own_login_->on_response(in.begin() + 4, s.size,
+                                                        own_correlation_++)))
+        return;
+      in.consume(4 + s.size);
+      upstream_->clear_pending_frame();
+      if (!own_login_) sasl_resume_client_ = true;  // logged in: client frames flow
+      continue;
+    }
     if (!handle_response(in.begin() + 4, s.size)) return;
     in.consume(4 + s.size);
     upstream_->clear_pending_frame();
+    if (own_relogin_at_ns_ != 0 && in_flight_.upstream_pending() == 0)
+      sasl_resume_client_ = true;  // a re-login may have waited for this answer
   }
   if (in.empty()) upstream_->release_idle_input();
   if (state_ != State::kOpen) return;
   if (sasl_resume_client_) {
     // Client frames held behind a SASL answer can be read now.
     sasl_resume_client_ = false;
-    if (!sasl_.holds_client_input() && !client_.input().empty()) {
+    if (!sasl_.holds_client_input() && !own_login_ && !client_.input().empty()) {
       process_client_input();
       if (state_ != State::kOpen) return;
     }

@@ -18,6 +18,7 @@
 #include "proxy/connection.h"
 #include "proxy/in_flight_queue.h"
 #include "proxy/sasl_framing.h"
+#include "proxy/sasl_login.h"
 #include "proxy/upstream_dialer.h"
 #include "proxy/worker_context.h"
 
@@ -77,6 +78,14 @@ class Session : public ConnectionOwner, private UpstreamDialer::Owner {
   enum class State { kStarting, kDialing, kOpen, kClosing };
 
   void dial();
+  // Sidecar credential mode (upstream_sasl.on_behalf_of_clients): epochgate
+  // logs in on the upstream connection; client frames wait until it is done.
+  bool logs_in_for_client() const { return ctx_.config->upstream_sasl.on_behalf_of_clients; }
+  void start_own_login();
+  /// False when the session closed (a refused login).
+  bool apply_own_login_step(SaslLoginStep step);
+  /// A client SaslHandshake in sidecar credential mode: ILLEGAL_SASL_STATE.
+  void refuse_client_sasl(int32_t corr, int16_t version);
   // UpstreamDialer::Owner
   void on_dial_attempt_failed(const UpstreamDialer::Failure& f) override;
   void on_dialed(std::unique_ptr<Connection> conn, size_t index,
@@ -131,6 +140,10 @@ class Session : public ConnectionOwner, private UpstreamDialer::Owner {
   UpstreamDialer dialer_;
   InFlightQueue in_flight_;
   SaslFraming sasl_;
+  std::unique_ptr<SaslLogin> own_login_;  // epochgate's login on the upstream, under way
+  int32_t own_correlation_ = 0x45470100;  // epochgate's own ids, never a client's
+  uint64_t own_relogin_at_ns_ = 0;        // 0: no session lifetime
+  bool own_logged_in_ = false;
   bool sasl_resume_client_ = false;  // a SASL answer may have released held client frames
   uv_timer_t connect_timer_;  // waiting for a node's address; request holds
   std::vector<config::HostPort> targets_;
