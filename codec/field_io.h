@@ -2,9 +2,11 @@
 // code (codec/generator/generate.py) calls to read and write fields, arrays
 // and tagged-field sections. Keeping them here keeps the generated code short.
 // Must never: allocate from a wire length before Reader checked it against the
-// bytes left, or throw.
+// bytes left and its entry cap, size a vector from a wire count beyond what
+// the bytes left hold decoded, or throw.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <optional>
@@ -112,15 +114,27 @@ size_t elem_min_size(int16_t v, bool flex) {
 }
 
 /// Reads an array body of `n` elements (n already bounded by the Reader).
+/// Struct elements count against the Reader's entry cap and every element's
+/// decoded size is charged, both before anything is allocated. The count is
+/// bounded only by the wire's smallest element (3 bytes for a flexible
+/// Produce topic), while a decoded element can take 30 times that, so the
+/// vector reserves no more than the bytes left could hold decoded and grows
+/// past that only as elements actually decode.
 template <class T>
 void get_elems(Reader& r, int16_t v, bool flex, int32_t n, std::vector<T>& out) {
   out.clear();
   if (n <= 0 || !r.ok()) return;
-  out.resize(static_cast<size_t>(n));
-  for (auto& x : out) {
-    get_elem(r, v, flex, x);
+  const size_t count = static_cast<size_t>(n);
+  if constexpr (WireStruct<T>) {
+    if (!r.take_entries(count)) return;
+  }
+  r.charge(uint64_t{count} * sizeof(T));
+  out.reserve(std::min(count, r.remaining() / sizeof(T) + 1));
+  for (size_t i = 0; i < count; ++i) {
+    get_elem(r, v, flex, out.emplace_back());
     if (!r.ok()) return;
   }
+  r.charge(uint64_t{out.capacity() - count} * sizeof(T));  // what growth left unused
 }
 
 template <class T>
@@ -177,6 +191,10 @@ void read_tags(Reader& r, TaggedFields& unknown, Known&& known) {
     if (known(tag)) {
       if (r.ok() && r.offset() - start != size) r.fail(Errc::kBadTaggedFields);
     } else {
+      // Two wire bytes each: counted like array entries, or a tagged section
+      // would build 12 bytes of vector per byte of frame past every cap.
+      if (!r.take_entries(1)) return;
+      r.charge(sizeof(TaggedField));
       unknown.push_back(TaggedField{tag, r.raw(size)});
     }
   }

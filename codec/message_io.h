@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "codec/api_table.h"
@@ -30,6 +31,14 @@ Status decode_body(const uint8_t* body, size_t len, int16_t version, M& out) {
   return s;
 }
 
+/// What one decode may build (in) and what it built (out); see
+/// Reader::set_max_entries and Reader::decoded_bytes.
+struct DecodeBounds {
+  uint64_t max_entries = std::numeric_limits<uint64_t>::max();  ///< in: struct entries cap
+  uint64_t entries = 0;        ///< out: struct entries and unknown tagged fields counted
+  uint64_t decoded_bytes = 0;  ///< out: heap bytes the decoded objects hold
+};
+
 /// Like decode_body, but bytes left after the body are not an error: they are
 /// returned in `trailing` (a view; empty when none). Real peers send such
 /// bytes and Kafka brokers ignore them: librdkafka 2.15.1 pads its all-topics
@@ -37,15 +46,29 @@ Status decode_body(const uint8_t* body, size_t len, int16_t version, M& out) {
 /// flexible Metadata responses (tests/codec/golden/README.md). A proxy that
 /// forwards the original bytes should accept them; one that re-encodes can
 /// append `trailing` to stay byte-identical.
+/// `bounds` caps the entries built (kTooManyPartitions past it, detected at
+/// the array count, before the array is allocated) and reports the tallies,
+/// also on failure.
 template <class M>
 Status decode_body_allow_trailing(const uint8_t* body, size_t len, int16_t version, M& out,
-                                  Bytes& trailing) {
+                                  Bytes& trailing, DecodeBounds& bounds) {
   Reader r(body, len);
+  r.set_max_entries(bounds.max_entries);
   Status s = out.decode(r, version);
+  bounds.entries = r.entries();
+  bounds.decoded_bytes = r.decoded_bytes();
   trailing = Bytes{};
   if (s.ok() && r.remaining() != 0)
     trailing = Bytes{r.position(), static_cast<uint32_t>(r.remaining()), false};
   return s;
+}
+
+/// decode_body_allow_trailing without a cap.
+template <class M>
+Status decode_body_allow_trailing(const uint8_t* body, size_t len, int16_t version, M& out,
+                                  Bytes& trailing) {
+  DecodeBounds unbounded;
+  return decode_body_allow_trailing(body, len, version, out, trailing, unbounded);
 }
 
 namespace detail {

@@ -80,6 +80,7 @@ std::string Reader::string(bool compact) {
   }
   std::string s(reinterpret_cast<const char*>(pos_), static_cast<size_t>(len));
   pos_ += len;
+  charge(static_cast<uint64_t>(len));
   return s;
 }
 
@@ -89,6 +90,7 @@ std::optional<std::string> Reader::nullable_string(bool compact) {
   if (!ok() || is_null) return std::nullopt;
   std::string s(reinterpret_cast<const char*>(pos_), static_cast<size_t>(len));
   pos_ += len;
+  charge(static_cast<uint64_t>(len));
   return s;
 }
 

@@ -1,11 +1,15 @@
 // codec/reader.h: bounds-checked reads of Kafka primitive types from one frame.
 // The reader has a sticky error: after the first failure every read returns a
 // zero value and the Status keeps the first error. Lengths and counts are
-// checked against the bytes left before the caller may allocate anything.
+// checked against the bytes left before the caller may allocate anything,
+// and the reader keeps the tally that bounds what one decode may build:
+// entries of struct arrays (capped) and the bytes the decoded objects take.
+// Must never: allocate, or let a cap be passed without failing the decode.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -33,6 +37,29 @@ class Reader {
   }
   /// Names the schema field being read, for error messages (static string).
   void set_field(const char* field) { field_ = field; }
+
+  /// Caps the entries one decode may build: every element of an array of
+  /// structs (topics, partitions, ...) and every unknown tagged field counts
+  /// one. Passing it fails the decode with kTooManyPartitions. Default: no cap.
+  void set_max_entries(uint64_t n) { max_entries_ = n; }
+  /// Counts `n` entries about to be decoded, before anything is allocated for
+  /// them. Returns false (and fails the reader) when that passes the cap.
+  bool take_entries(uint64_t n) {
+    entries_ += n;
+    if (entries_ > max_entries_) {
+      fail(Errc::kTooManyPartitions, field_);
+      return false;
+    }
+    return true;
+  }
+  /// Entries counted so far (see set_max_entries).
+  uint64_t entries() const { return entries_; }
+  /// Adds `n` bytes to the estimate of heap memory the decoded objects hold.
+  void charge(uint64_t n) { decoded_bytes_ += n; }
+  /// Heap bytes the objects decoded so far hold (vector storage at its
+  /// declared count, string bytes, unknown tagged fields), in bytes; not the
+  /// top-level message itself, and not record data (a view into the frame).
+  uint64_t decoded_bytes() const { return decoded_bytes_; }
 
   int8_t int8() { return static_cast<int8_t>(fixed<uint8_t>()); }
   int16_t int16() { return static_cast<int16_t>(fixed<uint16_t>()); }
@@ -110,6 +137,9 @@ class Reader {
   const uint8_t* end_;
   const char* field_ = "";
   Status status_;
+  uint64_t max_entries_ = std::numeric_limits<uint64_t>::max();
+  uint64_t entries_ = 0;
+  uint64_t decoded_bytes_ = 0;
 };
 
 }  // namespace epochgate::codec

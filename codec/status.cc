@@ -16,6 +16,7 @@ const char* errc_name(Errc e) {
     case Errc::kFrameTooLarge: return "frame_too_large";
     case Errc::kNegativeFrameSize: return "negative_frame_size";
     case Errc::kTrailingBytes: return "trailing_bytes";
+    case Errc::kTooManyPartitions: return "too_many_partitions";
   }
   return "unknown";
 }

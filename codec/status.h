@@ -22,6 +22,7 @@ enum class Errc : uint8_t {
   kFrameTooLarge,       ///< frame size above the configured maximum
   kNegativeFrameSize,   ///< frame size prefix below zero
   kTrailingBytes,       ///< bytes left in the frame after the message ended
+  kTooManyPartitions,   ///< more topic/partition entries than the decode may build
 };
 
 /// Stable snake_case name of an error code, e.g. "truncated".
