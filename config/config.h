@@ -80,6 +80,10 @@ struct LimitsConfig {
   /// A forwarded request unanswered this long past its own deadline (Produce
   /// timeout_ms, Fetch max_wait_ms, else 0) is counted and logged; 0: off.
   uint32_t upstream_overdue_ms = 30000;
+  /// Topic and partition entries (every struct array element, and unknown
+  /// tagged fields) one request the policy decides on may carry; counted
+  /// while it decodes. Bounds a decoded request to about 100 bytes an entry.
+  uint32_t max_partitions_per_request = 100000;
 };
 
 struct BrokerPortsConfig {

@@ -459,6 +459,8 @@ class Parser {
                                       UintKind::kDuration);
                          else if (k == "upstream_overdue_ms")
                            uint_field(fv, fp, fm, l.upstream_overdue_ms, UintKind::kDuration);
+                         else if (k == "max_partitions_per_request")
+                           uint_field(fv, fp, fm, l.max_partitions_per_request);
                        });
           } else if (key == "policy") {
             seen(p, m);
@@ -703,7 +705,7 @@ const std::map<std::string, std::vector<std::string_view>>& config_schema_keys()
        {"max_frame_bytes", "max_in_flight_per_connection", "max_connections",
         "high_watermark_bytes", "low_watermark_bytes", "idle_timeout_ms",
         "partial_frame_timeout_ms", "buffer_budget_bytes", "upstream_connect_timeout_ms",
-        "upstream_overdue_ms"}},
+        "upstream_overdue_ms", "max_partitions_per_request"}},
       {"policy",
        {"default_mode", "rules", "inject_epochs", "kip951_bridge", "max_staleness_ms",
         "refresh_before_fence_ms", "hold_timeout_ms"}},
@@ -818,6 +820,7 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
   ck.range("limits.upstream_connect_timeout_ms", l.upstream_connect_timeout_ms, 1, 600000);
   ck.range("limits.upstream_overdue_ms", l.upstream_overdue_ms, 0, 86400000);
   ck.range("limits.buffer_budget_bytes", l.buffer_budget_bytes, 1, UINT64_MAX);
+  ck.range("limits.max_partitions_per_request", l.max_partitions_per_request, 1, 100000000);
   if (ck.usable("limits.low_watermark_bytes") && ck.usable("limits.high_watermark_bytes") &&
       l.low_watermark_bytes >= l.high_watermark_bytes) {
     const char* at = ck.set_explicitly("limits.low_watermark_bytes")

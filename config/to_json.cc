@@ -66,6 +66,7 @@ std::string to_json(const Config& c) {
   w.key("buffer_budget_bytes").value(l.buffer_budget_bytes);
   w.key("upstream_connect_timeout_ms").value(l.upstream_connect_timeout_ms);
   w.key("upstream_overdue_ms").value(l.upstream_overdue_ms);
+  w.key("max_partitions_per_request").value(l.max_partitions_per_request);
   w.end_object();
 
   const PolicyConfig& p = c.policy;

@@ -1,7 +1,8 @@
 // proxy/buffer_budget.h: the process-wide budget for bytes held in connection
-// buffers (limits.buffer_budget_bytes, issue 7). Connections report what they
-// hold; above the budget, sessions stop reading new client requests until
-// writes drain the buffers below it. Lock-free, shared by every worker.
+// buffers and decoded requests (limits.buffer_budget_bytes). Connections and
+// the policy report what they hold; above the budget, sessions stop reading
+// new client requests until writes drain the buffers below it. Lock-free,
+// shared by every worker.
 #pragma once
 
 #include <atomic>
@@ -26,6 +27,40 @@ class BufferBudget {
  private:
   std::atomic<int64_t> used_{0};
   std::atomic<uint64_t> limit_;
+};
+
+/// Bytes held against a BufferBudget for as long as this object lives (a
+/// decoded request, for example); movable, so the holder can pass it on to
+/// whatever keeps the memory. A null budget counts nothing.
+class BudgetCharge {
+ public:
+  BudgetCharge() = default;
+  BudgetCharge(BufferBudget* budget, uint64_t bytes) : budget_(budget), bytes_(bytes) {
+    if (budget_ != nullptr) budget_->add(static_cast<int64_t>(bytes_));
+  }
+  BudgetCharge(BudgetCharge&& o) noexcept : budget_(o.budget_), bytes_(o.bytes_) {
+    o.budget_ = nullptr;
+  }
+  BudgetCharge& operator=(BudgetCharge&& o) noexcept {
+    if (this != &o) {
+      release();
+      budget_ = o.budget_;
+      bytes_ = o.bytes_;
+      o.budget_ = nullptr;
+    }
+    return *this;
+  }
+  BudgetCharge(const BudgetCharge&) = delete;
+  BudgetCharge& operator=(const BudgetCharge&) = delete;
+  ~BudgetCharge() { release(); }
+
+ private:
+  void release() {
+    if (budget_ != nullptr) budget_->add(-static_cast<int64_t>(bytes_));
+    budget_ = nullptr;
+  }
+  BufferBudget* budget_ = nullptr;
+  uint64_t bytes_ = 0;
 };
 
 }  // namespace epochgate::proxy

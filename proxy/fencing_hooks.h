@@ -21,6 +21,8 @@
 
 namespace epochgate::proxy {
 
+class BufferBudget;
+
 /// Policy hooks a session calls; see PolicyFencing (proxy/policy_fencing.h).
 class FencingHooks {
  public:
@@ -37,6 +39,7 @@ class FencingHooks {
     bool expects_response = true;
     bool after_hold = false;  ///< held for hold_timeout_ms already: never hold again
     uint64_t hold_started_ms = 0;  ///< monotonic ms the request started waiting (0: not held)
+    BufferBudget* budget = nullptr;  ///< where the decoded request's memory is counted (may be null)
   };
 
   /// What to do with the request.
@@ -57,6 +60,8 @@ class FencingHooks {
     std::unique_ptr<EntryContext> context;
     std::string reason;     ///< for the log line of kClose
     bool malformed = false; ///< kClose because the request did not decode
+    /// Metric reason of a malformed kClose (`epochgate_frame_errors_total{reason}`).
+    const char* close_reason = "malformed_request";
   };
 
   /// APIs whose requests the policy decides on (Produce, Fetch, ListOffsets,

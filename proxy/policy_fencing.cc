@@ -1,4 +1,7 @@
-// proxy/policy_fencing.cc
+// proxy/policy_fencing.cc: PolicyFencing (see policy_fencing.h). Decodes each
+// decided request under limits.max_partitions_per_request and counts the
+// decoded request against the buffer budget for as long as it lives.
+// Must never: decode a client's request without that cap.
 #include "proxy/policy_fencing.h"
 
 #include <spdlog/spdlog.h>
@@ -12,6 +15,7 @@
 #include "metrics/proxy_metrics.h"
 #include "policy/answer.h"
 #include "policy/decide.h"
+#include "proxy/buffer_budget.h"
 #include "proxy/refresher.h"
 
 namespace epochgate::proxy {
@@ -24,6 +28,7 @@ uint64_t now_ms() { return uv_hrtime() / 1000000; }
 template <typename Req, typename Resp>
 struct SplitContext : EntryContext {
   Req request;  // record bytes dropped: the client's buffer is gone by then
+  BudgetCharge charge;  // the decoded request's memory, held as long as it is
   int16_t version = 0;
   policy::RequestDecision decision;
   Resp local;
@@ -138,17 +143,31 @@ template <typename Req, typename Resp>
 FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const codec::RequestHeader& h,
                                               const uint8_t* body, size_t len) {
   RequestPlan plan;
+  Settings s = settings();
   Req req;
   codec::Bytes trailing;  // ignored as a broker ignores it; dropped if re-encoded
-  codec::Status st = codec::decode_body_allow_trailing(body, len, in.api_version, req, trailing);
+  // Entries are capped while decoding, before their arrays are allocated: a
+  // frame of 3-byte topic entries would otherwise build 32 times its size,
+  // and deciding on them would hold every connection of this worker.
+  codec::DecodeBounds bounds;
+  bounds.max_entries = s.config->limits.max_partitions_per_request;
+  codec::Status st =
+      codec::decode_body_allow_trailing(body, len, in.api_version, req, trailing, bounds);
+  BudgetCharge charge(in.budget, bounds.decoded_bytes);
   if (!st.ok()) {
     plan.action = RequestPlan::Action::kClose;
     plan.malformed = true;
     plan.reason = std::string(Req::kName) + " v" + std::to_string(in.api_version) + ": " +
                   st.message();
+    if (st.code == codec::Errc::kTooManyPartitions) {
+      // As a broker refuses a request it will not process: close this one
+      // connection; the limit's name tells the operator what to raise.
+      plan.close_reason = codec::errc_name(st.code);
+      plan.reason += ": more than limits.max_partitions_per_request (" +
+                     std::to_string(bounds.max_entries) + ") topic and partition entries";
+    }
     return plan;
   }
-  Settings s = settings();
   auto snap = view_.snapshot();
   // A held request is decided for good once a refresh finished after it
   // started waiting (the view is as current as it gets), or at the timeout.
@@ -214,6 +233,7 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
       split->version = in.api_version;
       split->decision = std::move(d);
       split->request = std::move(req);
+      split->charge = std::move(charge);
       drop_record_views(split->request);
       plan.context = std::move(split);
       plan.action = RequestPlan::Action::kForwardRewritten;

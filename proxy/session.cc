@@ -612,6 +612,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     in.after_hold = hold_started_ns_ != 0 &&
                     now - hold_started_ns_ >= uint64_t{ctx_.config->policy.hold_timeout_ms} * 1000000;
     in.hold_started_ms = hold_started_ns_ / 1000000;
+    in.budget = ctx_.budget;
     FencingHooks::RequestPlan plan = ctx_.fencing->plan_request(in);
     if (plan.action == FencingHooks::RequestPlan::Action::kHold && !in.after_hold) {
       // Ask again once the refresh had a chance; later requests wait behind
@@ -660,7 +661,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
         return Step::kClosed;
       case FencingHooks::RequestPlan::Action::kClose:
         if (plan.malformed) {
-          frame_error("malformed_request", plan.reason);
+          frame_error(plan.close_reason, plan.reason);
           return Step::kClosed;
         }
         // acks=0 Produce to a stale leader: a broker closes the connection.

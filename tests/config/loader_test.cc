@@ -58,6 +58,8 @@ const BadCase kBadCases[] = {
      "broker_ports.base: 70000 is out of range (at most 65535)"},
     {"zero_size", "limits:\n  max_in_flight_per_connection: 0\n", 2, 33,
      "limits.max_in_flight_per_connection: 0 is out of range (1..1000000)"},
+    {"no_partitions_per_request", "limits:\n  max_partitions_per_request: 0\n", 2, 31,
+     "limits.max_partitions_per_request: 0 is out of range (1..100000000)"},
     {"frame_too_small", "limits:\n  max_frame_bytes: 10\n", 2, 20,
      "limits.max_frame_bytes: 10 is out of range (1024..2147483647)"},
     {"watermarks_inverted", "limits:\n  high_watermark_bytes: 1MiB\n  low_watermark_bytes: 2MiB\n",
