@@ -4,7 +4,9 @@
 // output vector, fence on ignorance, or fence a Produce with FENCED_LEADER_EPOCH.
 #include "policy/decide.h"
 
+#include <string>
 #include <string_view>
+#include <unordered_set>
 
 namespace epochgate::policy {
 
@@ -158,8 +160,11 @@ class TableWalker {
       ref.name = std::string(topic_name_);
       ref.id = *topic_id_;
     }
-    for (const auto& r : out_.urgent_refresh)
-      if (r == ref) return;
+    // A set, not a scan of the list: a request naming 50,000 unknown topics
+    // made the scan hold this worker's loop for 40 s.
+    std::string key = ref.name;
+    key.append(reinterpret_cast<const char*>(ref.id.data()), ref.id.size());
+    if (!refresh_seen_.insert(std::move(key)).second) return;
     out_.urgent_refresh.push_back(std::move(ref));
   }
 
@@ -278,6 +283,7 @@ class TableWalker {
   std::string_view topic_name_;
   const codec::Uuid* topic_id_ = nullptr;
   bool topic_refresh_ = false;
+  std::unordered_set<std::string> refresh_seen_;  ///< name + id of each urgent_refresh entry
 };
 
 const codec::Uuid kZeroId{};

@@ -30,8 +30,11 @@ bool needs_refresh(int16_t error) {
 }  // namespace
 
 void LearnReport::add_refresh(const TopicRef& t) {
-  if (std::find(urgent_refresh.begin(), urgent_refresh.end(), t) == urgent_refresh.end())
-    urgent_refresh.push_back(t);
+  // A set beside the list: scanning the list made a Produce response naming
+  // 50,000 unknown topics hold the worker's loop for 25 s.
+  std::string key = t.name;
+  key.append(reinterpret_cast<const char*>(t.id.data()), t.id.size());
+  if (refresh_seen_.insert(std::move(key)).second) urgent_refresh.push_back(t);
 }
 
 void LearnReport::merge(const LearnReport& o) {

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "codec/messages/fetch_response.h"
@@ -55,6 +56,9 @@ struct LearnReport {
   /// Adds `o` into this report (dedupes the lists).
   void merge(const LearnReport& o);
   void add_refresh(const TopicRef& t);
+
+ private:
+  std::unordered_set<std::string> refresh_seen_;  ///< name + id of each urgent_refresh entry
 };
 
 /// The view. Thread-safe: any number of readers call snapshot() (an atomic
