@@ -290,10 +290,10 @@ TEST(LoaderTest, FileProblemsNameTheFile) {
 TEST(LoaderTest, SchemaKeysCoverEveryConfigSection) {
   const auto& keys = config_schema_keys();
   for (const char* section : {"", "broker_ports", "admin", "limits", "policy", "policy.rules[]",
-                              "refresher", "logging"}) {
+                              "refresher", "upstream_sasl", "logging"}) {
     EXPECT_TRUE(keys.count(section)) << section;
   }
-  EXPECT_EQ(keys.at("limits").size(), 10u);
+  EXPECT_EQ(keys.at("limits").size(), 11u);
 }
 
 }  // namespace
