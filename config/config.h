@@ -39,6 +39,9 @@ struct PolicyConfig {
   uint32_t max_staleness_ms = 300000;       ///< older view entries never fence
   uint32_t refresh_before_fence_ms = 5000;  ///< older entries: refresh, then decide
   uint32_t hold_timeout_ms = 500;           ///< longest a request waits for that refresh
+  /// Lower-epoch reports (same topic id) naming one leader and epoch that
+  /// roll a view entry back to them (a bogus epoch must not pin the view).
+  uint32_t epoch_rollback_confirmations = 3;
 };
 
 struct RefresherConfig {

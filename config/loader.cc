@@ -482,6 +482,8 @@ class Parser {
                            uint_field(fv, fp, fm, pc.refresh_before_fence_ms, UintKind::kDuration);
                          else if (k == "hold_timeout_ms")
                            uint_field(fv, fp, fm, pc.hold_timeout_ms, UintKind::kDuration);
+                         else if (k == "epoch_rollback_confirmations")
+                           uint_field(fv, fp, fm, pc.epoch_rollback_confirmations);
                        });
           } else if (key == "refresher") {
             seen(p, m);
@@ -708,7 +710,7 @@ const std::map<std::string, std::vector<std::string_view>>& config_schema_keys()
         "upstream_overdue_ms", "max_partitions_per_request"}},
       {"policy",
        {"default_mode", "rules", "inject_epochs", "kip951_bridge", "max_staleness_ms",
-        "refresh_before_fence_ms", "hold_timeout_ms"}},
+        "refresh_before_fence_ms", "hold_timeout_ms", "epoch_rollback_confirmations"}},
       {"policy.rules[]", {"topics", "apis", "mode"}},
       {"refresher", {"enabled", "interval_ms", "urgent_min_interval_ms", "request_timeout_ms"}},
       {"upstream_sasl",
@@ -842,6 +844,8 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
   const auto& p = c.policy;
   ck.range("policy.max_staleness_ms", p.max_staleness_ms, 1, 86400000);
   ck.range("policy.hold_timeout_ms", p.hold_timeout_ms, 0, 60000);
+  // One report must never move an epoch backwards: at least two.
+  ck.range("policy.epoch_rollback_confirmations", p.epoch_rollback_confirmations, 2, 100);
   if (ck.usable("policy.refresh_before_fence_ms") && ck.usable("policy.max_staleness_ms") &&
       p.refresh_before_fence_ms > p.max_staleness_ms) {
     ck.report("policy.refresh_before_fence_ms", std::to_string(p.refresh_before_fence_ms) +

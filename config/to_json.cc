@@ -88,6 +88,7 @@ std::string to_json(const Config& c) {
   w.key("max_staleness_ms").value(p.max_staleness_ms);
   w.key("refresh_before_fence_ms").value(p.refresh_before_fence_ms);
   w.key("hold_timeout_ms").value(p.hold_timeout_ms);
+  w.key("epoch_rollback_confirmations").value(p.epoch_rollback_confirmations);
   w.end_object();
 
   const RefresherConfig& r = c.refresher;

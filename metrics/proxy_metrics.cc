@@ -238,6 +238,18 @@ struct ProxyMetrics::Impl {
                             .Help("Partitions in the current metadata view.")
                             .Register(*registry)
                             .Add({})),
+        epoch_disputes(prometheus::BuildCounter()
+                           .Name("epochgate_view_epoch_disputes_total")
+                           .Help("View entries that stopped fencing because the cluster "
+                                 "repeatedly reported a lower leader epoch for the same topic id.")
+                           .Register(*registry)
+                           .Add({})),
+        epoch_rollbacks(prometheus::BuildCounter()
+                            .Name("epochgate_view_epoch_rollbacks_total")
+                            .Help("View entries moved back to a lower leader epoch that the "
+                                  "cluster confirmed policy.epoch_rollback_confirmations times.")
+                            .Register(*registry)
+                            .Add({})),
         downgrades(prometheus::BuildCounter()
                        .Name("epochgate_version_downgrades_total")
                        .Help("Requests sent upstream at an older version than the client used "
@@ -311,7 +323,7 @@ struct ProxyMetrics::Impl {
       hint_children[hint_sources.slot(std::string_view(source))].store(
           &hints.Add({{"source", source}}));
     }
-    for (const char* trigger : {"periodic", "urgent", "startup"}) {
+    for (const char* trigger : {"periodic", "urgent", "no_epoch", "startup"}) {
       refresh_children[refresh_triggers.slot(std::string_view(trigger))].store(
           &refreshes.Add({{"trigger", trigger}}));
     }
@@ -371,6 +383,8 @@ struct ProxyMetrics::Impl {
   Counter& epochs_injected;
   Family<Counter>& refreshes;
   Gauge& view_partitions;
+  Counter& epoch_disputes;
+  Counter& epoch_rollbacks;
   Family<Counter>& downgrades;
   Gauge& ready;
   Family<Counter>& sasl_logins;
@@ -632,6 +646,14 @@ void ProxyMetrics::set_sasl_session_expiry(double seconds) {
 
 void ProxyMetrics::set_view_partitions(int64_t n) {
   impl_->view_partitions.Set(static_cast<double>(n));
+}
+
+void ProxyMetrics::view_epochs_disputed(uint64_t n) {
+  if (n > 0) impl_->epoch_disputes.Increment(static_cast<double>(n));
+}
+
+void ProxyMetrics::view_epochs_rolled_back(uint64_t n) {
+  if (n > 0) impl_->epoch_rollbacks.Increment(static_cast<double>(n));
 }
 
 void ProxyMetrics::version_downgrade(int16_t api_key) {

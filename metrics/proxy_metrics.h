@@ -90,7 +90,7 @@ class ProxyMetrics {
   void hint(std::string_view source);
   /// epochgate_epochs_injected_total
   void epoch_injected(uint64_t n = 1);
-  /// epochgate_metadata_refreshes_total{trigger="periodic|urgent|startup"}
+  /// epochgate_metadata_refreshes_total{trigger="periodic|urgent|no_epoch|startup"}
   void metadata_refresh(std::string_view trigger);
   /// epochgate_view_partitions (gauge)
   void set_view_partitions(int64_t n);
@@ -100,6 +100,12 @@ class ProxyMetrics {
                            bool reauthentication);
   /// Seconds until the own SASL session ends (0: none or no lifetime).
   void set_sasl_session_expiry(double seconds);
+  /// epochgate_view_epoch_disputes_total: `n` entries stopped fencing because
+  /// the cluster repeatedly reported a lower epoch for the same topic id.
+  void view_epochs_disputed(uint64_t n);
+  /// epochgate_view_epoch_rollbacks_total: `n` entries moved back to the
+  /// lower epoch the cluster confirmed.
+  void view_epochs_rolled_back(uint64_t n);
   /// epochgate_version_downgrades_total{api}: KIP-951 bridging (v10->v9, v16->v15).
   void version_downgrade(int16_t api_key);
 

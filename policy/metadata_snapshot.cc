@@ -154,6 +154,8 @@ std::string MetadataSnapshot::to_json(uint64_t now_ms) const {
   std::string out;
   out += "{\"generation\":" + std::to_string(generation_);
   out += ",\"partition_count\":" + std::to_string(partition_count_);
+  out += ",\"epoch_disputes_total\":" + std::to_string(epoch_disputes_total_);
+  out += ",\"epoch_rollbacks_total\":" + std::to_string(epoch_rollbacks_total_);
   out += ",\"nodes\":[";
   bool first = true;
   for (const auto& [id, n] : *nodes_) {
@@ -203,6 +205,24 @@ std::string MetadataSnapshot::to_json(uint64_t now_ms) const {
       out += source_name(p.source);
       out += "\",\"suspect\":";
       out += p.suspect() ? "true" : "false";
+      if (p.conflicted) out += ",\"conflicted\":true";
+      if (p.doubted) out += ",\"doubted\":true";
+      if (p.lower.reports > 0) {
+        // Lower epochs the cluster reported against this entry's epoch.
+        out += ",\"lower_reports\":{\"disputed\":";
+        out += p.disputed() ? "true" : "false";
+        out += ",\"reports\":" + std::to_string(p.lower.reports);
+        out += ",\"epoch\":" + std::to_string(p.lower.epoch);
+        out += ",\"leader\":" + std::to_string(p.lower.leader);
+        out += ",\"agreeing\":" + std::to_string(p.lower.agreeing) + "}";
+      }
+      if (p.rollbacks > 0) {
+        out += ",\"rolled_back\":{\"count\":" + std::to_string(p.rollbacks);
+        out += ",\"from_epoch\":" + std::to_string(p.rolled_back_from);
+        out += ",\"age_ms\":" +
+               std::to_string(now_ms > p.rolled_back_at_ms ? now_ms - p.rolled_back_at_ms : 0) +
+               "}";
+      }
       out.push_back('}');
     }
     out += "]}";

@@ -53,9 +53,27 @@ struct PartitionEntry {
   /// lower epoch that may be a recreated topic): never fence until a refresh
   /// confirms it or a newer epoch arrives.
   bool doubted = false;
+  /// The cluster keeps reporting a lower epoch for the same topic id (the
+  /// entry's epoch may be bogus: an unclean election, a dying broker). Tally
+  /// of those reports since the entry's epoch was set or last confirmed by
+  /// the refresher; `disputed()` entries never fence, and after enough
+  /// reports naming the same (leader, epoch) the view rolls back to it.
+  struct LowerReports {
+    int32_t epoch = -1;     ///< highest lower epoch reported (the rollback candidate)
+    int32_t leader = -1;    ///< its leader
+    uint16_t reports = 0;   ///< lower reports of any epoch
+    uint16_t agreeing = 0;  ///< reports naming exactly (leader, epoch)
+  } lower;
+  uint16_t rollbacks = 0;          ///< times this entry was rolled back (saturates)
+  int32_t rolled_back_from = -1;   ///< epoch replaced by the last rollback (-1: none)
+  uint64_t rolled_back_at_ms = 0;  ///< when (0: never)
   std::shared_ptr<const ReplicaSet> replica_set;  ///< may be null (learned from a hint)
 
-  bool suspect() const { return conflicted || doubted; }
+  /// Lower reports that stop fencing at once: more than one report, so one
+  /// lagging broker's answer never turns off fencing after a real move.
+  static constexpr uint16_t kDisputeReports = 2;
+  bool disputed() const { return lower.reports >= kDisputeReports; }
+  bool suspect() const { return conflicted || doubted || disputed(); }
   bool has_leader() const { return leader_id >= 0; }
   bool has_epoch() const { return leader_epoch >= 0; }
   /// A leader and an epoch that may be sent to a client as a hint.
@@ -142,6 +160,10 @@ class MetadataSnapshot {
   size_t topic_count() const { return topic_count_; }
   /// Increases by one with every published snapshot.
   uint64_t generation() const { return generation_; }
+  /// Since start: entries whose epoch the cluster disputed (repeated lower
+  /// reports stopped their fencing), and entries rolled back to a lower epoch.
+  uint64_t epoch_disputes_total() const { return epoch_disputes_total_; }
+  uint64_t epoch_rollbacks_total() const { return epoch_rollbacks_total_; }
 
   /// Calls f(const TopicEntry&) for every topic (unspecified order).
   template <class F>
@@ -150,8 +172,10 @@ class MetadataSnapshot {
       for (const auto& [name, t] : *shard) f(*t);
   }
 
-  /// JSON for /debug/metadata: nodes (upstream addresses) and every topic and
-  /// partition with leader, epoch, replicas, isr, age_ms, source, suspect.
+  /// JSON for /debug/metadata: nodes (upstream addresses), the dispute and
+  /// rollback totals, and every topic and partition with leader, epoch,
+  /// replicas, isr, age_ms, source, suspect (and why: conflicted, doubted,
+  /// disputed with the lower reports), and the last rollback if any.
   std::string to_json(uint64_t now_ms) const;
 
  private:
@@ -165,6 +189,8 @@ class MetadataSnapshot {
   size_t partition_count_ = 0;
   size_t topic_count_ = 0;
   uint64_t generation_ = 0;
+  uint64_t epoch_disputes_total_ = 0;
+  uint64_t epoch_rollbacks_total_ = 0;
 };
 
 }  // namespace epochgate::policy

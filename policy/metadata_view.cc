@@ -1,6 +1,7 @@
-// policy/metadata_view.cc: the learning rules of the view (DESIGN.md section 5)
-// and copy-on-write publishing. Must never: move an epoch backwards, store a
-// -1 leader or epoch as a hint, or block readers.
+// policy/metadata_view.cc: the learning rules of the view (DESIGN.md section 5,
+// invariant 6) and copy-on-write publishing. Must never: move an epoch
+// backwards on one report, store a -1 leader or epoch as a hint, or block
+// readers.
 #include "policy/metadata_view.h"
 
 #include <algorithm>
@@ -46,6 +47,9 @@ void LearnReport::merge(const LearnReport& o) {
   hints_learned += o.hints_learned;
   topics_recreated += o.topics_recreated;
   topics_removed += o.topics_removed;
+  epochs_disputed += o.epochs_disputed;
+  epochs_rolled_back += o.epochs_rolled_back;
+  learned_without_epoch += o.learned_without_epoch;
   for (const auto& t : o.urgent_refresh) add_refresh(t);
   for (int32_t n : o.new_nodes)
     if (std::find(new_nodes.begin(), new_nodes.end(), n) == new_nodes.end()) new_nodes.push_back(n);
@@ -101,9 +105,13 @@ class MetadataView::Editor {
   bool changed() const { return !dirty_.empty() || nodes_changed_; }
   void mark_nodes_changed() { nodes_changed_ = true; }
 
-  std::shared_ptr<const MetadataSnapshot> commit() {
+  /// The next snapshot; `rep` is this transaction's report (its dispute and
+  /// rollback counts are added to the snapshot's totals).
+  std::shared_ptr<const MetadataSnapshot> commit(const LearnReport& rep) {
     auto next = std::make_shared<MetadataSnapshot>(*base_);
     next->generation_ = base_->generation_ + 1;
+    next->epoch_disputes_total_ += rep.epochs_disputed;
+    next->epoch_rollbacks_total_ += rep.epochs_rolled_back;
     std::array<std::shared_ptr<MetadataSnapshot::NameShard>, MetadataSnapshot::kShards> names;
     std::array<std::shared_ptr<MetadataSnapshot::IdShard>, MetadataSnapshot::kShards> ids;
     auto name_shard = [&](std::string_view n) -> MetadataSnapshot::NameShard& {
@@ -176,10 +184,56 @@ void doubt(PartitionEntry& e, LearnReport& rep) {
   e.doubted = true;
 }
 
+uint16_t saturating_inc(uint16_t v) {
+  return v == UINT16_MAX ? v : static_cast<uint16_t>(v + 1);
+}
+
+/// A report with a lower epoch than the entry's, for the same topic id: a
+/// lagging broker, or the entry's epoch is bogus (one answer from a dying
+/// broker or an unclean election). Tallies it; repeated reports stop the
+/// entry's fencing, `needed` reports naming one (leader, epoch) replace the
+/// entry with it. Returns true while the topic should be refreshed to gather
+/// the confirmations that settle it.
+bool note_lower(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, uint32_t needed,
+                LearnReport& rep) {
+  auto& l = e.lower;
+  const bool was_suspect = e.suspect();
+  const bool was_disputed = e.disputed();
+  l.reports = saturating_inc(l.reports);
+  if (in.epoch > l.epoch || (in.epoch == l.epoch && in.leader != l.leader)) {
+    l.epoch = in.epoch;
+    l.leader = in.leader;
+    l.agreeing = 1;
+  } else if (in.epoch == l.epoch) {
+    l.agreeing = saturating_inc(l.agreeing);
+  }  // else: older than the candidate too; it only counts against the entry
+  if (!was_disputed && e.disputed()) {
+    rep.epochs_disputed++;
+    if (!was_suspect) rep.marked_suspect++;
+  }
+  if (l.agreeing < needed) return true;
+  const int32_t from = e.leader_epoch;
+  e.leader_id = l.leader;
+  e.leader_epoch = l.epoch;
+  e.conflicted = false;
+  e.doubted = false;
+  e.learned_at_ms = now_ms;
+  e.changed_at_ms = now_ms;
+  e.source = src;
+  if (in.replicas) e.replica_set = in.replicas;
+  e.lower = {};
+  e.rollbacks = saturating_inc(e.rollbacks);
+  e.rolled_back_from = from;
+  e.rolled_back_at_ms = now_ms;
+  rep.epochs_rolled_back++;
+  return false;
+}
+
 /// The epoch rules. Returns true when the topic should be refreshed urgently.
-/// Sets `advanced` when the entry's epoch moved forward.
+/// Sets `advanced` when the entry's epoch moved forward. `rollback_needed`:
+/// lower reports of one (leader, epoch) that replace the entry (>= 2).
 bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, LearnReport& rep,
-           bool& advanced) {
+           bool& advanced, uint32_t rollback_needed) {
   advanced = false;
   if (!e.known) {
     e = PartitionEntry{};
@@ -191,6 +245,13 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
     e.source = src;
     e.replica_set = in.replicas;
     rep.partitions_learned++;
+    // A leader without an epoch (an old client's Metadata) cannot fence: have
+    // the refresher, at epochgate's own version, learn the epoch now rather
+    // than at the next periodic refresh.
+    if (in.epoch < 0 && in.leader >= 0 && src != Source::kRefresher) {
+      rep.learned_without_epoch++;
+      return true;
+    }
     return false;
   }
   if (in.epoch >= 0) {
@@ -199,6 +260,7 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
       e.leader_epoch = in.epoch;
       e.conflicted = false;
       e.doubted = false;
+      e.lower = {};
       e.learned_at_ms = now_ms;
       e.changed_at_ms = now_ms;
       e.source = src;
@@ -215,7 +277,12 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
         e.learned_at_ms = now_ms;
         e.source = src;
         if (in.replicas) e.replica_set = in.replicas;
-        if (e.doubted && src == Source::kRefresher && !e.conflicted) e.doubted = false;
+        if (src == Source::kRefresher) {
+          if (e.doubted && !e.conflicted) e.doubted = false;
+          // The cluster, asked directly, still says this epoch: earlier lower
+          // reports were lagging brokers.
+          e.lower = {};
+        }
         rep.leaders_confirmed++;
         return false;
       }
@@ -242,17 +309,24 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
       doubt(e, rep);
       return true;
     }
-    return false;
+    return note_lower(e, in, src, now_ms, rollback_needed, rep);
   }
   // The report has no epoch (Metadata < v7, or a leaderless -1/-1).
   if (e.leader_epoch < 0) {
     // Neither side has an epoch: nothing to order by, keep the latest. Such
     // an entry never fences.
-    if (e.leader_id != in.leader) e.changed_at_ms = now_ms;
+    const bool moved = e.leader_id != in.leader;
+    if (moved) e.changed_at_ms = now_ms;
     e.leader_id = in.leader;
     e.learned_at_ms = now_ms;
     e.source = src;
     if (in.replicas) e.replica_set = in.replicas;
+    // An old client saw the leader move: learn the epoch that lets the view
+    // fence writes still aimed at the old leader.
+    if (moved && in.leader >= 0 && src != Source::kRefresher) {
+      rep.learned_without_epoch++;
+      return true;
+    }
     return false;
   }
   if (in.leader == e.leader_id) return false;  // consistent, but too weak to reset the age
@@ -264,6 +338,10 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
 
 MetadataView::MetadataView() {
   current_.store(std::make_shared<const MetadataSnapshot>());
+}
+
+void MetadataView::set_rollback_confirmations(uint32_t n) {
+  rollback_confirmations_.store(std::clamp<uint32_t>(n, 2, UINT16_MAX));
 }
 
 LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, int16_t version,
@@ -336,13 +414,13 @@ LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, in
       }
       in.ids_verified = ids_verified;
       bool advanced = false;
-      refresh |= apply(*e, in, source, now_ms, rep, advanced);
+      refresh |= apply(*e, in, source, now_ms, rep, advanced, rollback_confirmations_.load());
     }
     if (refresh) rep.add_refresh(TopicRef{name, topic.id});
   }
 
   if (ed.changed()) {
-    current_.store(ed.commit());
+    current_.store(ed.commit(rep));
     rep.published = true;
   }
   return rep;
@@ -374,11 +452,12 @@ LearnReport MetadataView::learn_current_leader(const TopicRef& topic, int32_t pa
     in.epoch = leader_epoch;
     in.ids_verified = !is_zero_uuid(topic.id) && t.id == topic.id;
     bool advanced = false;
-    if (apply(*e, in, source, now_ms, rep, advanced)) rep.add_refresh(TopicRef{name, t.id});
+    if (apply(*e, in, source, now_ms, rep, advanced, rollback_confirmations_.load()))
+      rep.add_refresh(TopicRef{name, t.id});
     if (advanced) rep.hints_learned++;
   }
   if (ed.changed()) {
-    current_.store(ed.commit());
+    current_.store(ed.commit(rep));
     rep.published = true;
   }
   return rep;
@@ -401,7 +480,7 @@ LearnReport MetadataView::learn_nodes(const std::vector<NodeInfo>& nodes) {
     ed.mark_nodes_changed();
   }
   if (ed.changed()) {
-    current_.store(ed.commit());
+    current_.store(ed.commit(rep));
     rep.published = true;
   }
   return rep;
@@ -449,7 +528,8 @@ LearnReport MetadataView::learn_facts(const std::vector<detail::ResponseFact>& f
         in.leader = f.hint_leader;
         in.epoch = f.hint_epoch;
         in.ids_verified = !is_zero_uuid(f.topic.id) && t.id == f.topic.id;
-        if (apply(*e, in, Source::kHint, now_ms, rep, advanced)) rep.add_refresh(ref);
+        if (apply(*e, in, Source::kHint, now_ms, rep, advanced, rollback_confirmations_.load()))
+          rep.add_refresh(ref);
         if (advanced) rep.hints_learned++;
       }
     }
@@ -472,7 +552,7 @@ LearnReport MetadataView::learn_facts(const std::vector<detail::ResponseFact>& f
     }
   }
   if (ed.changed()) {
-    current_.store(ed.commit());
+    current_.store(ed.commit(rep));
     rep.published = true;
   }
   return rep;

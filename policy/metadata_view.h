@@ -1,8 +1,9 @@
 // policy/metadata_view.h: the one writer of epochgate's view of the cluster
 // (DESIGN.md section 5). Learns from Metadata responses, KIP-951 CurrentLeader
 // hints and NodeEndpoints, and leader errors in broker responses; publishes a
-// new immutable MetadataSnapshot after each change. Must never: let an epoch
-// go backwards for a (topic id, partition), do I/O, or read a clock (callers
+// new immutable MetadataSnapshot after each change. Must never: let one report
+// move an epoch backwards for a (topic id, partition) (only repeated
+// confirmations roll a bogus epoch back), do I/O, or read a clock (callers
 // pass now_ms).
 #pragma once
 
@@ -49,6 +50,15 @@ struct LearnReport {
   uint32_t hints_learned = 0;            ///< CurrentLeader hints that advanced the view
   uint32_t topics_recreated = 0;         ///< a new topic id for a known name
   uint32_t topics_removed = 0;           ///< the cluster said the topic does not exist
+  /// Entries that stopped fencing because the cluster repeatedly reported a
+  /// lower epoch for the same topic id (their epoch may be bogus).
+  uint32_t epochs_disputed = 0;
+  /// Entries moved back to the lower epoch the cluster confirmed enough times.
+  uint32_t epochs_rolled_back = 0;
+  /// Partitions learned with a leader but no epoch (Metadata < v7 passing
+  /// through), or whose epoch-less leader moved: they cannot fence until the
+  /// refresher learns their epoch, so they ask for an urgent refresh.
+  uint32_t learned_without_epoch = 0;
   std::vector<TopicRef> urgent_refresh;  ///< deduplicated
   std::vector<int32_t> new_nodes;        ///< node ids never seen before
   bool published = false;                ///< a new snapshot was published
@@ -67,11 +77,23 @@ class MetadataView {
  public:
   MetadataView();
 
+  /// Lower-epoch reports (same topic id) naming one (leader, epoch) that roll
+  /// an entry back to it. One report never moves an epoch backwards, so
+  /// values below 2 are raised to 2 (policy.epoch_rollback_confirmations).
+  static constexpr uint32_t kDefaultRollbackConfirmations = 3;
+  void set_rollback_confirmations(uint32_t n);
+  uint32_t rollback_confirmations() const { return rollback_confirmations_.load(); }
+
   /// The current snapshot; never null. Cheap (atomic shared_ptr load).
   std::shared_ptr<const MetadataSnapshot> snapshot() const { return current_.load(); }
 
   /// Learns brokers, topic ids and every partition of a Metadata response of
-  /// `version` (epochs from v7, topic ids from v10). A topic error
+  /// `version` (epochs from v7, topic ids from v10). A lower epoch for the
+  /// same topic id is tallied against the entry: repeated reports stop its
+  /// fencing, rollback_confirmations() reports of one (leader, epoch) roll it
+  /// back; a refresher answer confirming the entry's epoch clears the tally.
+  /// A partition learned with a leader and no epoch, outside the refresher,
+  /// asks for an urgent refresh (so old clients get fencing). A topic error
   /// UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID forgets the topic. Call it
   /// before the proxy rewrites broker addresses (the view keeps upstream ones).
   LearnReport learn_metadata(const codec::MetadataResponse& resp, int16_t version, uint64_t now_ms,
@@ -133,6 +155,7 @@ class MetadataView {
   bool interesting(const MetadataSnapshot& snap, const detail::ResponseFact& f,
                    bool leader_only_api, int32_t target_node) const;
   std::mutex write_mu_;
+  std::atomic<uint32_t> rollback_confirmations_{kDefaultRollbackConfirmations};
   std::atomic<std::shared_ptr<const MetadataSnapshot>> current_;
 };
 

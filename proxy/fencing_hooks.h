@@ -97,11 +97,12 @@ class FencingHooks {
   virtual bool amend_response(InFlightEntry& e, codec::ShareAcknowledgeResponse& m,
                               int16_t client_version, int32_t node_id) = 0;
   /// Any other response of an API in learns_from() or with a split context:
-  /// decode, learn, merge. Sets `changed` and fills `out` (size-prefixed) when
+  /// decode, learn, merge. `node_id` is the broker that answered (-1: the
+  /// bootstrap listener). Sets `changed` and fills `out` (size-prefixed) when
   /// the bytes change. Returns false with `error` on a malformed response (close).
-  virtual bool on_other_response(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
-                                 size_t len, std::vector<uint8_t>& out, bool& changed,
-                                 std::string& error) = 0;
+  virtual bool on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
+                                 const uint8_t* body, size_t len, std::vector<uint8_t>& out,
+                                 bool& changed, std::string& error) = 0;
 };
 
 }  // namespace epochgate::proxy

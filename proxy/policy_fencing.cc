@@ -86,6 +86,7 @@ PolicyFencing::~PolicyFencing() = default;
 void PolicyFencing::set_config(std::shared_ptr<const config::Config> config) {
   auto compiled = std::make_shared<const policy::CompiledPolicy>(
       policy::CompiledPolicy::compile(config->policy));
+  view_.set_rollback_confirmations(config->policy.epoch_rollback_confirmations);
   std::lock_guard<std::mutex> lock(mu_);
   settings_.config = std::move(config);
   settings_.compiled = std::move(compiled);
@@ -96,7 +97,7 @@ PolicyFencing::Settings PolicyFencing::settings() const {
   return settings_;
 }
 
-void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics) {
+void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics, const char* trigger) {
   if (refresher_ == nullptr || topics.empty()) return;
   std::vector<std::string> names;
   auto snap = view_.snapshot();
@@ -108,13 +109,17 @@ void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics) {
     }
   }
   // Empty names (an id the view never saw): refresh what the view knows.
-  refresher_->request_urgent(std::move(names), "urgent");
+  refresher_->request_urgent(std::move(names), trigger);
 }
 
 void PolicyFencing::after_learning(const policy::LearnReport& r) {
-  if (metrics_ && r.published)
+  if (metrics_ && r.published) {
     metrics_->set_view_partitions(static_cast<int64_t>(view_.partition_count()));
-  refresh(r.urgent_refresh);
+    metrics_->view_epochs_disputed(r.epochs_disputed);
+    metrics_->view_epochs_rolled_back(r.epochs_rolled_back);
+  }
+  // An old client's epoch-less Metadata: the refresher learns the epochs.
+  refresh(r.urgent_refresh, r.learned_without_epoch > 0 ? "no_epoch" : "urgent");
 }
 
 void PolicyFencing::count_decision(const policy::RequestDecision& d, int32_t node_id) {
@@ -363,9 +368,9 @@ bool PolicyFencing::amend_response(InFlightEntry& e, codec::ShareAcknowledgeResp
 }
 
 template <typename Req, typename Resp>
-bool PolicyFencing::merge_other(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
-                                size_t len, std::vector<uint8_t>& out, bool& changed,
-                                std::string& error) {
+bool PolicyFencing::merge_other(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
+                                const uint8_t* body, size_t len, std::vector<uint8_t>& out,
+                                bool& changed, std::string& error) {
   Resp m;
   codec::Bytes trailing;
   codec::Status st = codec::decode_body_allow_trailing(body, len, e.upstream_version, m, trailing);
@@ -374,10 +379,13 @@ bool PolicyFencing::merge_other(InFlightEntry& e, codec::ResponseHeader& h, cons
     return false;
   }
   if constexpr (std::is_same_v<Resp, codec::ListOffsetsResponse>) {
-    after_learning(view_.learn_from_list_offsets_response(m, e.upstream_version, -1, now_ms()));
-  } else if constexpr (std::is_same_v<Resp, codec::OffsetForLeaderEpochResponse>) {
+    // The broker that answered: its own NOT_LEADER_OR_FOLLOWER for a
+    // partition the view says it leads marks the entry doubted.
     after_learning(
-        view_.learn_from_offset_for_leader_epoch_response(m, e.upstream_version, -1, now_ms()));
+        view_.learn_from_list_offsets_response(m, e.upstream_version, node_id, now_ms()));
+  } else if constexpr (std::is_same_v<Resp, codec::OffsetForLeaderEpochResponse>) {
+    after_learning(view_.learn_from_offset_for_leader_epoch_response(m, e.upstream_version, node_id,
+                                                                     now_ms()));
   }
   auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
   if (split == nullptr) return true;
@@ -389,23 +397,23 @@ bool PolicyFencing::merge_other(InFlightEntry& e, codec::ResponseHeader& h, cons
   return true;
 }
 
-bool PolicyFencing::on_other_response(InFlightEntry& e, codec::ResponseHeader& h,
+bool PolicyFencing::on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
                                       const uint8_t* body, size_t len, std::vector<uint8_t>& out,
                                       bool& changed, std::string& error) {
   changed = false;
   switch (e.api_key) {
     case codec::kListOffsets:
-      return merge_other<codec::ListOffsetsRequest, codec::ListOffsetsResponse>(e, h, body, len,
-                                                                               out, changed, error);
+      return merge_other<codec::ListOffsetsRequest, codec::ListOffsetsResponse>(
+          e, node_id, h, body, len, out, changed, error);
     case codec::kOffsetForLeaderEpoch:
       return merge_other<codec::OffsetForLeaderEpochRequest, codec::OffsetForLeaderEpochResponse>(
-          e, h, body, len, out, changed, error);
+          e, node_id, h, body, len, out, changed, error);
     case codec::kReadShareGroupState:
       return merge_other<codec::ReadShareGroupStateRequest, codec::ReadShareGroupStateResponse>(
-          e, h, body, len, out, changed, error);
+          e, node_id, h, body, len, out, changed, error);
     case codec::kWriteShareGroupState:
       return merge_other<codec::WriteShareGroupStateRequest, codec::WriteShareGroupStateResponse>(
-          e, h, body, len, out, changed, error);
+          e, node_id, h, body, len, out, changed, error);
     default:
       return true;
   }

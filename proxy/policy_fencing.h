@@ -54,8 +54,8 @@ class PolicyFencing : public FencingHooks {
                       int32_t node_id) override;
   bool amend_response(InFlightEntry& e, codec::ShareAcknowledgeResponse& m,
                       int16_t client_version, int32_t node_id) override;
-  bool on_other_response(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body,
-                         size_t len, std::vector<uint8_t>& out, bool& changed,
+  bool on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
+                         const uint8_t* body, size_t len, std::vector<uint8_t>& out, bool& changed,
                          std::string& error) override;
 
  private:
@@ -70,11 +70,12 @@ class PolicyFencing : public FencingHooks {
   template <typename Resp>
   bool amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id);
   template <typename Req, typename Resp>
-  bool merge_other(InFlightEntry& e, codec::ResponseHeader& h, const uint8_t* body, size_t len,
-                   std::vector<uint8_t>& out, bool& changed, std::string& error);
+  bool merge_other(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h, const uint8_t* body,
+                   size_t len, std::vector<uint8_t>& out, bool& changed, std::string& error);
   void count_decision(const policy::RequestDecision& d, int32_t node_id);
   void after_learning(const policy::LearnReport& r);
-  void refresh(const std::vector<policy::TopicRef>& topics);
+  /// Asks the refresher for `topics`; `trigger` is a static label.
+  void refresh(const std::vector<policy::TopicRef>& topics, const char* trigger = "urgent");
 
   policy::MetadataView& view_;
   const policy::EndpointResolver& endpoints_;

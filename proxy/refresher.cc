@@ -53,8 +53,10 @@ void Refresher::set_config(std::shared_ptr<const config::Config> config) {
 void Refresher::request_urgent(std::vector<std::string> topics, const char* trigger) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // The first request of a coalesced batch names the refresh: later ones
+    // (a decision asking again for the same topics) are its consequences.
+    if (!urgent_) urgent_trigger_ = trigger;
     urgent_ = true;
-    urgent_trigger_ = trigger;
     if (topics.empty()) urgent_all_ = true;
     for (auto& t : topics) {
       if (urgent_topics_.size() < 10000) urgent_topics_.insert(std::move(t));
@@ -371,6 +373,8 @@ void Refresher::handle_frame(const uint8_t* frame, size_t size) {
   if (metrics_) {
     metrics_->metadata_refresh(trigger_);
     metrics_->set_view_partitions(static_cast<int64_t>(view_.partition_count()));
+    metrics_->view_epochs_disputed(rep.epochs_disputed);
+    metrics_->view_epochs_rolled_back(rep.epochs_rolled_back);
   }
   if (!loaded_.load()) {
     spdlog::info("metadata view loaded from {} (Metadata v{}): {} brokers, {} topics", last_broker(),

@@ -884,7 +884,7 @@ bool Session::transform_response(InFlightEntry& e, const uint8_t* frame, size_t 
     default:
       if (ctx_.fencing) {
         std::string error;
-        if (!ctx_.fencing->on_other_response(e, h, body, body_len, out, changed, error)) {
+        if (!ctx_.fencing->on_other_response(e, node_id_, h, body, body_len, out, changed, error)) {
           frame_error("malformed_response", error + " from " + upstream_name_);
           return false;
         }

@@ -71,6 +71,8 @@ const BadCase kBadCases[] = {
      "policy.refresh_before_fence_ms: 5000 must not exceed policy.max_staleness_ms (1000)"},
     {"hold_timeout_too_long", "policy:\n  hold_timeout_ms: 2m\n", 2, 20,
      "policy.hold_timeout_ms: 120000 is out of range (0..60000)"},
+    {"one_report_rolls_back", "policy:\n  epoch_rollback_confirmations: 1\n", 2, 33,
+     "policy.epoch_rollback_confirmations: 1 is out of range (2..100)"},
     {"refresher_interval_too_short", "refresher:\n  interval_ms: 10\n", 2, 16,
      "refresher.interval_ms: 10 is out of range (100..86400000)"},
     {"base_plus_max_node_id_overflows", "broker_ports:\n  base: 65500\n  max_node_id: 100\n", 2, 9,

@@ -99,6 +99,8 @@ TEST_F(ProxyMetricsTest, FamiliesEveryDeploymentHasExistBeforeFirstUse) {
                            "epochgate_epochs_injected_total",
                            "epochgate_metadata_refreshes_total",
                            "epochgate_view_partitions",
+                           "epochgate_view_epoch_disputes_total",
+                           "epochgate_view_epoch_rollbacks_total",
                            "epochgate_version_downgrades_total",
                            "epochgate_ready"}) {
     EXPECT_NE(family(all, name), nullptr) << name;
@@ -154,6 +156,8 @@ TEST_F(ProxyMetricsTest, EveryFamilyFollowsPrometheusNaming) {
                            "epochgate_epochs_injected_total",
                            "epochgate_metadata_refreshes_total",
                            "epochgate_view_partitions",
+                           "epochgate_view_epoch_disputes_total",
+                           "epochgate_view_epoch_rollbacks_total",
                            "epochgate_version_downgrades_total",
                            "epochgate_ready"}) {
     EXPECT_NE(family(all, name), nullptr) << name;

@@ -241,13 +241,16 @@ TEST(MetadataViewRules, EpochsNeverGoBackwardsUnderRandomLearnSequences) {
   // Property test (invariant 6): whatever order reports arrive in (Metadata
   // of any version, hints by name or id, leader errors), the epoch of a
   // (topic id, partition) never decreases and never becomes unknown again;
-  // it only starts again when the topic id changes.
+  // it only starts again when the topic id changes, or moves back when the
+  // cluster confirmed a lower epoch enough times (a rollback, counted in the
+  // snapshot; epoch_rollback_test.cc checks when those may happen).
   std::mt19937 rng(20240917);
   for (int round = 0; round < 300; ++round) {
     MetadataView view;
     int incarnation = 1;
     std::map<int32_t, int32_t> seen;  // partition -> highest epoch for the held id
     codec::Uuid held_id{};
+    uint64_t rollbacks = 0;
     uint64_t now = 0;
     for (int step = 0; step < 150; ++step) {
       now += rng() % 50;
@@ -282,6 +285,10 @@ TEST(MetadataViewRules, EpochsNeverGoBackwardsUnderRandomLearnSequences) {
       if (t->id != held_id) {  // recreated (or the id was learned): epochs may start again
         seen.clear();
         held_id = t->id;
+      }
+      if (snap->epoch_rollbacks_total() != rollbacks) {  // the cluster confirmed a lower epoch
+        seen.clear();
+        rollbacks = snap->epoch_rollbacks_total();
       }
       for (const auto& [q, highest] : seen) {
         const PartitionEntry* e = t->partition(q);

@@ -1,0 +1,153 @@
+"""A bogus leader epoch cannot pin the view (DESIGN.md invariant 6).
+
+One Metadata answer names an impostor leader at an epoch far above the true
+one (an unclean election or a dying broker can do this); the mock cluster
+plays it with `push-leader-response`, which changes one answer and nothing
+in the brokers. The view takes the higher epoch (one report moves epochs
+forward) and fences the clients that use the true epoch, but only until the
+cluster says otherwise: the client's own Metadata and epochgate's refreshes
+report the true epoch for the same topic id, fencing stops after two of them
+and the view is back at the true leader and epoch after
+policy.epoch_rollback_confirmations (3) - not after max_staleness_ms (5
+minutes), and not by silently never fencing again.
+
+Asserted on the wire (what the client gets, what the broker stored) and on
+/debug/metadata; the figures (time from the bogus answer to fencing stopping
+and to the view back at the true epoch) are notes.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenario_lib as sl  # noqa: E402
+import scenario_wire as sw  # noqa: E402
+from scenario_lib import harness  # noqa: E402
+
+TOPIC = "pinned"
+DISPUTES = "epochgate_view_epoch_disputes_total"
+ROLLBACKS = "epochgate_view_epoch_rollbacks_total"
+
+
+def _fetch(gc, node, epoch, offset=0):
+    """Fetch v12 of TOPIC[0] at `epoch` on `node`'s listener: (error, records)."""
+    r = sw.parse_fetch_response(gc.exchange(
+        sw.fetch_request(gc.next_corr(), TOPIC, [(0, epoch, offset)], version=12), node=node), 12)
+    part = r["partitions"][(TOPIC, 0)]
+    return part["error"], part.get("records")
+
+
+def _produce(gc, node, value):
+    r = sl.produce_values(gc, node, TOPIC, 0, [value], version=10)
+    _, _, err, base, hint = r["partitions"][0]
+    return err, base, hint
+
+
+def test_bogus_epoch_is_rolled_back_by_the_cluster(h):
+    cluster = h.start_cluster(3, ["%s:1:3" % TOPIC])
+    # The periodic refresh (30 s) is left at its default: healing must not wait for it.
+    gate = sl.start_gate(h, cluster)
+    gc = sl.GateClient(h, gate)
+    p = gc.metadata_v12([TOPIC])["topics"][TOPIC]["partitions"][0]
+    leader, epoch = p["leader"], p["leader_epoch"]
+    sl.wait_view(gate, TOPIC, 0, leader, epoch)
+    err, base, _ = _produce(gc, leader, b"before")
+    assert err == 0, err
+
+    impostor, bogus = sl.other_broker(leader), epoch + 100
+    before = sl.scrape(gate)
+    cluster.cmd("push-leader-response %s 0 %d %d" % (TOPIC, impostor, bogus))
+    seen = gc.metadata_v12([TOPIC])["topics"][TOPIC]["partitions"][0]
+    t_bogus = time.monotonic()
+    assert (seen["leader"], seen["leader_epoch"]) == (impostor, bogus), seen
+    pinned = sl.wait_view(gate, TOPIC, 0, impostor, bogus, timeout=2)
+
+    # The pin: epochgate answers a Fetch at the true epoch with
+    # FENCED_LEADER_EPOCH itself (the broker, at the true epoch, serves it).
+    err, _ = _fetch(gc, leader, epoch)
+    assert err == sw.FENCED_LEADER_EPOCH, err
+
+    # What a client does after FENCED_LEADER_EPOCH: ask Metadata, retry.
+    md = gc.metadata_v12([TOPIC])["topics"][TOPIC]["partitions"][0]
+    assert (md["leader"], md["leader_epoch"]) == (leader, epoch), md
+    t_unfenced = None
+    records = None
+    deadline = time.monotonic() + 10
+    fenced_retries = 0
+    while time.monotonic() < deadline:
+        err, records = _fetch(gc, leader, epoch)
+        if err == 0:
+            t_unfenced = time.monotonic()
+            break
+        assert err == sw.FENCED_LEADER_EPOCH, err
+        fenced_retries += 1
+        time.sleep(0.02)
+    assert t_unfenced is not None, (
+        "a Fetch at the true epoch %d was still fenced 10 s after the bogus answer; view %s"
+        % (epoch, sl.view_partition(gate, TOPIC, 0)))
+    assert records and b"before" in sw.record_values(records), "served by the broker: %r" % (
+        records,)
+
+    healed = sl.wait_view(gate, TOPIC, 0, leader, epoch, timeout=10)
+    t_healed = time.monotonic()
+    assert not healed["suspect"], healed
+    assert healed.get("rolled_back", {}).get("from_epoch") == bogus, healed
+    after = sl.scrape(gate)
+    assert sl.delta(after, before, ROLLBACKS) == 1, after.rows(ROLLBACKS)
+    assert sl.delta(after, before, DISPUTES) == 1, after.rows(DISPUTES)
+    assert sl.view(gate)["epoch_rollbacks_total"] >= 1
+
+    # The true leader takes writes again (the impostor's hint is gone) and
+    # the broker stores them.
+    err, _, hint = _produce(gc, leader, b"after")
+    assert err == 0 and hint is None, (err, hint)
+    assert sl.read_partition(h, cluster, TOPIC, 0, start=base) == ["before", "after"]
+    # And fencing works again, against the true epoch.
+    err, _ = _fetch(gc, leader, epoch - 1) if epoch > 0 else (sw.FENCED_LEADER_EPOCH, None)
+    assert err == sw.FENCED_LEADER_EPOCH, err
+
+    h.note("bogus epoch %d (impostor %d) over true %d (leader %d): pinned %s; fencing stopped "
+           "%.0f ms after the bogus answer (%d fenced retries), view back at epoch %d %.0f ms "
+           "after it; refreshes %s" % (
+               bogus, impostor, epoch, leader, pinned["epoch"], (t_unfenced - t_bogus) * 1000,
+               fenced_retries, healed["epoch"], (t_healed - t_bogus) * 1000,
+               {k: v - before.by(sl.REFRESHES, "trigger").get(k, 0)
+                for k, v in after.by(sl.REFRESHES, "trigger").items()}))
+
+
+def test_one_lower_report_keeps_a_real_move_fenced(h):
+    # The other side of the rule: after a real leader move, a client still
+    # at the old epoch is fenced, and one lagging answer does not change that.
+    cluster = h.start_cluster(3, ["%s:1:3" % TOPIC])
+    gate = sl.start_gate(h, cluster)
+    gc = sl.GateClient(h, gate)
+    p = gc.metadata_v12([TOPIC])["topics"][TOPIC]["partitions"][0]
+    leader, old_epoch = p["leader"], p["leader_epoch"]
+    new_leader = sl.other_broker(leader)
+    cluster.cmd("leader %s 0 %d" % (TOPIC, new_leader))
+    moved = gc.metadata_v12([TOPIC])["topics"][TOPIC]["partitions"][0]
+    new_epoch = moved["leader_epoch"]
+    assert new_epoch > old_epoch, (moved, old_epoch)
+    sl.wait_view(gate, TOPIC, 0, new_leader, new_epoch)
+    before = sl.scrape(gate)
+    # One lagging answer (a broker still at the old leader and epoch).
+    cluster.cmd("push-leader-response %s 0 %d %d" % (TOPIC, leader, old_epoch))
+    lag = gc.metadata_v12([TOPIC])["topics"][TOPIC]["partitions"][0]
+    assert (lag["leader"], lag["leader_epoch"]) == (leader, old_epoch), lag
+    err, _ = _fetch(gc, new_leader, old_epoch)
+    assert err == sw.FENCED_LEADER_EPOCH, err
+    settled = sl.wait_view(gate, TOPIC, 0, new_leader, new_epoch, timeout=2)
+    time.sleep(0.5)  # the refresh the lower report asked for confirms the new epoch
+    settled = sl.view_partition(gate, TOPIC, 0)
+    assert (settled["leader"], settled["epoch"]) == (new_leader, new_epoch), settled
+    assert not settled["suspect"] and "lower_reports" not in settled, settled
+    after = sl.scrape(gate)
+    assert sl.delta(after, before, ROLLBACKS) == 0 and sl.delta(after, before, DISPUTES) == 0
+    h.note("real move %d/%d -> %d/%d, one lagging answer at %d: still fenced, view %s/%s" % (
+        leader, old_epoch, new_leader, new_epoch, old_epoch, settled["leader"],
+        settled["epoch"]))
+
+
+if __name__ == "__main__":
+    harness.main(globals())

@@ -1,0 +1,143 @@
+"""Old clients get fencing within one refresh round trip.
+
+kafka-python 2.0.2 (Debian python3-kafka) sends Metadata below v7, which
+carries no leader epochs, and a view entry without an epoch never fences.
+A topic first learned from such an answer, or a leader move seen in one,
+makes epochgate refresh the topic at its own Metadata version at once
+(trigger `no_epoch`, coalesced and rate-limited like every urgent refresh)
+instead of at the next periodic refresh (30 s by default, left unchanged
+here).
+
+The end-to-end check: a kafka-python producer learns the topic, the leader
+moves, another kafka-python client's Metadata shows the move, and the first
+producer - still aiming at the old leader - is refused by epochgate: the
+mock cluster's request log shows that its stale Produce never reached the
+old leader, and the record is stored once, on the new leader, after
+kafka-python's own retry.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenario_lib as sl  # noqa: E402
+from scenario_lib import harness, kw  # noqa: E402
+
+TOPIC = "oldclient"
+
+
+def _kafka():
+    try:
+        import kafka  # Debian python3-kafka, run by /usr/bin/python3
+    except ImportError:
+        raise harness.Skip("kafka-python not installed (apt-get install python3-kafka)")
+    return kafka
+
+
+def _tracked(cluster, broker, api):
+    for item in cluster.cmd("track dump").split()[1:]:
+        key, _, n = item.partition("=")
+        b, _, a = key.partition(":")
+        if int(b) == broker and int(a) == api:
+            return int(n)
+    return 0
+
+
+def _wait_fenceable(gate, leader, after_epoch, timeout):
+    """Waits until the view names `leader` with an epoch above `after_epoch`
+    and trusts it (so it fences); returns (entry, seconds waited)."""
+    start = time.monotonic()
+
+    def ok():
+        p = sl.view_partition(gate, TOPIC, 0)
+        return p if (p and p["leader"] == leader and p["epoch"] > after_epoch
+                     and not p["suspect"]) else None
+    entry = harness.wait_until(ok, timeout, interval=0.01,
+                               what="view %s[0] fenceable at leader %d" % (TOPIC, leader))
+    return entry, time.monotonic() - start
+
+
+def test_kafka_python_producer_at_the_old_leader_is_fenced(h):
+    kafka = _kafka()
+    cluster = h.start_cluster(3, [])
+    gate = sl.start_gate(h, cluster)
+    # Created after epochgate loaded its view: only the old client's
+    # Metadata (no epochs) teaches the view this topic.
+    cluster.cmd("create %s 1 3" % TOPIC)
+    before = sl.scrape(gate)
+    producer = kafka.KafkaProducer(bootstrap_servers=gate.bootstrap, acks=1, retries=5,
+                                   retry_backoff_ms=50, linger_ms=0, max_block_ms=15000,
+                                   request_timeout_ms=10000, client_id="epochgate-stale")
+    h.on_close(lambda: producer.close(timeout=5))
+    t_send = time.monotonic()
+    producer.send(TOPIC, b"first", partition=0).get(timeout=15)
+    old_leader = cluster.partition(TOPIC, 0)["leader"]
+    first, first_wait = _wait_fenceable(gate, old_leader, -1, timeout=10)
+    first_window = time.monotonic() - t_send
+
+    # The leader moves; another old client's Metadata shows it to epochgate.
+    new_leader = sl.other_broker(old_leader)
+    _, new_epoch = cluster.move_leader(TOPIC, 0, new_leader)
+    cluster.cmd("track start")
+    watcher = kafka.KafkaProducer(bootstrap_servers=gate.bootstrap, client_id="epochgate-watcher")
+    try:
+        t_seen = time.monotonic()
+        assert watcher.partitions_for(TOPIC) == {0}
+    finally:
+        watcher.close(timeout=5)
+    moved, move_wait = _wait_fenceable(gate, new_leader, first["epoch"], timeout=10)
+    move_window = time.monotonic() - t_seen
+    assert moved["epoch"] == new_epoch, (moved, new_epoch)
+
+    # The first producer still aims at the old leader.
+    assert producer.partitions_for(TOPIC) == {0}
+    meta = producer.send(TOPIC, b"second", partition=0).get(timeout=15)
+    stale_at_old = _tracked(cluster, old_leader, kw.API_PRODUCE)
+    at_new = _tracked(cluster, new_leader, kw.API_PRODUCE)
+    after = sl.scrape(gate)
+    fenced = sl.delta(after, before, sl.FENCED, api="produce", reason="not_leader")
+    assert stale_at_old == 0, (
+        "the stale Produce reached the old leader %d (%d requests): epochgate did not fence "
+        "it; view %s" % (old_leader, stale_at_old, sl.view_partition(gate, TOPIC, 0)))
+    assert at_new >= 1 and fenced >= 1, (at_new, fenced, cluster.cmd("track dump"))
+    assert sl.read_partition(h, cluster, TOPIC, 0) == ["first", "second"]
+    no_epoch = sl.delta(after, before, sl.REFRESHES, trigger="no_epoch")
+    assert no_epoch >= 1, after.by(sl.REFRESHES, "trigger")
+    h.note("kafka-python %s: topic learned without epochs, view fenceable %.0f ms after the "
+           "first send (%.0f ms of polling); leader %d -> %d seen by another old client, "
+           "fenceable %.0f ms later; stale Produce fenced by epochgate (%d), 0 reached the old "
+           "leader, record at offset %d on the new leader; refreshes %s" % (
+               kafka.__version__, first_window * 1000, first_wait * 1000, old_leader,
+               new_leader, move_window * 1000, fenced, meta.offset,
+               {k: v - before.by(sl.REFRESHES, "trigger").get(k, 0)
+                for k, v in after.by(sl.REFRESHES, "trigger").items() if v}))
+
+
+def test_epochless_metadata_v1_asks_one_refresh_per_topic(h):
+    # Raw Metadata v1 for a topic the view never saw: one `no_epoch` refresh
+    # (coalesced), and the same answer again asks for nothing more.
+    cluster = h.start_cluster(3, [])
+    gate = sl.start_gate(h, cluster)
+    cluster.cmd("create %s 3 3" % TOPIC)
+    gc = sl.GateClient(h, gate)
+    before = sl.scrape(gate)
+    md = kw.parse_metadata_response(gc.exchange(kw.metadata_request(gc.next_corr(), [TOPIC],
+                                                                    version=1)), 1)
+    assert sorted(md["topics"][TOPIC]["partitions"]) == [0, 1, 2]
+    for p in range(3):
+        harness.wait_until(lambda: (sl.view_partition(gate, TOPIC, p) or {}).get("epoch", -1) >= 0,
+                           5, interval=0.01, what="epoch of %s[%d]" % (TOPIC, p))
+    mid = sl.scrape(gate)
+    for _ in range(5):
+        gc.exchange(kw.metadata_request(gc.next_corr(), [TOPIC], version=1))
+    time.sleep(0.3)
+    after = sl.scrape(gate)
+    assert sl.delta(mid, before, sl.REFRESHES, trigger="no_epoch") == 1, mid.by(
+        sl.REFRESHES, "trigger")
+    assert sl.delta(after, mid, sl.REFRESHES, trigger="no_epoch") == 0, after.by(
+        sl.REFRESHES, "trigger")
+
+
+if __name__ == "__main__":
+    harness.main(globals())
