@@ -49,8 +49,13 @@ def test_bogus_epoch_is_rolled_back_by_the_cluster(h):
     # The periodic refresh (30 s) is left at its default: healing must not wait for it.
     gate = sl.start_gate(h, cluster)
     gc = sl.GateClient(h, gate)
+    # One real move first, so the true epoch is above 0 and a client behind
+    # it can be fenced at the end.
+    first = cluster.partition(TOPIC, 0)["leader"]
+    cluster.move_leader(TOPIC, 0, sl.other_broker(first))
     p = gc.metadata_v12([TOPIC])["topics"][TOPIC]["partitions"][0]
     leader, epoch = p["leader"], p["leader_epoch"]
+    assert epoch > 0, p
     sl.wait_view(gate, TOPIC, 0, leader, epoch)
     err, base, _ = _produce(gc, leader, b"before")
     assert err == 0, err
@@ -104,8 +109,11 @@ def test_bogus_epoch_is_rolled_back_by_the_cluster(h):
     assert err == 0 and hint is None, (err, hint)
     assert sl.read_partition(h, cluster, TOPIC, 0, start=base) == ["before", "after"]
     # And fencing works again, against the true epoch.
-    err, _ = _fetch(gc, leader, epoch - 1) if epoch > 0 else (sw.FENCED_LEADER_EPOCH, None)
+    before_stale = sl.scrape(gate)
+    err, _ = _fetch(gc, leader, epoch - 1)
     assert err == sw.FENCED_LEADER_EPOCH, err
+    assert sl.delta(sl.scrape(gate), before_stale, sl.FENCED, api="fetch",
+                    reason="stale_epoch") == 1, "fenced by epochgate, not only by the broker"
 
     h.note("bogus epoch %d (impostor %d) over true %d (leader %d): pinned %s; fencing stopped "
            "%.0f ms after the bogus answer (%d fenced retries), view back at epoch %d %.0f ms "
