@@ -383,6 +383,13 @@ void Refresher::handle_frame(const uint8_t* frame, size_t size) {
   if (rep.epochs_advanced > 0) {
     spdlog::debug("metadata refresh ({}): {} epochs advanced", trigger_, rep.epochs_advanced);
   }
+  // One line per refresh (not per partition): the view distrusts or rolls
+  // back epochs the cluster no longer confirms.
+  if (rep.epochs_disputed > 0 || rep.epochs_rolled_back > 0) {
+    spdlog::info("metadata refresh via {}: {} view epochs disputed, {} rolled back to the "
+                 "epoch the cluster reports (see /debug/metadata)",
+                 last_broker(), rep.epochs_disputed, rep.epochs_rolled_back);
+  }
   loaded_ = true;
   if (!reachable_.exchange(true)) spdlog::info("metadata refresh: {} answers again", last_broker());
   last_completed_ms_ = now;
