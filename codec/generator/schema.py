@@ -16,6 +16,25 @@ PRIMITIVES = {
 }
 
 
+# What a field's value names, as Kafka's JSON marks some fields with
+# entityType (brokerId, topicName); the rest are epochgate's own marks for the
+# facts the proxy and the policy act on (codec/schema/README.md).
+ENTITIES = {
+    "brokerId", "host", "port", "rack",        # a broker and its address
+    "topicName", "topicId", "partition",       # where a partition entry sits
+    "currentLeaderEpoch",                      # request epoch a broker checks; writable
+    "leaderEpoch",                             # request epoch a broker checks; never written
+    "errorCode", "acknowledgeErrorCode",       # per-partition and top-level errors
+    "acknowledgements",                        # share acknowledgement batches of a partition
+    "currentLeader", "nodeEndpoints",          # KIP-951 leader hint and its endpoints
+    "throttle", "acks", "replicaId", "sessionEpoch",
+}
+
+# Row attributes of api_keys.schema: facts epochgate declares per API.
+RULES = {"leader", "fetch", "epoch", "persister"}
+GROUPS = {"produce", "fetch", "list_offsets", "offset_for_leader_epoch", "share", "persister"}
+
+
 class SchemaError(Exception):
     """A schema file is malformed; the message names file and line."""
 
@@ -78,6 +97,8 @@ class Field:
         self.tagged = VersionSet([])
         self.tag = None
         self.default = None
+        self.entity = None    # what the value names (ENTITIES), or None
+        self.on_error = None  # value a broker writes for a partition it refuses
         self.fields = []
         self.line = line
 
@@ -123,6 +144,12 @@ class ApiKey:
         self.min_version = lo  # None when the key has no valid version
         self.max_version = hi
         self.first_flexible = first_flexible  # None when never flexible
+        # epochgate's row: versions the policy decides and learns from, its
+        # rule and mode group (codec/schema/README.md).
+        self.decide = VersionSet([])
+        self.learn = VersionSet([])
+        self.rule = None
+        self.group = None
 
 
 def _fail(path, lineno, msg):
@@ -184,6 +211,12 @@ def parse_message_file(path, text=None):
                 f.tag = int(val)
             elif key == "default":
                 f.default = val
+            elif key == "entity":
+                if val not in ENTITIES:
+                    _fail(path, lineno, f"unknown entity {val!r} (one of {', '.join(sorted(ENTITIES))})")
+                f.entity = val
+            elif key == "onError":
+                f.on_error = val
             else:
                 _fail(path, lineno, f"unknown attribute {key!r}")
             i += 2
@@ -225,8 +258,10 @@ def parse_api_keys(path):
             if not line:
                 continue
             tok = line.split()
-            if len(tok) != 7 or tok[0] != "api" or tok[3] != "valid" or tok[5] != "flexible":
-                _fail(path, lineno, "expected: api KEY NAME valid LO-HI|none flexible N+|none")
+            if len(tok) < 7 or len(tok) % 2 == 0 or tok[0] != "api" or tok[3] != "valid" \
+                    or tok[5] != "flexible":
+                _fail(path, lineno, "expected: api KEY NAME valid LO-HI|none flexible N+|none "
+                                    "[decide SET] [learn SET] [rule R] [group G]")
             lo = hi = None
             if tok[4] != "none":
                 m = re.fullmatch(r"(\d+)-(\d+)", tok[4])
@@ -239,7 +274,20 @@ def parse_api_keys(path):
                 if not m:
                     _fail(path, lineno, "flexible must be N+ or none")
                 ff = int(m.group(1))
-            keys.append(ApiKey(int(tok[1]), tok[2], lo, hi, ff))
+            k = ApiKey(int(tok[1]), tok[2], lo, hi, ff)
+            for i in range(7, len(tok), 2):
+                attr, val = tok[i], tok[i + 1]
+                if attr in ("decide", "learn"):
+                    setattr(k, attr, VersionSet.parse(val))
+                elif attr == "rule" and val in RULES:
+                    k.rule = val
+                elif attr == "group" and val in GROUPS:
+                    k.group = val
+                else:
+                    _fail(path, lineno, f"bad row attribute {attr} {val}")
+            if not k.decide.empty() and (k.rule is None or k.group is None):
+                _fail(path, lineno, "a decided API needs a rule and a group")
+            keys.append(k)
     return keys
 
 
