@@ -1,78 +1,45 @@
 // policy/decide.cc: the decision table. One generic walker (TableWalker)
-// applies the per-partition rules; each API only says where its topics,
-// partitions and epochs are. Must never: allocate per partition beyond the
+// applies the per-partition rules; where each API's topics, partitions and
+// epochs are comes from the generated partition shapes, which rows apply from
+// the schema row's rule (codec/schema/api_keys.schema). Must never: allocate per partition beyond the
 // output vector, fence on ignorance, or fence a Produce with FENCED_LEADER_EPOCH.
 #include "policy/decide.h"
 
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 
+#include "codec/messages/api_traits.h"
+#include "policy/shape_support.h"
+
 namespace epochgate::policy {
 
-const char* verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::kPass:
-      return "pass";
-    case Verdict::kFence:
-      return "fence";
-    case Verdict::kInject:
-      return "inject";
-    case Verdict::kPassAndRefresh:
-      return "pass_and_refresh";
-    case Verdict::kHold:
-      return "hold";
-  }
-  return "unknown";
+namespace {
+
+// Names in enum order (policy/decision.h); "unknown" past the end.
+constexpr const char* kVerdictNames[] = {"pass", "fence", "inject", "pass_and_refresh", "hold"};
+constexpr const char* kReasonNames[] = {
+    "none",      "stale_epoch", "not_leader", "not_replica", "injected",  "view_behind",
+    "unknown_partition", "stale_view", "suspect", "no_leader", "no_epoch", "replica_request"};
+constexpr const char* kActionNames[] = {"forward_as_is",  "forward_rewritten", "answer_locally",
+                                        "split",          "close_connection",  "hold"};
+
+static_assert(std::size(kVerdictNames) == static_cast<size_t>(Verdict::kHold) + 1);
+static_assert(std::size(kReasonNames) == static_cast<size_t>(Reason::kReplicaRequest) + 1);
+static_assert(std::size(kActionNames) == static_cast<size_t>(Action::kHold) + 1);
+
+template <size_t N, class E>
+const char* name_of(const char* const (&names)[N], E e) {
+  const auto i = static_cast<size_t>(e);
+  return i < N ? names[i] : "unknown";
 }
 
-const char* reason_name(Reason r) {
-  switch (r) {
-    case Reason::kNone:
-      return "none";
-    case Reason::kStaleEpoch:
-      return "stale_epoch";
-    case Reason::kNotLeader:
-      return "not_leader";
-    case Reason::kNotReplica:
-      return "not_replica";
-    case Reason::kInjected:
-      return "injected";
-    case Reason::kViewBehind:
-      return "view_behind";
-    case Reason::kUnknownPartition:
-      return "unknown_partition";
-    case Reason::kStaleView:
-      return "stale_view";
-    case Reason::kSuspect:
-      return "suspect";
-    case Reason::kNoLeader:
-      return "no_leader";
-    case Reason::kNoEpoch:
-      return "no_epoch";
-    case Reason::kReplicaRequest:
-      return "replica_request";
-  }
-  return "unknown";
-}
+}  // namespace
 
-const char* action_name(Action a) {
-  switch (a) {
-    case Action::kForwardAsIs:
-      return "forward_as_is";
-    case Action::kForwardRewritten:
-      return "forward_rewritten";
-    case Action::kAnswerLocally:
-      return "answer_locally";
-    case Action::kSplit:
-      return "split";
-    case Action::kCloseConnection:
-      return "close_connection";
-    case Action::kHold:
-      return "hold";
-  }
-  return "unknown";
-}
+const char* verdict_name(Verdict v) { return name_of(kVerdictNames, v); }
+const char* reason_name(Reason r) { return name_of(kReasonNames, r); }
+const char* action_name(Action a) { return name_of(kActionNames, a); }
 
 void RequestDecision::clear() {
   api_key = -1;
@@ -86,21 +53,8 @@ void RequestDecision::clear() {
 }
 
 bool policy_decides(int16_t api_key, int16_t version) {
-  switch (api_key) {
-    case codec::kProduce:
-    case codec::kFetch:
-    case codec::kShareFetch:
-    case codec::kShareAcknowledge:
-    case codec::kReadShareGroupState:
-    case codec::kWriteShareGroupState:
-      return true;
-    case codec::kListOffsets:
-      return version >= 4;
-    case codec::kOffsetForLeaderEpoch:
-      return version >= 2;
-    default:
-      return false;
-  }
+  const codec::ApiInfo* a = codec::api_info(api_key);
+  return a != nullptr && a->decided.contains(version);
 }
 
 namespace {
@@ -288,161 +242,65 @@ class TableWalker {
 
 const codec::Uuid kZeroId{};
 
-}  // namespace
-
-void decide(const codec::ProduceRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out) {
-  TableWalker w(ctx, out, codec::kProduce, version, ApiGroup::kProduce, Check::kLeader, false);
-  for (uint32_t ti = 0; ti < req.topic_data.size(); ++ti) {
-    const auto& t = req.topic_data[ti];
-    if (version >= 13)
-      w.begin_topic({}, t.topic_id);
-    else
-      w.begin_topic(t.name, kZeroId);
-    for (uint32_t pi = 0; pi < t.partition_data.size(); ++pi)
-      w.partition(ti, pi, t.partition_data[pi].index, -1);
-    w.end_topic();
+/// The rows that apply, from the schema row's rule and what this request
+/// carries: followers' requests (ReplicaId >= 0) and versions without the
+/// checked epoch are never decided.
+constexpr Check check_for(codec::PolicyRule rule, bool epoch_field, bool from_replica) {
+  switch (rule) {
+    case codec::PolicyRule::kLeader:
+      return Check::kLeader;
+    case codec::PolicyRule::kFetch:
+      return from_replica ? Check::kNothing : Check::kFetch;
+    case codec::PolicyRule::kEpoch:
+      return epoch_field && !from_replica ? Check::kEpochOnly : Check::kNothing;
+    case codec::PolicyRule::kPersister:
+      return epoch_field ? Check::kPersister : Check::kNothing;
+    case codec::PolicyRule::kNone:
+      return Check::kNothing;
   }
-  w.finish(req.acks == 0);
+  return Check::kNothing;
 }
 
-void decide(const codec::FetchRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out) {
-  // A follower's fetch (ReplicaId, or ReplicaState from v15) is broker-to-broker.
-  const bool from_replica = version >= 15
-                                ? (req.replica_state && req.replica_state->replica_id >= 0)
-                                : req.replica_id >= 0;
-  const bool epoch_field = version >= 9;
+}  // namespace
+
+template <class Req>
+void decide(const Req& req, int16_t version, const DecideContext& ctx, RequestDecision& out) {
+  using Q = codec::PartitionShape<Req>;
+  constexpr codec::PolicyRule rule = codec::Api<Req::kApiKey>::kRule;
+  const bool epoch_field = Q::has_epoch(version);
+  const bool from_replica = Q::from_replica(req, version);
   // Only sessionless fetches (SessionEpoch -1) get an epoch injected: a fetch
   // session (KIP-227) caches each partition's epoch and keeps validating it
   // for partitions later requests omit (KAFKA-9338), so an injected epoch
   // would outlive the next leader-epoch bump and fence a client that asked
   // for no validation at all.
-  const bool may_inject = epoch_field && req.session_epoch == -1;
-  TableWalker w(ctx, out, codec::kFetch, version, ApiGroup::kFetch,
-                from_replica ? Check::kNothing : Check::kFetch, may_inject);
-  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
-    const auto& t = req.topics[ti];
-    if (version >= 13)
-      w.begin_topic({}, t.topic_id);
+  const bool may_inject =
+      Q::kEpochWritable && epoch_field && Q::session_epoch(req, version) == -1;
+  // An API without a rule records no request epoch (the share coordinator
+  // never checks ReadShareGroupStateSummary's).
+  const bool reads_epoch = epoch_field && rule != codec::PolicyRule::kNone;
+  TableWalker w(ctx, out, Req::kApiKey, version, detail::kGroupOf<Req>,
+                check_for(rule, epoch_field, from_replica), may_inject);
+  const auto& topics = Q::topics(req);
+  for (uint32_t ti = 0; ti < topics.size(); ++ti) {
+    const auto& t = topics[ti];
+    if (Q::by_id(version))
+      w.begin_topic({}, Q::id(t));
     else
-      w.begin_topic(t.topic, kZeroId);
-    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi) {
-      const auto& p = t.partitions[pi];
-      w.partition(ti, pi, p.partition, epoch_field ? p.current_leader_epoch : -1);
+      w.begin_topic(Q::name(t), kZeroId);
+    const auto& parts = Q::partitions(t);
+    for (uint32_t pi = 0; pi < parts.size(); ++pi) {
+      w.partition(ti, pi, Q::partition(parts[pi]), reads_epoch ? Q::epoch(parts[pi]) : -1);
       if (from_replica) out.partitions.back().reason = Reason::kReplicaRequest;
     }
     w.end_topic();
   }
-  w.finish();
+  w.finish(Q::acks_zero(req));
 }
 
-void decide(const codec::ListOffsetsRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out) {
-  const bool epoch_field = version >= 4;
-  TableWalker w(ctx, out, codec::kListOffsets, version, ApiGroup::kListOffsets,
-                epoch_field ? Check::kEpochOnly : Check::kNothing, epoch_field);
-  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
-    const auto& t = req.topics[ti];
-    w.begin_topic(t.name, kZeroId);
-    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi) {
-      const auto& p = t.partitions[pi];
-      w.partition(ti, pi, p.partition_index, epoch_field ? p.current_leader_epoch : -1);
-    }
-    w.end_topic();
-  }
-  w.finish();
-}
-
-void decide(const codec::OffsetForLeaderEpochRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out) {
-  const bool epoch_field = version >= 2;
-  // ReplicaId (v3+): -2 consumer (the default), >= 0 a follower broker.
-  const bool from_replica = version >= 3 && req.replica_id >= 0;
-  TableWalker w(ctx, out, codec::kOffsetForLeaderEpoch, version, ApiGroup::kOffsetForLeaderEpoch,
-                epoch_field && !from_replica ? Check::kEpochOnly : Check::kNothing, epoch_field);
-  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
-    const auto& t = req.topics[ti];
-    w.begin_topic(t.topic, kZeroId);
-    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi) {
-      const auto& p = t.partitions[pi];
-      w.partition(ti, pi, p.partition, epoch_field ? p.current_leader_epoch : -1);
-      if (from_replica) out.partitions.back().reason = Reason::kReplicaRequest;
-    }
-    w.end_topic();
-  }
-  w.finish();
-}
-
-void decide(const codec::ShareFetchRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out) {
-  TableWalker w(ctx, out, codec::kShareFetch, version, ApiGroup::kShare, Check::kLeader, false);
-  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
-    const auto& t = req.topics[ti];
-    w.begin_topic({}, t.topic_id);
-    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi)
-      w.partition(ti, pi, t.partitions[pi].partition_index, -1);
-    w.end_topic();
-  }
-  w.finish();
-}
-
-void decide(const codec::ShareAcknowledgeRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out) {
-  TableWalker w(ctx, out, codec::kShareAcknowledge, version, ApiGroup::kShare, Check::kLeader,
-                false);
-  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
-    const auto& t = req.topics[ti];
-    w.begin_topic({}, t.topic_id);
-    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi)
-      w.partition(ti, pi, t.partitions[pi].partition_index, -1);
-    w.end_topic();
-  }
-  w.finish();
-}
-
-namespace {
-
-template <class Req>
-void decide_persister(const Req& req, int16_t api_key, int16_t version, const DecideContext& ctx,
-                      RequestDecision& out, bool has_epoch) {
-  TableWalker w(ctx, out, api_key, version, ApiGroup::kPersister,
-                has_epoch ? Check::kPersister : Check::kNothing, false);
-  for (uint32_t ti = 0; ti < req.topics.size(); ++ti) {
-    const auto& t = req.topics[ti];
-    w.begin_topic({}, t.topic_id);
-    for (uint32_t pi = 0; pi < t.partitions.size(); ++pi) {
-      const auto& p = t.partitions[pi];
-      int32_t epoch = -1;
-      if constexpr (requires { p.leader_epoch; }) epoch = has_epoch ? p.leader_epoch : -1;
-      w.partition(ti, pi, p.partition, epoch);
-    }
-    w.end_topic();
-  }
-  w.finish();
-}
-
-}  // namespace
-
-void decide(const codec::ReadShareGroupStateRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out) {
-  decide_persister(req, codec::kReadShareGroupState, version, ctx, out, true);
-}
-void decide(const codec::WriteShareGroupStateRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out) {
-  decide_persister(req, codec::kWriteShareGroupState, version, ctx, out, true);
-}
-void decide(const codec::InitializeShareGroupStateRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out) {
-  decide_persister(req, codec::kInitializeShareGroupState, version, ctx, out, false);
-}
-void decide(const codec::DeleteShareGroupStateRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out) {
-  decide_persister(req, codec::kDeleteShareGroupState, version, ctx, out, false);
-}
-void decide(const codec::ReadShareGroupStateSummaryRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out) {
-  decide_persister(req, codec::kReadShareGroupStateSummary, version, ctx, out, false);
-}
+#define EPOCHGATE_INSTANTIATE(Req, Resp) \
+  template void decide(const codec::Req&, int16_t, const DecideContext&, RequestDecision&);
+EPOCHGATE_FOR_EACH_GROUPED_API(EPOCHGATE_INSTANTIATE)
+#undef EPOCHGATE_INSTANTIATE
 
 }  // namespace epochgate::policy

@@ -7,17 +7,7 @@
 
 #include <cstdint>
 
-#include "codec/messages/delete_share_group_state_request.h"
-#include "codec/messages/fetch_request.h"
-#include "codec/messages/initialize_share_group_state_request.h"
-#include "codec/messages/list_offsets_request.h"
-#include "codec/messages/offset_for_leader_epoch_request.h"
-#include "codec/messages/produce_request.h"
-#include "codec/messages/read_share_group_state_request.h"
-#include "codec/messages/read_share_group_state_summary_request.h"
-#include "codec/messages/share_acknowledge_request.h"
-#include "codec/messages/share_fetch_request.h"
-#include "codec/messages/write_share_group_state_request.h"
+#include "codec/messages/api_traits.h"
 #include "policy/compiled_policy.h"
 #include "policy/decision.h"
 #include "policy/metadata_snapshot.h"
@@ -38,38 +28,21 @@ struct DecideContext {
 };
 
 /// True when the policy decides requests of (api_key, version), i.e. the
-/// session must decode them: Produce and Fetch (all versions), ListOffsets
-/// v4+, OffsetForLeaderEpoch v2+, ShareFetch, ShareAcknowledge,
-/// ReadShareGroupState, WriteShareGroupState. Every other frame passes as bytes.
+/// session must decode them: the `decided` column of codec/api_table.h (the
+/// `decide` attribute of codec/schema/api_keys.schema): Produce and Fetch (all
+/// versions), ListOffsets v4+, OffsetForLeaderEpoch v2+, ShareFetch,
+/// ShareAcknowledge, ReadShareGroupState, WriteShareGroupState. Every other
+/// frame passes as bytes.
 bool policy_decides(int16_t api_key, int16_t version);
 
-/// Decides one request into `out` (cleared first; capacity reused). The
-/// overloads returning a RequestDecision are conveniences.
-void decide(const codec::ProduceRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out);
-void decide(const codec::FetchRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out);
-void decide(const codec::ListOffsetsRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out);
-void decide(const codec::OffsetForLeaderEpochRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out);
-void decide(const codec::ShareFetchRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out);
-void decide(const codec::ShareAcknowledgeRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out);
-void decide(const codec::ReadShareGroupStateRequest& req, int16_t version, const DecideContext& ctx,
-            RequestDecision& out);
-void decide(const codec::WriteShareGroupStateRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out);
-/// These carry no leader epoch (Initialize, Delete) or one the group
-/// coordinator always sends as 0 and the share coordinator never checks
-/// (ReadShareGroupStateSummary): every partition passes.
-void decide(const codec::InitializeShareGroupStateRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out);
-void decide(const codec::DeleteShareGroupStateRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out);
-void decide(const codec::ReadShareGroupStateSummaryRequest& req, int16_t version,
-            const DecideContext& ctx, RequestDecision& out);
+/// Decides one request into `out` (cleared first; capacity reused), for every
+/// API whose schema row names a mode group (EPOCHGATE_FOR_EACH_GROUPED_API).
+/// The rows applied follow the row's rule; an API without one (Initialize and
+/// DeleteShareGroupState carry no epoch, ReadShareGroupStateSummary one the
+/// share coordinator never checks) passes every partition. The overload
+/// returning a RequestDecision is a convenience.
+template <class Request>
+void decide(const Request& req, int16_t version, const DecideContext& ctx, RequestDecision& out);
 
 template <class Request>
 RequestDecision decide(const Request& req, int16_t version, const DecideContext& ctx) {

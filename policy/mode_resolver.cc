@@ -4,21 +4,8 @@
 namespace epochgate::policy {
 
 const char* api_group_name(ApiGroup g) {
-  switch (g) {
-    case ApiGroup::kProduce:
-      return "produce";
-    case ApiGroup::kFetch:
-      return "fetch";
-    case ApiGroup::kListOffsets:
-      return "list_offsets";
-    case ApiGroup::kOffsetForLeaderEpoch:
-      return "offset_for_leader_epoch";
-    case ApiGroup::kShare:
-      return "share";
-    case ApiGroup::kPersister:
-      return "persister";
-  }
-  return "unknown";
+  const auto i = static_cast<size_t>(g);
+  return i < kApiGroupCount ? kApiGroupNames[i].data() : "unknown";
 }
 
 bool parse_api_group(std::string_view name, ApiGroup& out) {

@@ -25,7 +25,18 @@ enum class ApiGroup : uint8_t {
   kPersister,  ///< Initialize/Read/Write/Delete ShareGroupState, ReadShareGroupStateSummary
 };
 inline constexpr size_t kApiGroupCount = 6;
+/// Group names in enum order; also the `group` values of the schema rows
+/// (codec/schema/api_keys.schema).
+inline constexpr std::string_view kApiGroupNames[kApiGroupCount] = {
+    "produce", "fetch", "list_offsets", "offset_for_leader_epoch", "share", "persister"};
 const char* api_group_name(ApiGroup g);
+/// The group named `name`; kProduce when unknown (compile-time use on the
+/// generated rows, whose names the generator checks).
+constexpr ApiGroup api_group_of(std::string_view name) {
+  for (size_t i = 0; i < kApiGroupCount; ++i)
+    if (kApiGroupNames[i] == name) return static_cast<ApiGroup>(i);
+  return ApiGroup::kProduce;
+}
 /// Parses a config name ("produce", "fetch", ...); false when unknown.
 bool parse_api_group(std::string_view name, ApiGroup& out);
 /// "enforce" | "observe" | "off" (a local copy of config::mode_name, so policy
