@@ -1,6 +1,7 @@
 // metrics/api_labels.h: the bounded value set of the `api` metric label: Kafka's
-// API names in snake_case for keys 0-94, "unknown" for anything else. Must never
-// grow from wire input: a key outside the table maps to "unknown".
+// API names in snake_case for keys 0-94 (the `label` column of the API table,
+// codec/api_table.h), "unknown" for anything else. Must never grow from wire
+// input: a key outside the table maps to "unknown".
 #pragma once
 
 #include <cstdint>

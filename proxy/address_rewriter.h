@@ -1,17 +1,17 @@
 // proxy/address_rewriter.h: rewrites every broker host:port in a decoded
-// response to epochgate's listener for the same node id (DESIGN.md 6).
+// response to epochgate's listener for the same node id (DESIGN.md 6). Which
+// fields hold addresses, in which versions, is generated from the schema's
+// entity marks (codec::visit_addresses in codec/messages/api_traits.h):
+// Metadata Brokers[], FindCoordinator NodeId/Host/Port (v0-3) or
+// Coordinators[] (v4+), DescribeCluster Brokers[], Produce v10+ / Fetch v16+
+// NodeEndpoints (tagged), ShareFetch / ShareAcknowledge NodeEndpoints.
 // Node ids never change. No I/O beyond the EndpointMapper.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
-#include "codec/messages/describe_cluster_response.h"
-#include "codec/messages/fetch_response.h"
-#include "codec/messages/find_coordinator_response.h"
-#include "codec/messages/metadata_response.h"
-#include "codec/messages/produce_response.h"
-#include "codec/messages/share_acknowledge_response.h"
-#include "codec/messages/share_fetch_response.h"
+#include "codec/messages/api_traits.h"
 #include "proxy/endpoint_mapper.h"
 
 namespace epochgate::proxy {
@@ -23,22 +23,20 @@ struct RewriteResult {
   bool failed = false;
 };
 
-/// Metadata Brokers[].
-RewriteResult rewrite_addresses(codec::MetadataResponse& r, int16_t version, EndpointMapper& m);
-/// FindCoordinator: NodeId/Host/Port (v0-3) or Coordinators[] (v4+). Errors
-/// (node id -1) are left as they are: there is no address to leak.
-RewriteResult rewrite_addresses(codec::FindCoordinatorResponse& r, int16_t version,
-                                EndpointMapper& m);
-/// DescribeCluster Brokers[].
-RewriteResult rewrite_addresses(codec::DescribeClusterResponse& r, int16_t version,
-                                EndpointMapper& m);
-/// Produce v10+ NodeEndpoints (tagged).
-RewriteResult rewrite_addresses(codec::ProduceResponse& r, int16_t version, EndpointMapper& m);
-/// Fetch v16+ NodeEndpoints (tagged).
-RewriteResult rewrite_addresses(codec::FetchResponse& r, int16_t version, EndpointMapper& m);
-/// ShareFetch / ShareAcknowledge NodeEndpoints (regular field, every version).
-RewriteResult rewrite_addresses(codec::ShareFetchResponse& r, int16_t version, EndpointMapper& m);
-RewriteResult rewrite_addresses(codec::ShareAcknowledgeResponse& r, int16_t version,
-                                EndpointMapper& m);
+/// One endpoint: node id, host and port fields of any generated struct.
+/// Node id -1 ("no node", as in errors) has no address to leak: left as is.
+bool rewrite_endpoint(int32_t node_id, std::string& host, int32_t& port, EndpointMapper& m,
+                      RewriteResult& res);
+
+/// Rewrites every address `r` carries in `version`; stops at the first node
+/// the mapper cannot place (res.failed).
+template <class M>
+RewriteResult rewrite_addresses(M& r, int16_t version, EndpointMapper& m) {
+  RewriteResult res;
+  codec::visit_addresses(r, version, [&](int32_t& node_id, std::string& host, int32_t& port) {
+    if (!res.failed) rewrite_endpoint(node_id, host, port, m, res);
+  });
+  return res;
+}
 
 }  // namespace epochgate::proxy

@@ -1,8 +1,10 @@
 // proxy/fencing_hooks.h: the seam between a session and the fencing policy
 // (policy/ decides, this seam applies). The session calls plan_request() for
-// every request of an API the policy decides on, and the on_*_response()
-// hooks for the responses it learns from or must merge. Implementations run
-// on the session's loop thread and must not block.
+// every request the API table (codec/api_table.h) marks decided, and the
+// response hooks for the responses it learns from or must merge. The hooks
+// take any hinted response as one variant (codec::HintedResponse, generated),
+// so the seam does not grow with the APIs. Implementations run on the
+// session's loop thread and must not block.
 #pragma once
 
 #include <cstddef>
@@ -12,11 +14,8 @@
 #include <vector>
 
 #include "codec/header.h"
-#include "codec/messages/fetch_response.h"
+#include "codec/messages/api_traits.h"
 #include "codec/messages/metadata_response.h"
-#include "codec/messages/produce_response.h"
-#include "codec/messages/share_acknowledge_response.h"
-#include "codec/messages/share_fetch_response.h"
 #include "proxy/in_flight_queue.h"
 
 namespace epochgate::proxy {
@@ -64,12 +63,6 @@ class FencingHooks {
     const char* close_reason = "malformed_request";
   };
 
-  /// APIs whose requests the policy decides on (Produce, Fetch, ListOffsets,
-  /// OffsetForLeaderEpoch, ShareFetch, ShareAcknowledge, persister keys 83-87).
-  static bool decides_on(int16_t api_key);
-  /// Other APIs whose responses the policy reads (ListOffsets, OffsetForLeaderEpoch, persister).
-  static bool learns_from(int16_t api_key);
-
   virtual RequestPlan plan_request(const RequestInput& in) = 0;
 
   /// Learns leaders, epochs and upstream node addresses (before rewriting).
@@ -78,25 +71,15 @@ class FencingHooks {
   /// Learns from a broker response BEFORE its addresses are rewritten
   /// (NodeEndpoints then still name upstream brokers): CurrentLeader hints,
   /// leader errors, node addresses. `version` is the upstream version.
-  virtual void learn_response(const codec::ProduceResponse& m, int16_t version, int32_t node_id) = 0;
-  virtual void learn_response(const codec::FetchResponse& m, int16_t version, int32_t node_id) = 0;
-  virtual void learn_response(const codec::ShareFetchResponse& m, int16_t version,
-                              int32_t node_id) = 0;
-  virtual void learn_response(const codec::ShareAcknowledgeResponse& m, int16_t version,
-                              int32_t node_id) = 0;
+  virtual void learn_response(codec::HintedResponse m, int16_t version, int32_t node_id) = 0;
 
   /// Amends a response AFTER address rewriting, at the client's version: merges
   /// a split request's local part, backfills missing hints (epochgate
-  /// addresses). Returns true if `m` changed.
-  virtual bool amend_response(InFlightEntry& e, codec::ProduceResponse& m, int16_t client_version,
+  /// addresses). Returns true if the response changed.
+  virtual bool amend_response(InFlightEntry& e, codec::HintedResponse m, int16_t client_version,
                               int32_t node_id) = 0;
-  virtual bool amend_response(InFlightEntry& e, codec::FetchResponse& m, int16_t client_version,
-                              int32_t node_id) = 0;
-  virtual bool amend_response(InFlightEntry& e, codec::ShareFetchResponse& m,
-                              int16_t client_version, int32_t node_id) = 0;
-  virtual bool amend_response(InFlightEntry& e, codec::ShareAcknowledgeResponse& m,
-                              int16_t client_version, int32_t node_id) = 0;
-  /// Any other response of an API in learns_from() or with a split context:
+  /// Any other response the table marks learned or decided, or with a split
+  /// context (responses without addresses or hints):
   /// decode, learn, merge. `node_id` is the broker that answered (-1: the
   /// bootstrap listener). Sets `changed` and fills `out` (size-prefixed) when
   /// the bytes change. Returns false with `error` on a malformed response (close).

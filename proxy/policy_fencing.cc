@@ -1,13 +1,15 @@
-// proxy/policy_fencing.cc: PolicyFencing (see policy_fencing.h). Decodes each
-// decided request under limits.max_partitions_per_request and counts the
-// decoded request against the buffer budget for as long as it lives.
-// Must never: decode a client's request without that cap.
+// proxy/policy_fencing.cc: FencingHooks over policy/. Which API goes where
+// comes from the generated API table and traits (codec/messages/api_traits.h);
+// nothing here names an API except how the view learns from each response.
+// Each decided request decodes under limits.max_partitions_per_request and
+// counts against the buffer budget for as long as it lives.
 #include "proxy/policy_fencing.h"
 
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
 #include <type_traits>
+#include <variant>
 
 #include "codec/header.h"
 #include "codec/message_io.h"
@@ -35,47 +37,47 @@ struct SplitContext : EntryContext {
 };
 
 template <typename Resp>
-size_t endpoint_count(const Resp& m) {
-  if constexpr (std::is_same_v<Resp, codec::ShareFetchResponse> ||
-                std::is_same_v<Resp, codec::ShareAcknowledgeResponse>) {
-    return m.node_endpoints.size();
-  } else {
-    return m.node_endpoints ? m.node_endpoints->size() : 0;
-  }
+size_t endpoint_count(Resp& m) {
+  auto* eps = codec::PartitionShape<Resp>::node_endpoints(m);
+  return eps ? eps->size() : 0;
 }
 
 template <typename Req>
 void drop_record_views(Req& req) {
-  if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
-    for (auto& t : req.topic_data)
-      for (auto& p : t.partition_data) p.records = codec::Bytes{};
-  }
+  using Q = codec::PartitionShape<Req>;
+  for (auto& t : Q::topics(req))
+    for (auto& p : Q::partitions(t)) Q::drop_views(p);
+}
+
+// How the view learns from each response it reads (policy/metadata_view.h).
+// An API the table marks learned without an overload here does not compile.
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::ProduceResponse& m,
+                               int16_t version, int32_t node, uint64_t now) {
+  return v.learn_from_produce_response(m, version, node, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::FetchResponse& m,
+                               int16_t version, int32_t node, uint64_t now) {
+  return v.learn_from_fetch_response(m, version, node, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::ShareFetchResponse& m,
+                               int16_t version, int32_t node, uint64_t now) {
+  return v.learn_from_share_fetch_response(m, version, node, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::ShareAcknowledgeResponse& m,
+                               int16_t version, int32_t node, uint64_t now) {
+  return v.learn_from_share_acknowledge_response(m, version, node, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::ListOffsetsResponse& m,
+                               int16_t version, int32_t, uint64_t now) {
+  return v.learn_from_list_offsets_response(m, version, -1, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v,
+                               const codec::OffsetForLeaderEpochResponse& m, int16_t version,
+                               int32_t, uint64_t now) {
+  return v.learn_from_offset_for_leader_epoch_response(m, version, -1, now);
 }
 
 }  // namespace
-
-bool FencingHooks::decides_on(int16_t key) {
-  switch (key) {
-    case codec::kProduce:
-    case codec::kFetch:
-    case codec::kListOffsets:
-    case codec::kOffsetForLeaderEpoch:
-    case codec::kShareFetch:
-    case codec::kShareAcknowledge:
-    case codec::kInitializeShareGroupState:
-    case codec::kReadShareGroupState:
-    case codec::kWriteShareGroupState:
-    case codec::kDeleteShareGroupState:
-    case codec::kReadShareGroupStateSummary:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool FencingHooks::learns_from(int16_t key) {
-  return key == codec::kListOffsets || key == codec::kOffsetForLeaderEpoch;
-}
 
 PolicyFencing::PolicyFencing(policy::MetadataView& view, const policy::EndpointResolver& endpoints,
                              metrics::ProxyMetrics* metrics)
@@ -261,66 +263,27 @@ FencingHooks::RequestPlan PolicyFencing::plan_request(const RequestInput& in) {
   }
   const uint8_t* body = in.frame + h.size;
   size_t len = in.size - h.size;
-  switch (in.api_key) {
-    case codec::kProduce:
-      return plan<codec::ProduceRequest, codec::ProduceResponse>(in, h, body, len);
-    case codec::kFetch:
-      return plan<codec::FetchRequest, codec::FetchResponse>(in, h, body, len);
-    case codec::kListOffsets:
-      return plan<codec::ListOffsetsRequest, codec::ListOffsetsResponse>(in, h, body, len);
-    case codec::kOffsetForLeaderEpoch:
-      return plan<codec::OffsetForLeaderEpochRequest, codec::OffsetForLeaderEpochResponse>(
-          in, h, body, len);
-    case codec::kShareFetch:
-      return plan<codec::ShareFetchRequest, codec::ShareFetchResponse>(in, h, body, len);
-    case codec::kShareAcknowledge:
-      return plan<codec::ShareAcknowledgeRequest, codec::ShareAcknowledgeResponse>(in, h, body,
-                                                                                   len);
-    case codec::kReadShareGroupState:
-      return plan<codec::ReadShareGroupStateRequest, codec::ReadShareGroupStateResponse>(
-          in, h, body, len);
-    case codec::kWriteShareGroupState:
-      return plan<codec::WriteShareGroupStateRequest, codec::WriteShareGroupStateResponse>(
-          in, h, body, len);
-    default:
+  return codec::with_api(in.api_key, RequestPlan{}, [&](auto api) {
+    using A = decltype(api);
+    if constexpr (A::kDecided)
+      return plan<typename A::Request, typename A::Response>(in, h, body, len);
+    else
       return RequestPlan{};
-  }
+  });
 }
 
 void PolicyFencing::learn_metadata(const codec::MetadataResponse& m, int16_t version) {
   after_learning(view_.learn_metadata(m, version, now_ms(), policy::Source::kMetadataResponse));
 }
 
-void PolicyFencing::learn_response(const codec::ProduceResponse& m, int16_t version,
-                                   int32_t node_id) {
-  after_learning(view_.learn_from_produce_response(m, version, node_id, now_ms()));
+void PolicyFencing::learn_response(codec::HintedResponse m, int16_t version, int32_t node_id) {
+  std::visit([&](auto* r) { after_learning(learn_into(view_, *r, version, node_id, now_ms())); },
+             m);
 }
-void PolicyFencing::learn_response(const codec::FetchResponse& m, int16_t version,
-                                   int32_t node_id) {
-  after_learning(view_.learn_from_fetch_response(m, version, node_id, now_ms()));
-}
-void PolicyFencing::learn_response(const codec::ShareFetchResponse& m, int16_t version,
-                                   int32_t node_id) {
-  after_learning(view_.learn_from_share_fetch_response(m, version, node_id, now_ms()));
-}
-void PolicyFencing::learn_response(const codec::ShareAcknowledgeResponse& m, int16_t version,
-                                   int32_t node_id) {
-  after_learning(view_.learn_from_share_acknowledge_response(m, version, node_id, now_ms()));
-}
-
-namespace {
-template <typename Resp> struct RequestOf;
-template <> struct RequestOf<codec::ProduceResponse> { using type = codec::ProduceRequest; };
-template <> struct RequestOf<codec::FetchResponse> { using type = codec::FetchRequest; };
-template <> struct RequestOf<codec::ShareFetchResponse> { using type = codec::ShareFetchRequest; };
-template <> struct RequestOf<codec::ShareAcknowledgeResponse> {
-  using type = codec::ShareAcknowledgeRequest;
-};
-}  // namespace
 
 template <typename Resp>
 bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id) {
-  using Req = typename RequestOf<Resp>::type;
+  using Req = policy::RequestOf<Resp>;
   bool touched = false;
   auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
   if (split != nullptr) {
@@ -334,12 +297,8 @@ bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int
     policy::BackfillContext bc{*snap, endpoints_, node_id, now_ms(),
                                s.config->policy.max_staleness_ms, &s.compiled->modes};
     size_t endpoints_before = endpoint_count(m);
-    uint32_t added;
-    if constexpr (std::is_same_v<Resp, codec::FetchResponse>) {
-      added = policy::backfill_hints(m, client_version, split ? &split->request : nullptr, bc);
-    } else {
-      added = policy::backfill_hints(m, client_version, bc);
-    }
+    uint32_t added =
+        policy::backfill_hints(m, client_version, split ? &split->request : nullptr, bc);
     if (endpoint_count(m) != endpoints_before) touched = true;  // completed a broker's hint
     if (added > 0) {
       touched = true;
@@ -350,21 +309,9 @@ bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int
   return touched;
 }
 
-bool PolicyFencing::amend_response(InFlightEntry& e, codec::ProduceResponse& m,
+bool PolicyFencing::amend_response(InFlightEntry& e, codec::HintedResponse m,
                                    int16_t client_version, int32_t node_id) {
-  return amend(e, m, client_version, node_id);
-}
-bool PolicyFencing::amend_response(InFlightEntry& e, codec::FetchResponse& m,
-                                   int16_t client_version, int32_t node_id) {
-  return amend(e, m, client_version, node_id);
-}
-bool PolicyFencing::amend_response(InFlightEntry& e, codec::ShareFetchResponse& m,
-                                   int16_t client_version, int32_t node_id) {
-  return amend(e, m, client_version, node_id);
-}
-bool PolicyFencing::amend_response(InFlightEntry& e, codec::ShareAcknowledgeResponse& m,
-                                   int16_t client_version, int32_t node_id) {
-  return amend(e, m, client_version, node_id);
+  return std::visit([&](auto* r) { return amend(e, *r, client_version, node_id); }, m);
 }
 
 template <typename Req, typename Resp>
@@ -378,15 +325,8 @@ bool PolicyFencing::merge_other(InFlightEntry& e, int32_t node_id, codec::Respon
     error = std::string(Resp::kName) + ": " + st.message();
     return false;
   }
-  if constexpr (std::is_same_v<Resp, codec::ListOffsetsResponse>) {
-    // The broker that answered: its own NOT_LEADER_OR_FOLLOWER for a
-    // partition the view says it leads marks the entry doubted.
-    after_learning(
-        view_.learn_from_list_offsets_response(m, e.upstream_version, node_id, now_ms()));
-  } else if constexpr (std::is_same_v<Resp, codec::OffsetForLeaderEpochResponse>) {
-    after_learning(view_.learn_from_offset_for_leader_epoch_response(m, e.upstream_version, node_id,
-                                                                     now_ms()));
-  }
+  if constexpr (codec::Api<Resp::kApiKey>::kLearned)
+    after_learning(learn_into(view_, m, e.upstream_version, node_id, now_ms()));
   auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
   if (split == nullptr) return true;
   Resp merged = policy::merge_responses(split->request, split->version, split->decision,
@@ -401,22 +341,16 @@ bool PolicyFencing::on_other_response(InFlightEntry& e, int32_t node_id, codec::
                                       const uint8_t* body, size_t len, std::vector<uint8_t>& out,
                                       bool& changed, std::string& error) {
   changed = false;
-  switch (e.api_key) {
-    case codec::kListOffsets:
-      return merge_other<codec::ListOffsetsRequest, codec::ListOffsetsResponse>(
-          e, node_id, h, body, len, out, changed, error);
-    case codec::kOffsetForLeaderEpoch:
-      return merge_other<codec::OffsetForLeaderEpochRequest, codec::OffsetForLeaderEpochResponse>(
-          e, node_id, h, body, len, out, changed, error);
-    case codec::kReadShareGroupState:
-      return merge_other<codec::ReadShareGroupStateRequest, codec::ReadShareGroupStateResponse>(
-          e, node_id, h, body, len, out, changed, error);
-    case codec::kWriteShareGroupState:
-      return merge_other<codec::WriteShareGroupStateRequest, codec::WriteShareGroupStateResponse>(
-          e, node_id, h, body, len, out, changed, error);
-    default:
+  return codec::with_api(e.api_key, true, [&](auto api) {
+    using A = decltype(api);
+    // Responses with addresses or hints go through the session's rewrite and
+    // learn_response/amend_response instead.
+    if constexpr ((A::kDecided || A::kLearned) && !codec::kCarriesAddresses<typename A::Response>)
+      return merge_other<typename A::Request, typename A::Response>(e, node_id, h, body, len, out, changed,
+                                                                    error);
+    else
       return true;
-  }
+  });
 }
 
 }  // namespace epochgate::proxy

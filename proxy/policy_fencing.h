@@ -24,7 +24,7 @@ namespace epochgate::proxy {
 
 class Refresher;
 
-/// The fencing policy wired into sessions (issue 4).
+/// The fencing policy wired into sessions.
 class PolicyFencing : public FencingHooks {
  public:
   /// `endpoints` gives epochgate's address for a node id (creating its listener).
@@ -40,22 +40,11 @@ class PolicyFencing : public FencingHooks {
   RequestPlan plan_request(const RequestInput& in) override;
   void learn_metadata(const codec::MetadataResponse& m, int16_t version) override;
 
-  void learn_response(const codec::ProduceResponse& m, int16_t version, int32_t node_id) override;
-  void learn_response(const codec::FetchResponse& m, int16_t version, int32_t node_id) override;
-  void learn_response(const codec::ShareFetchResponse& m, int16_t version,
+  void learn_response(codec::HintedResponse m, int16_t version, int32_t node_id) override;
+  bool amend_response(InFlightEntry& e, codec::HintedResponse m, int16_t client_version,
                       int32_t node_id) override;
-  void learn_response(const codec::ShareAcknowledgeResponse& m, int16_t version,
-                      int32_t node_id) override;
-  bool amend_response(InFlightEntry& e, codec::ProduceResponse& m, int16_t client_version,
-                      int32_t node_id) override;
-  bool amend_response(InFlightEntry& e, codec::FetchResponse& m, int16_t client_version,
-                      int32_t node_id) override;
-  bool amend_response(InFlightEntry& e, codec::ShareFetchResponse& m, int16_t client_version,
-                      int32_t node_id) override;
-  bool amend_response(InFlightEntry& e, codec::ShareAcknowledgeResponse& m,
-                      int16_t client_version, int32_t node_id) override;
-  bool on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
-                         const uint8_t* body, size_t len, std::vector<uint8_t>& out, bool& changed,
+  bool on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h, const uint8_t* body,
+                         size_t len, std::vector<uint8_t>& out, bool& changed,
                          std::string& error) override;
 
  private:

@@ -11,6 +11,7 @@
 #include "codec/api_versions_io.h"
 #include "codec/frame_splitter.h"
 #include "codec/message_io.h"
+#include "codec/messages/api_traits.h"
 #include "codec/reader.h"
 #include "codec/writer.h"
 #include "metrics/proxy_metrics.h"
@@ -51,42 +52,6 @@ void write_be32(uint8_t* p, uint32_t v) {
   p[1] = static_cast<uint8_t>(v >> 16);
   p[2] = static_cast<uint8_t>(v >> 8);
   p[3] = static_cast<uint8_t>(v);
-}
-
-// APIs whose responses carry broker addresses: never pass one through undecoded.
-bool carries_addresses(int16_t key) {
-  switch (key) {
-    case codec::kMetadata:
-    case codec::kFindCoordinator:
-    case codec::kDescribeCluster:
-    case codec::kProduce:
-    case codec::kFetch:
-    case codec::kShareFetch:
-    case codec::kShareAcknowledge:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Responses the session must decode: address rewriting, ApiVersions capping,
-// and whatever the fencing hooks learn from.
-bool needs_transform(int16_t key, int16_t version, bool fencing) {
-  switch (key) {
-    case codec::kMetadata:
-    case codec::kFindCoordinator:
-    case codec::kDescribeCluster:
-    case codec::kApiVersions:
-    case codec::kShareFetch:
-    case codec::kShareAcknowledge:
-      return true;
-    case codec::kProduce:
-      return version >= 10 || fencing;
-    case codec::kFetch:
-      return version >= 16 || (fencing && version >= 12);
-    default:
-      return fencing && FencingHooks::learns_from(key);
-  }
 }
 
 // Encodes `header` + `msg` at `version` as a size-prefixed frame into `out`.
@@ -570,7 +535,8 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     e.ready = true;
     return Step::kConsumed;
   }
-  if (info != nullptr && info->decoded && carries_addresses(key) && version > info->max_version) {
+  // A response carrying broker addresses must never pass undecoded.
+  if (info != nullptr && info->decoded && !info->addresses.empty() && version > info->max_version) {
     frame_error("unsupported_version",
                 std::string(info->name) + " v" + std::to_string(version) +
                     " is newer than epochgate decodes (its ApiVersions said so)");
@@ -607,7 +573,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     }
   }
 
-  if (ctx_.fencing != nullptr && FencingHooks::decides_on(key)) {
+  if (ctx_.fencing != nullptr && info != nullptr && info->decided.contains(version)) {
     FencingHooks::RequestInput in{node_id_, key, version, corr, frame, size, expects_response};
     in.after_hold = hold_started_ns_ != 0 &&
                     now - hold_started_ns_ >= uint64_t{ctx_.config->policy.hold_timeout_ms} * 1000000;
@@ -784,7 +750,11 @@ bool Session::handle_response(const uint8_t* frame, size_t size) {
     ctx_.metrics->response(e->api_key);
     ctx_.metrics->upstream_latency(e->api_key, static_cast<double>(now - e->forwarded_ns) / 1e9);
   }
-  if (needs_transform(e->api_key, e->api_version, ctx_.fencing != nullptr) || e->context) {
+  // Responses the API table marks decoded (addresses, ApiVersions capping,
+  // what the policy learns from); everything else passes as its bytes.
+  const codec::ApiInfo* info = codec::api_info(e->api_key);
+  if ((info != nullptr && info->response_decoded(e->api_version, ctx_.fencing != nullptr)) ||
+      e->context) {
     std::vector<uint8_t> rewritten;
     bool changed = false;
     if (!transform_response(*e, frame, size, rewritten, changed)) return false;
@@ -866,31 +836,27 @@ bool Session::transform_response(InFlightEntry& e, const uint8_t* frame, size_t 
       }
       return true;
     }
-    case codec::kMetadata:
-      return rewrite_response<codec::MetadataResponse>(e, h, body, body_len, out, changed);
-    case codec::kFindCoordinator:
-      return rewrite_response<codec::FindCoordinatorResponse>(e, h, body, body_len, out, changed);
-    case codec::kDescribeCluster:
-      return rewrite_response<codec::DescribeClusterResponse>(e, h, body, body_len, out, changed);
-    case codec::kProduce:
-      return rewrite_response<codec::ProduceResponse>(e, h, body, body_len, out, changed);
-    case codec::kFetch:
-      return rewrite_response<codec::FetchResponse>(e, h, body, body_len, out, changed);
-    case codec::kShareFetch:
-      return rewrite_response<codec::ShareFetchResponse>(e, h, body, body_len, out, changed);
-    case codec::kShareAcknowledge:
-      return rewrite_response<codec::ShareAcknowledgeResponse>(e, h, body, body_len, out,
-                                                               changed);
     default:
-      if (ctx_.fencing) {
-        std::string error;
-        if (!ctx_.fencing->on_other_response(e, node_id_, h, body, body_len, out, changed, error)) {
-          frame_error("malformed_response", error + " from " + upstream_name_);
-          return false;
-        }
-      }
-      return true;
+      break;
   }
+  // Responses that carry broker addresses: decode, learn, rewrite, amend.
+  enum class Done { kOk, kFailed, kNotAddressed };
+  Done done = codec::with_api(key, Done::kNotAddressed, [&](auto api) {
+    using M = typename decltype(api)::Response;
+    if constexpr (codec::kCarriesAddresses<M>)
+      return rewrite_response<M>(e, h, body, body_len, out, changed) ? Done::kOk : Done::kFailed;
+    else
+      return Done::kNotAddressed;
+  });
+  if (done != Done::kNotAddressed) return done == Done::kOk;
+  if (ctx_.fencing) {
+    std::string error;
+    if (!ctx_.fencing->on_other_response(e, node_id_, h, body, body_len, out, changed, error)) {
+      frame_error("malformed_response", error + " from " + upstream_name_);
+      return false;
+    }
+  }
+  return true;
 }
 
 template <typename M>
@@ -905,17 +871,14 @@ bool Session::rewrite_response(InFlightEntry& e, codec::ResponseHeader& h, const
                 std::string(M::kName) + " from " + upstream_name_ + ": " + s.message());
     return false;
   }
-  constexpr bool kHinted = std::is_same_v<M, codec::ProduceResponse> ||
-                           std::is_same_v<M, codec::FetchResponse> ||
-                           std::is_same_v<M, codec::ShareFetchResponse> ||
-                           std::is_same_v<M, codec::ShareAcknowledgeResponse>;
+  constexpr bool kHinted = codec::kCarriesHints<M>;
   // Learn first (upstream addresses), then rewrite what the broker sent, then
   // let the policy add what it adds (epochgate addresses only).
   if (ctx_.fencing) {
     if constexpr (std::is_same_v<M, codec::MetadataResponse>) {
       ctx_.fencing->learn_metadata(m, e.upstream_version);
     } else if constexpr (kHinted) {
-      ctx_.fencing->learn_response(m, e.upstream_version, node_id_);
+      ctx_.fencing->learn_response(&m, e.upstream_version, node_id_);
     }
   }
   RewriteResult r = rewrite_addresses(m, e.api_version, *ctx_.endpoints);
@@ -931,7 +894,7 @@ bool Session::rewrite_response(InFlightEntry& e, codec::ResponseHeader& h, const
   }
   bool touched = e.upstream_version != e.api_version || r.rewritten > 0;
   if constexpr (kHinted) {
-    if (ctx_.fencing) touched |= ctx_.fencing->amend_response(e, m, e.api_version, node_id_);
+    if (ctx_.fencing) touched |= ctx_.fencing->amend_response(e, &m, e.api_version, node_id_);
   }
   if (touched) {
     encode_response_frame(h, m, e.api_version, out, trailing);
