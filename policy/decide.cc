@@ -123,8 +123,12 @@ class TableWalker {
   }
 
   /// Closes the request and picks the action. `acks_zero`: a Produce whose
-  /// client expects no response.
-  void finish(bool acks_zero = false) {
+  /// client expects no response. `broker_session`: the request moves a
+  /// broker-side share session on (KIP-932 ShareSessionEpoch), so even a fully
+  /// fenced one is forwarded (without its partitions) and the answers merged:
+  /// a broker that never saw an epoch answers the next one with
+  /// SHARE_SESSION_NOT_FOUND or INVALID_SHARE_SESSION_EPOCH.
+  void finish(bool acks_zero, bool broker_session) {
     out_.topic_start.push_back(static_cast<uint32_t>(out_.partitions.size()));
     const size_t total = out_.partitions.size();
     if (out_.held > 0) {
@@ -132,7 +136,7 @@ class TableWalker {
       out_.hold_timeout_ms = ctx_.policy.hold_timeout_ms;
     } else if (out_.fenced > 0 && acks_zero) {
       out_.action = Action::kCloseConnection;
-    } else if (out_.fenced > 0 && out_.fenced == total) {
+    } else if (out_.fenced > 0 && out_.fenced == total && !broker_session) {
       out_.action = Action::kAnswerLocally;
     } else if (out_.fenced > 0) {
       out_.action = Action::kSplit;
@@ -295,7 +299,7 @@ void decide(const Req& req, int16_t version, const DecideContext& ctx, RequestDe
     }
     w.end_topic();
   }
-  w.finish(Q::acks_zero(req));
+  w.finish(Q::acks_zero(req), Q::kBrokerSession);
 }
 
 #define EPOCHGATE_INSTANTIATE(Req, Resp) \

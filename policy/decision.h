@@ -52,7 +52,7 @@ enum class Action : uint8_t {
   kForwardAsIs,       ///< original bytes upstream
   kForwardRewritten,  ///< re-encoded upstream: epochs injected (no partition fenced)
   kAnswerLocally,     ///< every partition fenced: answer, nothing goes upstream
-  kSplit,             ///< some fenced: rewrite (remove them, inject), forward, merge
+  kSplit,             ///< some fenced (or all, in a share session): rewrite, forward, merge
   kCloseConnection,   ///< acks=0 Produce to a stale leader (enforce): close, never answer
   kHold,              ///< refresh the view first (bounded wait), then decide again
 };

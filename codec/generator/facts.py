@@ -216,6 +216,10 @@ def _request_parts(cg, s):
                  f"return {c} ? {e} : -1; }}")
     else:
         o.append("  static int32_t session_epoch(const Message&, int16_t) { return -1; }")
+    ss = marked(msg, "shareSessionEpoch")
+    o.append("  /// The request moves a broker-side share session on (KIP-932): the broker")
+    o.append("  /// must see it even when every partition is answered locally.")
+    o.append(f"  static constexpr bool kBrokerSession = {'true' if ss else 'false'};")
     ak = marked(msg, "acks")
     o.append("  static bool acks_zero(const Message& m) { " +
              (f"return m.{cg.member_name(ak[0][0])} == 0; }}" if ak else "(void)m; return false; }"))

@@ -28,6 +28,7 @@ ENTITIES = {
     "acknowledgements",                        # share acknowledgement batches of a partition
     "currentLeader", "nodeEndpoints",          # KIP-951 leader hint and its endpoints
     "throttle", "acks", "replicaId", "sessionEpoch",
+    "shareSessionEpoch",                       # KIP-932: the broker must see every epoch
 }
 
 # Row attributes of api_keys.schema: facts epochgate declares per API.
