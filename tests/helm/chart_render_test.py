@@ -1,20 +1,27 @@
 #!/usr/bin/python3
-"""tests/helm/chart_render_test.py: the Helm chart renders, in both modes and
-with several values files, into manifests a cluster would accept and that
-wire up what epochgate needs: the listeners its config opens are the ports
-the pod and Service expose, probes hit /healthz and /readyz on the admin
-port, the container runs as the image's non-root user on a read-only root,
-the config checksum matches the ConfigMap, and bad values are refused.
+"""tests/helm/chart_render_test.py: the Helm chart, rendered by Helm 4 itself,
+in both modes and with several values files, gives manifests a cluster would
+accept and that wire up what epochgate needs: the listeners its config opens
+are the ports the pod and Service expose, probes hit /healthz and /readyz on
+the admin port, the container runs as the image's non-root user on a
+read-only root, the config checksum matches the ConfigMap, and bad values are
+refused (Helm enforces values.schema.json; the templates refuse the rest).
 
-Renders with tests/helm/render (text/template + sprig, Helm's rules), which
-the ctest fixture builds. One case per run:
+Every rendering is `helm template` (or `helm install --dry-run=client` where
+the install notes matter), and every manifest is validated against the
+Kubernetes OpenAPI schemas by tests/helm/validate_manifests.mjs: `kubectl
+apply --dry-run=client` cannot run without an API server (it needs discovery
+and the live object). One case per run:
 
-  chart_render_test.py --renderer BIN --repo DIR [--epochgate BIN] CASE
+  chart_render_test.py --repo DIR [--k8s-tools DIR] [--epochgate BIN] CASE
 
+--k8s-tools is what tools/fetch-k8s-tools.sh prints (helm, kubectl,
+node_modules); by default the test runs that script (a cache lookup).
 With --epochgate (the built binary), every rendered config must also pass
 `epochgate --check-config`.
-Owns: the chart's observable contract. Must never: install anything.
-Needs python3-yaml (Debian), runs as /usr/bin/python3.
+Owns: the chart's observable contract. Must never: install anything or
+contact a cluster.
+Needs python3-yaml (Debian) and node, runs as /usr/bin/python3.
 """
 
 import argparse
@@ -22,12 +29,15 @@ import hashlib
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 
 import yaml
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")  # Service names (RFC 1035 label)
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
@@ -44,26 +54,44 @@ def check(cond, msg):
 
 class Ctx:
     def __init__(self, args):
-        self.renderer = args.renderer
+        self.tools = args.k8s_tools
+        self.helm = os.path.join(args.k8s_tools, "helm")
         self.repo = args.repo
         self.epochgate = args.epochgate
         self.chart = os.path.join(args.repo, "helm", "epochgate")
         self.client_chart = os.path.join(args.repo, "tests", "helm", "client-chart")
         self.values_dir = os.path.join(args.repo, "tests", "helm", "values")
         self.checked = 0
+        self.validated = 0
+        # Helm keeps its caches and repository list under $HOME: a private one.
+        self.home = tempfile.mkdtemp(prefix="epochgate-helm-")
+        self.env = dict(os.environ, HOME=self.home, HELM_CACHE_HOME=os.path.join(self.home, "cache"),
+                        HELM_CONFIG_HOME=os.path.join(self.home, "config"),
+                        HELM_DATA_HOME=os.path.join(self.home, "data"), KUBECONFIG="/dev/null")
+
+    def run(self, argv, cwd=None):
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
+                              env=self.env, cwd=cwd or self.repo)
 
     def render(self, chart, values=(), release="prod", namespace="kafka", kube="v1.30.0", notes=False):
-        cmd = [self.renderer, "--chart", chart, "--release", release, "--namespace", namespace,
-               "--kube-version", kube] + (["--notes"] if notes else [])
+        """`helm template`, or with notes=True `helm install --dry-run=client`
+        (its output carries NOTES.txt; Helm 4's install takes no --kube-version)."""
+        if notes:
+            cmd = [self.helm, "install", release, chart, "-n", namespace, "--dry-run=client"]
+        else:
+            cmd = [self.helm, "template", release, chart, "-n", namespace, "--kube-version", kube]
         for v in values:
-            cmd += ["--values", v]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+            cmd += ["-f", v]
+        return self.run(cmd)
 
     def manifests(self, chart, values=(), **kw):
         r = self.render(chart, values, **kw)
-        check(r.returncode == 0, f"render failed: {r.stderr.strip()}")
+        check(r.returncode == 0, f"helm template failed: {r.stderr.strip()}")
+        return self.parse_manifests(r.stdout)
+
+    def parse_manifests(self, text):
         docs = []
-        for doc in yaml.safe_load_all(r.stdout):
+        for doc in yaml.safe_load_all(text):
             if doc is None:
                 continue
             check(isinstance(doc, dict), f"manifest is not a mapping: {doc!r}")
@@ -78,7 +106,19 @@ class Ctx:
                 check(isinstance(v, str) and len(v) <= 63, f"label {k}={v!r} on {name} is not a string of <= 63 chars")
         names = [(d["kind"], d["metadata"]["name"]) for d in docs]
         check(len(names) == len(set(names)), f"duplicate objects: {names}")
+        self.validate(docs)
         return docs
+
+    def validate(self, docs):
+        """Every object against the Kubernetes OpenAPI schema of its kind."""
+        r = subprocess.run(["node", os.path.join(HERE, "validate_manifests.mjs"),
+                            os.path.join(self.tools, "node_modules")],
+                           input=json.dumps(docs), capture_output=True, text=True, timeout=60,
+                           check=False)
+        bad = [line for line in r.stdout.splitlines() if not line.startswith("ok ")]
+        check(r.returncode == 0 and not bad and r.stdout.count("ok ") == len(docs),
+              f"manifests fail the Kubernetes schemas: {bad or r.stderr.strip()}")
+        self.validated += len(docs)
 
     def value_file(self, name):
         return os.path.join(self.values_dir, name)
@@ -290,7 +330,8 @@ def case_gateway_defaults(ctx):
     # The install notes tell users the address that the config advertises.
     r = ctx.render(ctx.chart, notes=True)
     check(r.returncode == 0, f"NOTES.txt does not render: {r.stderr.strip()}")
-    notes = r.stdout.split("---\n# NOTES\n", 1)[1]
+    check("\nNOTES:\n" in r.stdout, f"helm install --dry-run=client printed no NOTES:\n{r.stdout[-400:]}")
+    notes = r.stdout.split("\nNOTES:\n", 1)[1]
     _, cfg = config_of(docs, one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"])
     check(f"bootstrap.servers={cfg['advertise_host']}:{vals['ports']['bootstrap']}" in notes,
           f"NOTES.txt does not give the bootstrap address:\n{notes}")
@@ -357,9 +398,13 @@ def case_gateway_monitoring(ctx):
 
 
 def case_long_release_name(ctx):
-    """A 60-character release name still yields valid names of <= 63 chars, all distinct."""
+    """The longest release name Helm accepts (53 characters) still yields
+    valid names of <= 63 chars, all distinct; Helm refuses a longer one."""
     f = ctx.value_file("monitoring.yaml")
-    release = "payments-" + "x" * 50 + "z"
+    release = "payments-" + "x" * 43 + "z"
+    check(len(release) == 53, "fixture changed")
+    r = ctx.render(ctx.chart, [f], release=release + "y")
+    check(r.returncode != 0 and "longer than 53" in r.stderr, f"Helm took a 54-character release name: {r.stderr}")
     docs = ctx.manifests(ctx.chart, [f], release=release)
     check_gateway(ctx, docs, chart_values(ctx, f))
     check(len(by_kind(docs, "ConfigMap")) == 2 and len(by_kind(docs, "Service")) == 2,
@@ -466,36 +511,92 @@ def case_config_keys_known(ctx):
     check_gateway(ctx, docs, vals)
 
 
-# Values that must be refused, with a fragment of the reason the user sees.
-REJECTED = [
-    ("mode: edge\n", "mode"),
-    ("config:\n  listen: 0.0.0.0:1\n", "Additional property listen is not allowed"),
-    ("config:\n  policy:\n    default_mode: strict\n", "default_mode"),
-    ("config:\n  limits:\n    max_frame_bytes: 100\n", "max_frame_bytes"),
-    ("config:\n  refresher:\n    interval_ms: 10\n", "interval_ms"),
-    ("ports:\n  bootstrap: \"9092\"\n", "Invalid type"),
-    ("kafka:\n  bootstrapServers: []\n", "bootstrapServers"),
-    ("brokers:\n  nodeIds: [1, 1]\n", "unique"),
-    ("brokerPorts:\n  map:\n    \"2\": 9092\n", "already taken by ports.bootstrap"),
-    ("brokerPorts:\n  base: 65000\nbrokers:\n  nodeIds: [1, 900]\n", "outside 1-65535"),
-    ("ports:\n  admin: 9092\n", "ports.bootstrap and ports.admin are both 9092"),
-    ("terminationGracePeriodSeconds: 20\n", "must exceed"),
-    ("adminService:\n  enabled: false\nmetrics:\n  serviceMonitor:\n    enabled: true\n", "needs adminService"),
-    ("image:\n  tag: \"\"\n", "image.tag must be set"),
-]
+def rejected_value_files(ctx):
+    """(path, reason) of tests/helm/values/rejected/*.yaml: each file's
+    `# refused: TEXT` line is what Helm must say when it refuses it."""
+    out = []
+    rdir = os.path.join(ctx.values_dir, "rejected")
+    for name in sorted(os.listdir(rdir)):
+        path = os.path.join(rdir, name)
+        with open(path, encoding="utf-8") as f:
+            reasons = re.findall(r"^# refused: (.+)$", f.read(), re.M)
+        check(len(reasons) == 1, f"{path} has no single '# refused: ...' line")
+        out.append((path, reasons[0]))
+    check(len(out) >= 10, f"only {len(out)} rejected value files")
+    return out
 
 
 def case_values_rejected(ctx):
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, (text, reason) in enumerate(REJECTED):
-            path = os.path.join(tmp, f"bad{i}.yaml")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-            r = ctx.render(ctx.chart, [path])
-            check(r.returncode != 0, f"values accepted but should be refused:\n{text}")
-            check(reason in r.stderr, f"values\n{text}refused without saying {reason!r}: {r.stderr.strip()}")
+    """Helm itself refuses each file: `helm template` fails, saying why (the
+    schema's location, or the template's own message). Files the schema
+    refuses fail `helm lint --strict` too (lint reports a template's `fail`
+    only as information)."""
+    by_schema = 0
+    for path, reason in rejected_value_files(ctx):
+        r = ctx.render(ctx.chart, [path])
+        check(r.returncode != 0, f"helm template accepted {os.path.basename(path)}")
+        check(reason in r.stderr, f"{os.path.basename(path)} refused without saying {reason!r}: {r.stderr.strip()}")
+        if reason.startswith("at '/"):
+            by_schema += 1
+            r = ctx.run([ctx.helm, "lint", "--strict", ctx.chart, "-f", path])
+            check(r.returncode != 0 and reason in r.stdout + r.stderr,
+                  f"helm lint --strict accepted {os.path.basename(path)}:\n{r.stdout}")
+    check(by_schema >= 5, f"only {by_schema} files are refused by values.schema.json")
     r = ctx.render(ctx.chart, kube="v1.24.0")
     check(r.returncode != 0 and "kubeVersion" in r.stderr, "Chart.yaml kubeVersion not enforced")
+
+
+def case_lint(ctx):
+    """`helm lint --strict` passes for the chart with each accepted values
+    file, and for the example client chart (the sidecar mode)."""
+    files = [None] + [ctx.value_file(n) for n in sorted(os.listdir(ctx.values_dir)) if n.endswith(".yaml")
+                      and n != "sidecar-native.yaml"]
+    for f in files:
+        r = ctx.run([ctx.helm, "lint", "--strict", ctx.chart] + (["-f", f] if f else []))
+        check(r.returncode == 0, f"helm lint --strict {os.path.basename(f or 'defaults')}:\n{r.stdout}{r.stderr}")
+    for f in (None, ctx.value_file("sidecar-native.yaml")):
+        r = ctx.run([ctx.helm, "lint", "--strict", ctx.client_chart] + (["-f", f] if f else []))
+        check(r.returncode == 0, f"helm lint --strict client chart:\n{r.stdout}{r.stderr}")
+
+
+def deploy_md_helm_installs(ctx):
+    """The `helm install` commands of docs/deploy.md's sh blocks, continuation
+    lines joined, in document order."""
+    with open(os.path.join(ctx.repo, "docs", "deploy.md"), encoding="utf-8") as f:
+        text = f.read()
+    commands = []
+    for block in re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        commands += [line.strip() for line in joined.splitlines() if line.strip().startswith("helm install ")]
+    return commands
+
+
+def case_docs_install_commands(ctx):
+    """Each `helm install` in docs/deploy.md, run as written from the
+    repository root with --dry-run=client appended (no cluster here), renders
+    valid manifests of the mode it claims: both modes and both sidecar kinds."""
+    commands = deploy_md_helm_installs(ctx)
+    seen = set()
+    for command in commands:
+        argv = shlex.split(command)
+        r = ctx.run([ctx.helm] + argv[1:] + ["--dry-run=client"])
+        check(r.returncode == 0, f"docs/deploy.md: `{command}` fails:\n{r.stderr.strip()}")
+        manifest = r.stdout.split("\nMANIFEST:\n", 1)[-1].split("\nNOTES:\n", 1)[0]
+        docs = ctx.parse_manifests(manifest)
+        deps = by_kind(docs, "Deployment")
+        check(len(deps) == 1, f"`{command}` renders {len(deps)} Deployments")
+        spec = deps[0]["spec"]["template"]["spec"]
+        inits = [c for c in spec.get("initContainers") or [] if c["name"] == "epochgate"]
+        mains = [c for c in spec["containers"] if c["name"] == "epochgate"]
+        if deps[0]["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "gateway":
+            seen.add("gateway")
+        elif inits and inits[0].get("restartPolicy") == "Always":
+            seen.add("native sidecar")
+        elif mains and len(spec["containers"]) > 1:
+            seen.add("sidecar container")
+    check(seen == {"gateway", "sidecar container", "native sidecar"},
+          f"docs/deploy.md's helm install commands cover {sorted(seen)} of gateway, sidecar container, "
+          f"native sidecar: {commands}")
 
 
 def case_versions_match(ctx):
@@ -515,18 +616,28 @@ CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.start
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--renderer", required=True)
+    ap.add_argument("--k8s-tools", help="directory tools/fetch-k8s-tools.sh prints (default: run it)")
     ap.add_argument("--repo", required=True)
     ap.add_argument("--epochgate", default="")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
+    if not args.k8s_tools:
+        r = subprocess.run([os.path.join(args.repo, "tools", "fetch-k8s-tools.sh")], capture_output=True,
+                           text=True, timeout=300, check=False)
+        if r.returncode != 0:
+            print(f"FAIL {args.case}: tools/fetch-k8s-tools.sh: {r.stderr.strip()}")
+            return 1
+        args.k8s_tools = r.stdout.strip()
     ctx = Ctx(args)
     try:
         CASES[args.case](ctx)
     except Failure as e:
         print(f"FAIL {args.case}: {e}")
         return 1
-    extra = f", {ctx.checked} config(s) accepted by epochgate --check-config" if ctx.epochgate else ""
+    finally:
+        shutil.rmtree(ctx.home, ignore_errors=True)
+    extra = f", {ctx.validated} manifest(s) valid by the Kubernetes schemas"
+    extra += f", {ctx.checked} config(s) accepted by epochgate --check-config" if ctx.epochgate else ""
     print(f"PASS {args.case}{extra}")
     return 0
 
