@@ -5,11 +5,10 @@
 # a default config, and runs as uid 10001 on a read-only root filesystem.
 # Must never: download anything but Debian packages, or write at run time.
 #
-# No container engine runs on the development machines, so
-# tools/image/build-image-steps.sh performs these same steps on the host and
-# the `ops` tests run it; keep both package lists and the cmake flags in step
-# (the ctest test image_steps_match_dockerfile checks that they are).
 #   docker build -t epochgate:0.1.0 .
+#   podman build --network=host -t epochgate:0.1.0 .
+# tools/image/build.sh builds it with podman (base images from mmdebstrap
+# where no registry is reachable) and tests/image runs it; docs/deploy.md.
 
 ARG DEBIAN_RELEASE=bookworm
 
@@ -33,7 +32,8 @@ FROM debian:${DEBIAN_RELEASE}-slim AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libuv1 libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0 libssl3 \
- && rm -rf /var/lib/apt/lists/* \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
  && groupadd --system --gid 10001 epochgate \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin epochgate
