@@ -1,0 +1,274 @@
+"""A real Prometheus (Debian's prometheus 2.x) scrapes a running epochgate
+the way the chart's ServiceMonitor tells the Prometheus Operator to, and
+every query of the chart's Grafana dashboard returns data after real traffic
+and a leader move: librdkafka 2.15.1 producing (idempotent, acks=all) and
+consuming in a group while a partition's leader moves, kcat (Debian's
+librdkafka 2.0.2, which sends no leader epoch) consuming, a client sending a
+frame with a negative size, pipelining past limits.max_in_flight_per_connection,
+and a config reload (SIGHUP). `promtool check metrics` accepts /metrics.
+
+The ServiceMonitor and the dashboard come from `helm template` of the chart
+(tests/helm/values/monitoring.yaml, scrape interval set to 2s so the test
+is short); the scrape job is what the Operator derives from them: metrics
+path, scheme, interval and timeout from the endpoint, `job` the Service's
+name, `namespace`, `service`, `endpoint` labels. Panels are evaluated as
+Grafana does for a time series panel: a range query over the traffic, step =
+scrape interval, $__rate_interval = 4 x scrape interval, the template
+variables $job and $instance set to what their own label_values queries
+return. A query that returns no series, or (for rate/increase/quantile) no
+non-zero value, fails the test. Alert rules: the chart ships none, and the
+test fails if one appears without being evaluated here.
+
+Runs as /usr/bin/python3 tests/monitoring/test_prometheus.py --build-dir BUILD.
+Owns: the dashboard's and the scrape config's contract with Prometheus.
+Must never: bind anything but 127.0.0.1, or leave Prometheus running.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "scenario"))
+import scenario_lib as sl  # noqa: E402
+from scenario_lib import harness, kw  # noqa: E402
+
+TOPIC = "dashboard"
+SCRAPE_S = 2
+RELEASE, NAMESPACE = "prod", "kafka"
+
+
+def k8s_tools():
+    r = subprocess.run([os.path.join(REPO, "tools", "fetch-k8s-tools.sh")], capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 0, "tools/fetch-k8s-tools.sh: " + r.stderr.strip()
+    return r.stdout.strip()
+
+
+def rendered_monitoring(h):
+    """(ServiceMonitor, admin Service, dashboard JSON, PrometheusRules) from
+    `helm template` with the monitoring values."""
+    home = os.path.join(h.workdir, "helm-home")  # Helm's caches, not the user's
+    env = dict(os.environ, HOME=home, HELM_CACHE_HOME=home + "/cache", HELM_CONFIG_HOME=home + "/config",
+               HELM_DATA_HOME=home + "/data", KUBECONFIG="/dev/null")
+    r = subprocess.run([os.path.join(k8s_tools(), "helm"), "template", RELEASE,
+                        os.path.join(REPO, "helm", "epochgate"), "-n", NAMESPACE,
+                        "-f", os.path.join(REPO, "tests", "helm", "values", "monitoring.yaml"),
+                        "--set", "metrics.serviceMonitor.interval=%ds" % SCRAPE_S,
+                        "--set", "metrics.serviceMonitor.scrapeTimeout=%ds" % (SCRAPE_S - 1)],
+                       capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert r.returncode == 0, "helm template: " + r.stderr.strip()
+    docs = [d for d in yaml.safe_load_all(r.stdout) if d]
+    sms = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    assert len(sms) == 1, "expected one ServiceMonitor, got %d" % len(sms)
+    sm = sms[0]
+    services = [d for d in docs if d["kind"] == "Service"
+                and all(d["metadata"]["labels"].get(k) == v
+                        for k, v in sm["spec"]["selector"]["matchLabels"].items())]
+    assert len(services) == 1, "the ServiceMonitor selects %d Services" % len(services)
+    boards = [d for d in docs if d["kind"] == "ConfigMap"
+              and d["metadata"].get("labels", {}).get("grafana_dashboard") == "1"]
+    assert len(boards) == 1, "no dashboard ConfigMap"
+    board = json.loads(next(iter(boards[0]["data"].values())))
+    rules = [d for d in docs if d["kind"] == "PrometheusRule"]
+    return sm, services[0], board, rules
+
+
+def scrape_config(sm, svc, admin):
+    """The scrape job the Prometheus Operator builds from the ServiceMonitor's
+    first endpoint, with the pod's admin address as the only target."""
+    ep = sm["spec"]["endpoints"][0]
+    ns = sm["metadata"]["namespace"]
+
+    def fixed(label, value):
+        return {"target_label": label, "replacement": value, "action": "replace"}
+    return {
+        "global": {"scrape_interval": ep["interval"], "evaluation_interval": ep["interval"]},
+        "scrape_configs": [{
+            "job_name": "serviceMonitor/%s/%s/0" % (ns, sm["metadata"]["name"]),
+            "metrics_path": ep["path"],
+            "scheme": ep["scheme"],
+            "scrape_interval": ep["interval"],
+            "scrape_timeout": ep["scrapeTimeout"],
+            "static_configs": [{"targets": [admin]}],
+            "relabel_configs": [fixed("namespace", ns), fixed("service", svc["metadata"]["name"]),
+                                fixed("endpoint", ep["port"]), fixed("job", svc["metadata"]["name"])],
+        }],
+    }
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((harness.LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    def __init__(self, h, config):
+        binary = shutil.which("prometheus")
+        assert binary, "prometheus is not installed (tools/setup.sh installs Debian's prometheus)"
+        path = os.path.join(h.workdir, "prometheus.yml")
+        with open(path, "w") as f:
+            yaml.safe_dump(config, f)
+        r = h.run(["promtool", "check", "config", path], check=False)
+        assert r.returncode == 0, "promtool check config: %s%s" % (r.stdout, r.stderr)
+        for attempt in range(5):
+            self.address = "%s:%d" % (harness.LOOPBACK, free_port())
+            self.proc = harness.Process("prometheus", [
+                binary, "--config.file=" + path, "--storage.tsdb.path=" + os.path.join(h.workdir, "tsdb"),
+                "--web.listen-address=" + self.address, "--log.level=warn"], h.workdir)
+            h.on_close(lambda p=self.proc: p.stop(signal.SIGTERM, timeout=20))
+            try:
+                harness.wait_until(lambda: self.ready(), 30, what="prometheus /-/ready")
+                return
+            except AssertionError:
+                if self.proc.alive() or attempt == 4:
+                    raise
+                # The port was taken between free_port() and the bind: another one.
+
+    def ready(self):
+        if not self.proc.alive():
+            raise AssertionError("prometheus exited: " + self.proc.tail())
+        try:
+            with urllib.request.urlopen("http://%s/-/ready" % self.address, timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def api(self, path, **params):
+        url = "http://%s/api/v1/%s?%s" % (self.address, path, urllib.parse.urlencode(params, doseq=True))
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                body = json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            raise AssertionError("prometheus %s %s: %d %s" % (path, params, e.code, e.read()[:400]))
+        assert body["status"] == "success", body
+        return body["data"]
+
+
+def panel_queries(board):
+    out = []
+    for p in board["panels"]:
+        for t in p.get("targets", []):
+            out.append((p["title"], t["expr"]))
+    return out
+
+
+def grafana_expand(expr, variables):
+    for name, value in variables.items():
+        expr = expr.replace("$" + name, value).replace("${%s}" % name, value)
+    assert "$" not in expr, "unexpanded variable in %s" % expr
+    return expr
+
+
+def generate_traffic(h, cluster, gate, config_path):
+    """Real clients through epochgate, a leader move the view learns first,
+    and the odd traffic some panels count."""
+    gc = sl.GateClient(h, gate)
+    sl.open_node_connections(gc, [TOPIC])
+    check = h.rdkafka_check_async([
+        "--bootstrap", gate.bootstrap, "--topic", TOPIC, "--partitions-keyed", "--idempotent",
+        "--acks", "all", "--duration-s", "8", "--rate", "400", "--concurrent",
+        "--consume-group", "dashboard-group"])
+    time.sleep(2.5)
+    new = sl.other_broker(cluster.partition(TOPIC, 0)["leader"])
+    sl.move_view_first(cluster, gc, TOPIC, 0, new)
+    # kcat on Debian's librdkafka 2.0.2 fetches with CurrentLeaderEpoch -1.
+    h.kcat(["-b", gate.bootstrap, "-C", "-t", TOPIC, "-o", "beginning", "-e", "-q", "-c", "200"], timeout=60)
+    # Pipelined requests past max_in_flight_per_connection: reading pauses.
+    conn = sl.connect(gate.bootstrap_address)
+    h.on_close(conn.close)
+    ids = list(range(5000, 5030))
+    conn.send(b"".join(kw.metadata_request(i, [TOPIC], version=1) for i in ids))
+    got = [kw.frame_correlation_id(conn.recv_frame(timeout=30), is_request=False) for _ in ids]
+    assert got == ids, "pipelined requests answered out of order: %s" % got
+    # A frame with a negative size: counted, that connection closed.
+    bad = socket.create_connection(gate.bootstrap_address, timeout=5)
+    bad.sendall(b"\xff\xff\xff\xf0")
+    bad.settimeout(5)
+    try:
+        assert bad.recv(1) == b"", "epochgate answered a negative frame size"
+    except ConnectionResetError:
+        pass
+    bad.close()
+    # A config reload: the same file re-read on SIGHUP.
+    gate.proc.proc.send_signal(signal.SIGHUP)
+    s = check.result(timeout=90)
+    assert s["missing"] == 0 and s["duplicates"] == 0 and s["acked"] > 0, s
+    return s
+
+
+def test_dashboard_queries_return_data_in_real_prometheus(h):
+    sm, svc, board, rules = rendered_monitoring(h)
+    assert not rules, ("the chart now ships PrometheusRules: check them with `promtool check rules` "
+                       "and evaluate each expression here")
+    cluster = h.start_cluster(3, ["%s:3:3" % TOPIC])
+    # Periodic refreshes every second (default 30 s, longer than the traffic)
+    # so the refresh panel has increments inside the test's time range.
+    config_path = sl.write_config(h, "limits:\n  max_in_flight_per_connection: 4\n"
+                                     "refresher:\n  interval_ms: 1000\n")
+    gate = sl.start_gate(h, cluster, args=["--config", config_path])
+
+    r = h.run(["promtool", "check", "metrics"], input=gate.metrics().encode(), check=False)
+    assert r.returncode == 0, "promtool check metrics:\n%s%s" % (r.stdout, r.stderr)
+
+    prom = Prometheus(h, scrape_config(sm, svc, gate.admin))
+    harness.wait_until(lambda: prom.api("targets")["activeTargets"]
+                       and all(t["health"] == "up" for t in prom.api("targets")["activeTargets"]),
+                       20, what="the epochgate target up")
+    started = time.time()
+    summary = generate_traffic(h, cluster, gate, config_path)
+    # Three more scrapes, so every rate window ends after the traffic.
+    time.sleep(3 * SCRAPE_S + 1)
+    ended = time.time()
+
+    # Template variables, by their own queries (label_values(metric{sel}, label)).
+    variables = {}
+    for var in board["templating"]["list"]:
+        if var["type"] != "query":
+            continue
+        m = re.match(r"label_values\((\w+)(\{.*\})?, *(\w+)\)$", var["definition"])
+        assert m, "template variable %s: unsupported query %s" % (var["name"], var["definition"])
+        selector = grafana_expand(m.group(1) + (m.group(2) or ""), variables)
+        values = prom.api("label/%s/values" % m.group(3), **{"match[]": selector})
+        assert values, "template variable $%s: %s returns nothing" % (var["name"], var["definition"])
+        # A multi-value variable becomes an alternation of the values with
+        # regex metacharacters escaped inside the PromQL string, as Grafana does.
+        variables[var["name"]] = "|".join(re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\\\1", v) for v in values)
+    assert variables.get("job") == svc["metadata"]["name"].replace(".", "\\\\."), variables
+    variables["__rate_interval"] = "%ds" % (4 * SCRAPE_S)
+
+    empty = []
+    shown = []
+    for title, expr in panel_queries(board):
+        q = grafana_expand(expr, variables)
+        data = prom.api("query_range", query=q, start="%.3f" % (started - 5), end="%.3f" % ended,
+                        step="%ds" % SCRAPE_S)
+        values = [float(v) for series in data["result"] for _, v in series["values"]]
+        live = [v for v in values if v == v and v != 0]  # not NaN, not zero
+        needs_nonzero = re.search(r"\b(rate|increase|histogram_quantile)\(", expr) is not None
+        if not data["result"] or (needs_nonzero and not live):
+            empty.append("%s: %s -> %d series, %d non-zero values" % (title, q, len(data["result"]), len(live)))
+        else:
+            shown.append("%s (%d series, max %.3g)" % (title, len(data["result"]), max(live or values)))
+    assert not empty, "dashboard panels without data:\n  " + "\n  ".join(empty)
+    h.note("%d panel queries return data; producer acked %d, consumed %d" % (
+        len(shown), summary["acked"], summary["consumed"]))
+    for line in shown:
+        h.note(line)
+
+
+if __name__ == "__main__":
+    harness.main(globals())
