@@ -5,8 +5,8 @@ templates (_sidecar.tpl).
 Every helper here takes a context with .Values (this chart's values) and
 .Release only, never .Chart: a client chart calls the sidecar templates from
 its own context, where .Chart is the client's.
-Must never: use a Helm function the offline renderer (tests/helm/render) lacks:
-include, tpl, toYaml, fromYaml, toJson, fromJson, required, plus sprig.
+Must never: need a cluster to render (no lookup): the tests render with
+`helm template` and no API server.
 */}}
 
 {{/* Chart name, overridable: "epochgate". */}}
