@@ -12,6 +12,9 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cstring>
 #include <exception>
 #include <unordered_set>
@@ -84,6 +87,7 @@ struct AdminServer::Impl {
   std::function<void()> on_closed;
   uint64_t served = 0;
   uint64_t accepted = 0;
+  uint64_t evicted = 0;
   llhttp_settings_t settings{};
 
   void handle_closed();
@@ -109,6 +113,9 @@ struct Conn {
   uint32_t header_count = 0;
   uint64_t body_bytes = 0;
   int method = 0;
+  uint64_t last_active_ms = 0;  // accept, request start, response: eviction order
+  uint64_t request_started_ms = 0;
+  bool loopback_peer = false;
   char read_buf[16384];
 };
 
@@ -234,6 +241,7 @@ int on_message_begin(llhttp_t* p) {
   c->header_bytes = 0;
   c->header_count = 0;
   c->body_bytes = 0;
+  c->last_active_ms = c->request_started_ms = uv_now(c->server->loop);
   arm_timer(c, c->server->options.request_timeout_ms);
   return 0;
 }
@@ -307,6 +315,7 @@ int on_message_complete(llhttp_t* p) {
     c->stop_parsing = true;
     return -1;  // ignore anything pipelined after a closing request
   }
+  c->last_active_ms = uv_now(c->server->loop);
   arm_timer(c, c->server->options.idle_timeout_ms);
   return 0;
 }
@@ -349,6 +358,55 @@ void on_listener_closed(uv_handle_t* h) {
   server->handle_closed();
 }
 
+}  // namespace
+
+bool is_loopback_peer(const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) return in6->sin6_addr.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+namespace {
+
+// Makes room for `fresh`: closes the connection that has waited longest with
+// no request in progress; failing that (every slot mid-request, e.g. slow
+// senders), the one whose request started first. A connection already
+// finishing frees its slot soon anyway and is closed first.
+void evict_one(AdminServer::Impl* server, Conn* fresh) {
+  Conn* idle = nullptr;
+  Conn* busy = nullptr;
+  Conn* finishing = nullptr;
+  for (Conn* c : server->conns) {
+    if (c == fresh || c->state == ConnState::kClosing) continue;
+    if (c->state == ConnState::kFinishing) {
+      finishing = c;
+    } else if (!c->in_message) {
+      if (!idle || c->last_active_ms < idle->last_active_ms) idle = c;
+    } else if (!busy || c->request_started_ms < busy->request_started_ms) {
+      busy = c;
+    }
+  }
+  Conn* victim = finishing ? finishing : idle ? idle : busy;
+  if (victim == nullptr) return;
+  const char* why = victim == busy ? "busy" : "idle";
+  close_conn(victim);
+  ++server->evicted;
+  if (server->handlers.on_evicted) server->handlers.on_evicted(why);
+}
+
+size_t live_connections(const AdminServer::Impl* server) {
+  size_t n = 0;
+  for (const Conn* c : server->conns) n += c->state != ConnState::kClosing;
+  return n;
+}
+
 void on_connection(uv_stream_t* listener, int status) {
   auto* server = static_cast<AdminServer::Impl*>(listener->data);
   if (status < 0 || server->closing) return;
@@ -361,11 +419,16 @@ void on_connection(uv_stream_t* listener, int status) {
   c->open_handles = 2;
   server->open_handles += 1;  // the pair counts once; see on_conn_handle_closed
   server->conns.insert(c);
-  if (uv_accept(listener, reinterpret_cast<uv_stream_t*>(&c->tcp)) < 0 ||
-      server->conns.size() > server->options.max_connections) {
+  if (uv_accept(listener, reinterpret_cast<uv_stream_t*>(&c->tcp)) < 0) {
     close_conn(c);
     return;
   }
+  if (live_connections(server) > server->options.max_connections) evict_one(server, c);
+  c->last_active_ms = uv_now(server->loop);
+  sockaddr_storage peer{};
+  int peer_len = sizeof peer;
+  c->loopback_peer = uv_tcp_getpeername(&c->tcp, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0 &&
+                     is_loopback_peer(peer);
   ++server->accepted;
   uv_tcp_nodelay(&c->tcp, 1);
   llhttp_init(&c->parser, HTTP_REQUEST, &server->settings);
@@ -418,6 +481,9 @@ Response AdminServer::Impl::route(const Conn& c) {
     ep = Ep::kMetadata;
   else if (path == "/debug/config" && handlers.debug_config)
     ep = Ep::kConfig;
+  // The view and config stay inside the pod unless asked (admin.expose_debug).
+  if ((ep == Ep::kMetadata || ep == Ep::kConfig) && options.debug_loopback_only && !c.loopback_peer)
+    ep = Ep::kNone;
   if (ep == Ep::kMetrics && !handlers.metrics) ep = Ep::kNone;
   if (ep == Ep::kNone) return text_response(404, "not found\n");
   if (!is_get) {
@@ -568,6 +634,8 @@ std::size_t AdminServer::connection_count() const {
 uint64_t AdminServer::requests_served() const {
   return impl_->served;
 }
+
+uint64_t AdminServer::connections_evicted() const { return impl_->evicted; }
 
 uint64_t AdminServer::connections_accepted() const {
   return impl_->accepted;

@@ -4,8 +4,12 @@
 // never touches Kafka traffic, never blocks the loop, and never trusts a
 // client: request line, headers and bodies are bounded, slow or idle clients
 // time out, and only GET and HEAD are served. Binds 127.0.0.1 by default.
+// Probes always get a slot: past max_connections, a new connection closes the
+// longest-idle one (else the one whose request started first) instead of
+// being refused, and idle keep-alive connections close after a few seconds.
 #pragma once
 
+#include <sys/socket.h>
 #include <uv.h>
 
 #include <cstdint>
@@ -36,6 +40,9 @@ struct AdminHandlers {
   std::function<Readiness()> readyz;
   std::function<std::string()> debug_metadata;  ///< JSON: the metadata view
   std::function<std::string()> debug_config;    ///< JSON: effective config, secrets redacted
+  /// A connection was closed to make room for a new one: "idle" (no request
+  /// in progress) or "busy" (its request had started). For a metric and log.
+  std::function<void(const char* why)> on_evicted;
 
   /// A metrics handler that serializes `registry` on every scrape.
   static std::function<std::string()> metrics_from(std::shared_ptr<prometheus::Registry> registry);
@@ -46,16 +53,23 @@ std::string render_prometheus_text(prometheus::Registry& registry);
 
 /// Bounds of one admin connection. Defaults suit probes and scrapers.
 struct AdminOptions {
-  uint32_t max_connections = 64;                 ///< more are accepted and closed at once
+  uint32_t max_connections = 64;                 ///< past it, the longest-idle connection is closed
   uint32_t max_url_bytes = 4096;                 ///< longer request target -> 414
   uint32_t max_header_bytes = 8192;              ///< names + values of all headers -> 431
   uint32_t max_headers = 64;                     ///< more header lines -> 431
   uint32_t max_body_bytes = 4096;                ///< larger body (any method) -> 413
   uint32_t request_timeout_ms = 10000;           ///< first byte of a request to its end -> 408
-  uint32_t idle_timeout_ms = 60000;              ///< keep-alive connection with no request
+  uint32_t idle_timeout_ms = 5000;               ///< keep-alive connection with no request
   uint32_t linger_ms = 2000;                     ///< after a final response, wait this long for EOF
   uint64_t max_pending_write_bytes = 32u << 20;  ///< unread responses before we stop serving
+  /// /debug/* answered only to loopback peers (127.0.0.0/8, ::1); others get
+  /// 404, as if the endpoint did not exist.
+  bool debug_loopback_only = false;
 };
+
+/// True for 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8: peers inside the
+/// host (the pod), which may read /debug/* when debug_loopback_only is set.
+bool is_loopback_peer(const sockaddr_storage& peer);
 
 /// Result of AdminServer::listen.
 struct ListenResult {
@@ -97,6 +111,8 @@ class AdminServer {
   uint64_t requests_served() const;
   /// TCP connections accepted since start (keep-alive reuse shows here).
   uint64_t connections_accepted() const;
+  /// Connections closed to make room for a new one since start.
+  uint64_t connections_evicted() const;
 
   struct Impl;
 

@@ -432,21 +432,87 @@ TEST_F(AdminServerTest, IdleConnectionsAreClosed) {
   EXPECT_EQ(open, 0u);
 }
 
-TEST_F(AdminServerTest, ConnectionsOverTheCapAreClosed) {
+// Past the cap, a new connection (a probe) is served and the connection idle
+// the longest is closed: idle keep-alive connections cannot lock probes out.
+TEST_F(AdminServerTest, NewConnectionPastTheCapClosesTheLongestIdle) {
   AdminOptions o;
   o.max_connections = 2;
   start(o);
-  RawClient a(port_), b(port_);
+  RawClient a(port_);
   ASSERT_TRUE(a.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"));
-  ASSERT_TRUE(b.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"));
   a.read_until([](const std::string& s) { return s.find("ok\n") != std::string::npos; }, 5s);
+  std::this_thread::sleep_for(20ms);  // a is now idle longer than b
+  RawClient b(port_);
+  ASSERT_TRUE(b.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"));
   b.read_until([](const std::string& s) { return s.find("ok\n") != std::string::npos; }, 5s);
-  RawClient third(port_);
-  bool eof = false;
-  third.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
-  const std::string got = third.read_until([](const std::string&) { return false; }, 5s, &eof);
-  EXPECT_TRUE(eof);
-  EXPECT_EQ(got.find("200 OK"), std::string::npos);
+  RawClient probe(port_);
+  ASSERT_TRUE(probe.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+  bool probe_eof = false;
+  const std::string got = probe.read_until([](const std::string&) { return false; }, 5s, &probe_eof);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK", 0), 0u) << got;
+  bool a_eof = false;
+  a.read_until([](const std::string&) { return false; }, 2s, &a_eof);
+  EXPECT_TRUE(a_eof) << "the longest-idle connection should have made room";
+  // b, idle for less time, still works.
+  ASSERT_TRUE(b.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"));
+  const std::string again =
+      b.read_until([](const std::string& s) { return s.find("ok\n") != std::string::npos; }, 5s);
+  EXPECT_NE(again.find("200 OK"), std::string::npos);
+  EXPECT_EQ(on_loop([&] { return server_->connections_evicted(); }), 1u);
+}
+
+// Every slot mid-request (slow senders): the request that started first is
+// dropped, and the probe still gets its answer.
+TEST_F(AdminServerTest, SlowSendersInEverySlotStillLeaveRoomForAProbe) {
+  AdminOptions o;
+  o.max_connections = 2;
+  start(o);
+  RawClient s1(port_), s2(port_);
+  ASSERT_TRUE(s1.send_all("GET /heal"));
+  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(s2.send_all("GET /heal"));
+  std::this_thread::sleep_for(20ms);
+  RawClient probe(port_);
+  ASSERT_TRUE(probe.send_all("GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+  const std::string got = probe.read_until([](const std::string&) { return false; }, 5s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK", 0), 0u) << got;
+  bool eof1 = false;
+  s1.read_until([](const std::string&) { return false; }, 2s, &eof1);
+  EXPECT_TRUE(eof1);
+}
+
+TEST_F(AdminServerTest, DebugEndpointsServeLoopbackPeersWhenRestricted) {
+  AdminOptions o;
+  o.debug_loopback_only = true;
+  start(o);
+  std::string body;
+  EXPECT_EQ(curl_status(url("/debug/config"), &body), "200");
+  EXPECT_NE(body.find("listen"), std::string::npos);
+}
+
+TEST(AdminPeer, OnlyLoopbackAddressesCountAsLocal) {
+  auto v4 = [](const char* a) {
+    sockaddr_storage ss{};
+    auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+    in->sin_family = AF_INET;
+    inet_pton(AF_INET, a, &in->sin_addr);
+    return ss;
+  };
+  auto v6 = [](const char* a) {
+    sockaddr_storage ss{};
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    in6->sin6_family = AF_INET6;
+    inet_pton(AF_INET6, a, &in6->sin6_addr);
+    return ss;
+  };
+  EXPECT_TRUE(is_loopback_peer(v4("127.0.0.1")));
+  EXPECT_TRUE(is_loopback_peer(v4("127.3.2.1")));
+  EXPECT_TRUE(is_loopback_peer(v6("::1")));
+  EXPECT_TRUE(is_loopback_peer(v6("::ffff:127.0.0.1")));
+  EXPECT_FALSE(is_loopback_peer(v4("10.0.0.5")));
+  EXPECT_FALSE(is_loopback_peer(v4("128.0.0.1")));
+  EXPECT_FALSE(is_loopback_peer(v6("fd00::1")));
+  EXPECT_FALSE(is_loopback_peer(v6("::ffff:10.0.0.5")));
 }
 
 TEST_F(AdminServerTest, HandlerExceptionIs500AndServerKeepsServing) {
