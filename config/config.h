@@ -97,11 +97,28 @@ struct BrokerPortsConfig {
   /// base..base+max_node_id fits in 65535 and collides with no other listener;
   /// ids above it need a `map` entry to get a checked port.
   int32_t max_node_id = 255;
+  /// Node listeners open at once (bootstrap excluded); a node past it is
+  /// refused and not advertised until a listener of a departed node closes.
+  uint32_t max_listeners = 1024;
+  /// A node's listener closes once the cluster has not named it (in the
+  /// refresher's Metadata brokers) for this long.
+  uint32_t absent_grace_ms = 300000;
+  /// Longest wait between retries of a failed bind (backoff from 250 ms).
+  uint32_t bind_retry_max_ms = 5000;
 };
 
 struct AdminConfig {
   bool enabled = true;
   HostPort listen{"127.0.0.1", 9644};
+  /// Connections at once; a new one past it closes the longest-idle one
+  /// (then the oldest busy one), so probes always get a slot.
+  uint32_t max_connections = 64;
+  /// A keep-alive connection with no request in progress closes after this.
+  uint32_t idle_timeout_ms = 5000;
+  /// false: /debug/* is answered only to loopback peers (404 otherwise),
+  /// so binding the admin port on the pod address exposes probes and
+  /// metrics, not the view and config.
+  bool expose_debug = false;
 };
 
 struct LoggingConfig {

@@ -421,6 +421,12 @@ class Parser {
                            broker_map_field(fv, fp, fm, b.map);
                          else if (k == "max_node_id")
                            uint_field(fv, fp, fm, b.max_node_id);
+                         else if (k == "max_listeners")
+                           uint_field(fv, fp, fm, b.max_listeners);
+                         else if (k == "absent_grace_ms")
+                           uint_field(fv, fp, fm, b.absent_grace_ms, UintKind::kDuration);
+                         else if (k == "bind_retry_max_ms")
+                           uint_field(fv, fp, fm, b.bind_retry_max_ms, UintKind::kDuration);
                        });
           } else if (key == "admin") {
             seen(p, m);
@@ -431,6 +437,12 @@ class Parser {
                            bool_field(fv, fp, fm, c.admin.enabled);
                          else if (k == "listen")
                            host_port_field(fv, fp, fm, c.admin.listen);
+                         else if (k == "max_connections")
+                           uint_field(fv, fp, fm, c.admin.max_connections);
+                         else if (k == "idle_timeout_ms")
+                           uint_field(fv, fp, fm, c.admin.idle_timeout_ms, UintKind::kDuration);
+                         else if (k == "expose_debug")
+                           bool_field(fv, fp, fm, c.admin.expose_debug);
                        });
           } else if (key == "limits") {
             seen(p, m);
@@ -701,8 +713,10 @@ const std::map<std::string, std::vector<std::string_view>>& config_schema_keys()
        {"listen", "advertise_host", "bootstrap_servers", "broker_ports", "workers",
         "drain_timeout_ms", "admin", "limits", "policy", "refresher", "upstream_sasl",
         "logging"}},
-      {"broker_ports", {"bind_host", "base", "map", "max_node_id"}},
-      {"admin", {"enabled", "listen"}},
+      {"broker_ports",
+       {"bind_host", "base", "map", "max_node_id", "max_listeners", "absent_grace_ms",
+        "bind_retry_max_ms"}},
+      {"admin", {"enabled", "listen", "max_connections", "idle_timeout_ms", "expose_debug"}},
       {"limits",
        {"max_frame_bytes", "max_in_flight_per_connection", "max_connections",
         "high_watermark_bytes", "low_watermark_bytes", "idle_timeout_ms",
@@ -804,6 +818,11 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
                                        std::to_string(b.max_node_id) +
                                        " passes the highest port 65535");
   }
+  ck.range("broker_ports.max_listeners", b.max_listeners, 1, 65535);
+  ck.range("broker_ports.absent_grace_ms", b.absent_grace_ms, 0, 86400000);
+  ck.range("broker_ports.bind_retry_max_ms", b.bind_retry_max_ms, 250, 600000);
+  ck.range("admin.max_connections", c.admin.max_connections, 2, 4096);
+  ck.range("admin.idle_timeout_ms", c.admin.idle_timeout_ms, 100, 600000);
   for (const auto& [id, port] : b.map) {
     const std::string p = "broker_ports.map." + std::to_string(id);
     if (ck.usable(p) && port == 0)

@@ -44,6 +44,9 @@ std::string to_json(const Config& c) {
   for (const auto& [id, port] : c.broker_ports.map) w.key(std::to_string(id)).value(port);
   w.end_object();
   w.key("max_node_id").value(c.broker_ports.max_node_id);
+  w.key("max_listeners").value(c.broker_ports.max_listeners);
+  w.key("absent_grace_ms").value(c.broker_ports.absent_grace_ms);
+  w.key("bind_retry_max_ms").value(c.broker_ports.bind_retry_max_ms);
   w.end_object();
 
   w.key("workers").value(c.workers);
@@ -52,6 +55,9 @@ std::string to_json(const Config& c) {
   w.key("admin").begin_object();
   w.key("enabled").value(c.admin.enabled);
   host_port_member(w, "listen", c.admin.listen);
+  w.key("max_connections").value(c.admin.max_connections);
+  w.key("idle_timeout_ms").value(c.admin.idle_timeout_ms);
+  w.key("expose_debug").value(c.admin.expose_debug);
   w.end_object();
 
   const LimitsConfig& l = c.limits;

@@ -16,7 +16,8 @@ namespace {
 
 bool same_broker_ports(const BrokerPortsConfig& a, const BrokerPortsConfig& b) {
   return a.bind_host == b.bind_host && a.base == b.base && a.map == b.map &&
-         a.max_node_id == b.max_node_id;
+         a.max_node_id == b.max_node_id && a.max_listeners == b.max_listeners &&
+         a.absent_grace_ms == b.absent_grace_ms && a.bind_retry_max_ms == b.bind_retry_max_ms;
 }
 
 }  // namespace
@@ -28,7 +29,10 @@ std::vector<std::string> restart_required_changes(const Config& running, const C
   if (running.bootstrap_servers != next.bootstrap_servers) out.push_back("bootstrap_servers");
   if (!same_broker_ports(running.broker_ports, next.broker_ports)) out.push_back("broker_ports");
   if (running.workers != next.workers) out.push_back("workers");
-  if (running.admin.enabled != next.admin.enabled || !(running.admin.listen == next.admin.listen)) {
+  if (running.admin.enabled != next.admin.enabled || !(running.admin.listen == next.admin.listen) ||
+      running.admin.max_connections != next.admin.max_connections ||
+      running.admin.idle_timeout_ms != next.admin.idle_timeout_ms ||
+      running.admin.expose_debug != next.admin.expose_debug) {
     out.push_back("admin");
   }
   return out;

@@ -4,6 +4,9 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -11,8 +14,11 @@
 #include "config/to_json.h"
 #include "config/watcher.h"
 #include "metrics/admin_server.h"
+#include "metrics/listener_metrics.h"
 #include "metrics/logging.h"
 #include "metrics/proxy_metrics.h"
+#include "proxy/fd_limit.h"
+#include "proxy/log_limited.h"
 #include "proxy/policy_fencing.h"
 #include "proxy/refresher.h"
 #include "proxy/version.h"
@@ -21,12 +27,16 @@ namespace epochgate::proxy {
 
 namespace {
 uint64_t now_ms() { return uv_hrtime() / 1000000; }
+// Descriptors client accepts leave free for probes, scrapes, the refresher,
+// the config watcher, logs and the upstream dial of the last client accepted.
+constexpr uint32_t kFdReserve = 32;
 }  // namespace
 
 App::App(config::Config config)
     : config_(std::make_shared<const config::Config>(std::move(config))),
       registry_(std::make_shared<prometheus::Registry>()),
-      metrics_(std::make_unique<metrics::ProxyMetrics>(registry_)) {
+      metrics_(std::make_unique<metrics::ProxyMetrics>(registry_)),
+      listener_metrics_(std::make_unique<metrics::ListenerMetrics>(registry_)) {
   uv_loop_init(&loop_);
   double start = std::chrono::duration<double>(
                      std::chrono::system_clock::now().time_since_epoch()).count();
@@ -47,12 +57,8 @@ void App::set_reload_source(std::string path, config::CliOverrides overrides) {
 
 bool App::advertise(int32_t node_id, std::string_view upstream_host, int32_t upstream_port,
                     AdvertisedAddress& out) {
-  std::shared_ptr<const config::Config> cfg;
-  {
-    std::lock_guard<std::mutex> lock(config_mu_);
-    cfg = config_;
-  }
-  if (upstream_host == cfg->effective_advertise_host() && upstream_port > 0 &&
+  if (!listeners_) return false;
+  if (upstream_host == advertise_host_ && upstream_port > 0 &&
       listeners_->port_of(node_id) == static_cast<uint16_t>(upstream_port)) {
     // Already epochgate's own address (a hint epochgate made): nothing to learn.
     out.host = std::string(upstream_host);
@@ -69,29 +75,21 @@ bool App::advertise(int32_t node_id, std::string_view upstream_host, int32_t ups
     if (known) n.rack = known->rack;
     view_.learn_nodes({n});
   }
-  std::string error;
-  auto port = listeners_->ensure(node_id, error);
-  if (!port) {
-    if (!listener_failed_.exchange(true))
-      spdlog::error("no listener for broker node {}: {}; clients cannot reach that broker "
-                    "through epochgate, readiness is false", node_id, error);
-    return false;
-  }
-  out.host = cfg->effective_advertise_host();
+  // The node is learned (or named again) here: its listener is created now,
+  // before this response reaches the client. Refused or failed nodes were
+  // logged by the registry; the caller leaves them out of the answer.
+  auto port = listeners_->ensure(node_id, now_ms());
+  if (!port) return false;
+  out.host = advertise_host_;
   out.port = *port;
   return true;
 }
 
 std::optional<policy::AdvertisedEndpoint> App::advertised(int32_t node_id) const {
   if (!listeners_) return std::nullopt;
-  std::string error;
-  auto port = listeners_->ensure(node_id, error);
-  if (!port) {
-    spdlog::warn("no hint naming broker node {}: {}", node_id, error);
-    return std::nullopt;
-  }
-  std::lock_guard<std::mutex> lock(config_mu_);
-  return policy::AdvertisedEndpoint{config_->effective_advertise_host(), *port};
+  auto port = listeners_->port_of(node_id);
+  if (!port) return std::nullopt;
+  return policy::AdvertisedEndpoint{advertise_host_, *port};
 }
 
 std::optional<config::HostPort> App::upstream_of(int32_t node_id) const {
@@ -110,13 +108,98 @@ void App::request_refresh(const char* trigger) {
   if (refresher_) refresher_->request_urgent({}, trigger);
 }
 
-void App::on_new_listener(int32_t node_id, int fd) {
-  for (auto& w : workers_) w->post([w = w.get(), node_id, fd] { w->listen_on(node_id, fd); });
-  if (node_id >= 0) {
-    spdlog::info("listening for broker node {} on {}:{}", node_id,
-                 config_->broker_ports.bind_host.empty() ? config_->listen.host
-                                                         : config_->broker_ports.bind_host,
-                 listeners_->port_of(node_id).value_or(0));
+void App::post_control(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  if (!control_started_) return;  // shutting down: the acceptor is gone
+  control_posted_.push_back(std::move(fn));
+  uv_async_send(&control_async_);
+}
+
+void App::run_control() {
+  std::vector<std::function<void()>> fns;
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    fns.swap(control_posted_);
+  }
+  for (auto& f : fns) f();
+}
+
+void App::hand_off(int32_t node_id, int fd) {
+  if (workers_.empty() || draining_.load()) {
+    ::close(fd);
+    return;
+  }
+  Worker* w = workers_[next_worker_++ % workers_.size()].get();
+  ++pending_handoffs_;
+  w->post([this, w, node_id, fd] {
+    w->adopt(node_id, fd);  // starts the session: its upstream socket exists after this
+    --pending_handoffs_;
+  });
+}
+
+ListenerRegistry::Events App::listener_events() {
+  // Each handler runs with the registry's lock held, on whichever thread
+  // learned the node: it only queues work for the control loop, and reads
+  // nothing but the registry's own copy of the limits (never config_).
+  ListenerRegistry::Events ev;
+  ev.opened = [this](int32_t node, int fd, uint16_t port) {
+    post_control([this, node, fd, port] {
+      acceptor_->add(node, fd);
+      if (node >= 0)
+        EPOCHGATE_PROXY_LOG(info, "listener_opened", "listening for broker node {} on {}:{}", node,
+                            listeners_->limits().bind_host, port);
+    });
+  };
+  ev.closed = [this](int32_t node) {
+    post_control([this, node] {
+      acceptor_->remove(node);
+      if (node >= 0) listener_metrics_->listener_closed();
+    });
+  };
+  ev.refused = [this](int32_t node, Refusal why) {
+    listener_metrics_->listener_refused(refusal_name(why));
+    const auto& lim = listeners_->limits();
+    if (why == Refusal::kMaxNodeId) {
+      EPOCHGATE_PROXY_LOG(warn, "listener_refused",
+                          "broker node {} is not advertised: its id is over "
+                          "broker_ports.max_node_id {} (give it a broker_ports.map entry)",
+                          node, lim.max_node_id);
+    } else if (why == Refusal::kMaxListeners) {
+      EPOCHGATE_PROXY_LOG(warn, "listener_refused",
+                          "broker node {} is not advertised: {} node listeners is "
+                          "broker_ports.max_listeners",
+                          node, lim.max_listeners);
+    } else {
+      EPOCHGATE_PROXY_LOG(warn, "listener_refused",
+                          "broker node {} is not advertised: broker_ports.base {} + node id "
+                          "does not fit in a port (give it a broker_ports.map entry)",
+                          node, lim.port_base);
+    }
+  };
+  ev.bind_failed = [this](int32_t) { listener_metrics_->bind_failure(); };
+  return ev;
+}
+
+void App::check_fd_budget(unsigned workers) {
+  const config::Config& c = *config_;
+  FdLimit lim = raise_fd_limit();
+  if (!lim.error.empty()) spdlog::warn("descriptor limit: {}", lim.error);
+  uint64_t need = fds_needed(c.limits.max_connections, c.broker_ports.max_listeners, workers,
+                             c.admin.enabled ? c.admin.max_connections : 0);
+  listener_metrics_->set_fd_limit(lim.soft, need);
+  if (lim.raised)
+    spdlog::info("descriptor limit raised from {} to {} (the hard limit)", lim.soft_before, lim.soft);
+  if (lim.soft < need) {
+    uint64_t fit = lim.soft > need - 2 * uint64_t{c.limits.max_connections}
+                       ? (lim.soft - (need - 2 * uint64_t{c.limits.max_connections})) / 2
+                       : 0;
+    spdlog::warn("descriptor limit {} (hard {}) is below the {} that limits.max_connections {} "
+                 "(2 each), broker_ports.max_listeners {} and {} workers can use: about {} client "
+                 "connections fit; past that, accepts fail with EMFILE (counted in "
+                 "epochgate_accept_errors_total) and wait. Raise the limit (ulimit -n, the "
+                 "container runtime) or lower limits.max_connections",
+                 lim.soft, lim.hard == UINT64_MAX ? std::string("unlimited") : std::to_string(lim.hard),
+                 need, c.limits.max_connections, c.broker_ports.max_listeners, workers, fit);
   }
 }
 
@@ -128,6 +211,32 @@ bool App::start(std::string& error) {
   }
   budget_.set_limit(c.limits.buffer_budget_bytes);
   unsigned n = c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
+  check_fd_budget(n);
+  advertise_host_ = c.effective_advertise_host();
+  uv_async_init(&loop_, &control_async_, [](uv_async_t* a) { static_cast<App*>(a->data)->run_control(); });
+  control_async_.data = this;
+  control_started_ = true;
+  Acceptor::Options ao;
+  ao.fd_reserve = kFdReserve;
+  // Two per client (its upstream too, dialled or about to be), one per
+  // listener and admin connection, and what start-up itself opened.
+  ao.descriptors_committed = [this] {
+    return base_fds_ + acceptor_->size() + (admin_ ? admin_->connection_count() : 0) +
+           2 * (uint64_t{client_connections_.load()} + pending_handoffs_.load());
+  };
+  acceptor_ = std::make_unique<Acceptor>(
+      &loop_, [this](int32_t node, int fd) { hand_off(node, fd); },
+      [this](std::string_view reason) {
+        listener_metrics_->accept_error(reason);
+        EPOCHGATE_PROXY_LOG(warn, "accept_failed",
+                            "accepting client connections paused ({}: {} of the descriptor "
+                            "limit); accepting retries with backoff, clients wait in the listen "
+                            "backlog",
+                            reason,
+                            reason == "fd_reserve" ? "within the last " + std::to_string(kFdReserve)
+                                                   : std::string("none left"));
+      },
+      ao);
   for (unsigned i = 0; i < n; ++i) {
     WorkerContext ctx;
     ctx.config = config_;
@@ -139,20 +248,33 @@ bool App::start(std::string& error) {
     workers_.push_back(std::make_unique<Worker>(static_cast<int>(i), std::move(ctx),
                                                 client_connections_));
   }
-  std::string bind_host = c.broker_ports.bind_host.empty() ? c.listen.host : c.broker_ports.bind_host;
-  listeners_ = std::make_unique<ListenerRegistry>(
-      bind_host, c.broker_ports.base, c.broker_ports.map,
-      [this](int32_t node, int fd) { on_new_listener(node, fd); });
+  ListenerLimits lim;
+  lim.bind_host = c.broker_ports.bind_host.empty() ? c.listen.host : c.broker_ports.bind_host;
+  lim.port_base = c.broker_ports.base;
+  lim.explicit_ports = c.broker_ports.map;
+  lim.max_node_id = c.broker_ports.max_node_id;
+  lim.max_listeners = c.broker_ports.max_listeners;
+  lim.absent_grace_ms = c.broker_ports.absent_grace_ms;
+  lim.bind_retry_max_ms = c.broker_ports.bind_retry_max_ms;
+  listeners_ = std::make_unique<ListenerRegistry>(std::move(lim), listener_events());
   if (!listeners_->bind_bootstrap(c.listen, error)) return false;
   // Nodes with explicit ports are bound up front so their addresses exist
   // even before metadata names them (a restarted proxy, clients reconnecting).
-  for (const auto& [node, port] : c.broker_ports.map) {
-    if (!listeners_->ensure(node, error)) return false;
-  }
+  if (!listeners_->bind_pinned(error)) return false;
   for (auto& w : workers_) w->start();
   listeners_bound_ = true;
+  uv_timer_init(&loop_, &listener_timer_);
+  listener_timer_.data = this;
+  uv_timer_start(&listener_timer_, &App::on_listener_tick, 250, 250);
 
   refresher_ = std::make_unique<Refresher>(&loop_, config_, view_, metrics_.get());
+  // The refresher's brokers are the cluster's node set: listeners follow it.
+  refresher_->set_on_metadata([this](const codec::MetadataResponse& m) {
+    std::vector<int32_t> ids;
+    ids.reserve(m.brokers.size());
+    for (const auto& b : m.brokers) ids.push_back(b.node_id);
+    listeners_->observe_brokers(ids, now_ms());
+  });
   fencing_->set_refresher(refresher_.get());
   if (c.refresher.enabled) {
     refresher_->start();
@@ -169,7 +291,18 @@ bool App::start(std::string& error) {
     h.readyz = [this] { return readiness(); };
     h.debug_metadata = [this] { return view_.to_json(now_ms()); };
     h.debug_config = [this] { return debug_config_json(); };
-    admin_ = std::make_unique<metrics::AdminServer>(&loop_, std::move(h));
+    h.on_evicted = [this](const char* why) {
+      listener_metrics_->admin_evicted(why);
+      EPOCHGATE_PROXY_LOG(info, "admin_evicted",
+                          "admin connection closed to make room for a new one ({}; "
+                          "admin.max_connections {})",
+                          why, config_->admin.max_connections);
+    };
+    metrics::AdminOptions ao;
+    ao.max_connections = c.admin.max_connections;
+    ao.idle_timeout_ms = c.admin.idle_timeout_ms;
+    ao.debug_loopback_only = !c.admin.expose_debug;
+    admin_ = std::make_unique<metrics::AdminServer>(&loop_, std::move(h), ao);
     metrics::ListenResult lr = admin_->listen(c.admin.listen.host, c.admin.listen.port);
     if (!lr.ok()) {
       error = "admin " + c.admin.listen.to_string() + ": " + lr.message;
@@ -218,6 +351,13 @@ bool App::start(std::string& error) {
   uv_timer_init(&loop_, &housekeeping_);
   housekeeping_.data = this;
   uv_timer_start(&housekeeping_, &App::on_housekeeping, 1000, 1000);
+  // Descriptors open before any client: the lowest free number now (no
+  // holes yet), less the listeners and admin counted separately.
+  if (int probe = ::fcntl(0, F_DUPFD_CLOEXEC, 0); probe >= 0) {
+    ::close(probe);
+    base_fds_ = static_cast<uint64_t>(probe);
+    base_fds_ -= std::min<uint64_t>(base_fds_, acceptor_->size());
+  }
 
   std::string boot = c.listen.host + ":" + std::to_string(listeners_->port_of(kBootstrapNode).value_or(0));
   spdlog::info("epochgate {} listening on {} for {} ({} workers), advertising {}", kVersion, boot,
@@ -247,9 +387,9 @@ metrics::Readiness App::readiness() const {
   } else if (!listeners_bound_) {
     r.ready = false;
     r.reason = "listeners not bound";
-  } else if (listener_failed_.load()) {
+  } else if (std::string why = listeners_ ? listeners_->unready_reason() : ""; !why.empty()) {
     r.ready = false;
-    r.reason = "a broker node's listener could not be bound (see the log)";
+    r.reason = why;
   } else if (refresher_ && config_->refresher.enabled && !refresher_->loaded()) {
     r.ready = false;
     r.reason = "metadata view not loaded from any broker yet";
@@ -264,6 +404,15 @@ void App::on_housekeeping(uv_timer_t* t) {
   auto* app = static_cast<App*>(t->data);
   metrics::flush_suppressed_log_summaries();
   if (app->metrics_) app->metrics_->set_ready(app->readiness().ready);
+  if (app->listeners_) {
+    auto n = app->listeners_->counts();
+    app->listener_metrics_->set_listeners(n.listening, n.bind_failed, n.refused);
+  }
+}
+
+void App::on_listener_tick(uv_timer_t* t) {
+  auto* app = static_cast<App*>(t->data);
+  if (app->listeners_ && !app->draining_.load()) app->listeners_->tick(now_ms());
 }
 
 void App::on_signal(uv_signal_t* s, int signum) {
@@ -281,12 +430,8 @@ void App::begin_drain(const char* why) {
   if (draining_.exchange(true)) return;
   spdlog::info("{}: draining (readiness false, no new connections, up to {} ms for in-flight "
                "requests)", why, config_->drain_timeout_ms);
-  for (auto& w : workers_) {
-    w->post([w = w.get()] {
-      w->stop_accepting();
-      w->begin_drain();
-    });
-  }
+  if (acceptor_) acceptor_->close_all();
+  for (auto& w : workers_) w->post([w = w.get()] { w->begin_drain(); });
   drain_started_ms_ = now_ms();
   uv_timer_start(&drain_timer_, &App::on_drain_tick, 50, 50);
 }
@@ -305,9 +450,18 @@ void App::on_drain_tick(uv_timer_t* t) {
 void App::finish() {
   if (finishing_) return;
   finishing_ = true;
+  // Accepting stops before the workers do: no hand-off may reach a stopped worker.
+  if (acceptor_) acceptor_->close_all();
+  if (control_started_) {
+    run_control();  // descriptors still queued for the acceptor are closed by it
+    {
+      std::lock_guard<std::mutex> lock(control_mu_);
+      control_started_ = false;
+    }
+    uv_close(reinterpret_cast<uv_handle_t*>(&control_async_), nullptr);
+  }
   for (auto& w : workers_) w->stop_and_join();
   workers_.clear();
-  if (listeners_) listeners_->close_all();
   if (refresher_) refresher_->stop([] {});
   if (admin_) admin_->close();
   if (watcher_) watcher_->close();
@@ -319,6 +473,7 @@ void App::finish() {
     close_if(reinterpret_cast<uv_handle_t*>(&sigint_));
     close_if(reinterpret_cast<uv_handle_t*>(&drain_timer_));
     close_if(reinterpret_cast<uv_handle_t*>(&housekeeping_));
+    close_if(reinterpret_cast<uv_handle_t*>(&listener_timer_));
     if (sighup_started_) close_if(reinterpret_cast<uv_handle_t*>(&sighup_));
   }
   spdlog::info("stopped");

@@ -1,7 +1,10 @@
 // proxy/app.h: one epochgate process: listeners, worker loops, the metadata
 // view and its refresher, the fencing policy, the admin server, signals,
-// config reload and drain. The main thread runs the control loop; sessions
-// live on the workers. Implements the services sessions call back into.
+// config reload and drain. The main thread runs the control loop (refresher,
+// admin, the acceptor of every listener); sessions live on the workers.
+// Implements the services sessions call back into. Listeners are created
+// where nodes are learned (the refresher's brokers, addresses in responses),
+// never while policy builds hints: advertised() is a lookup.
 #pragma once
 
 #include <uv.h>
@@ -17,6 +20,7 @@
 #include "config/config.h"
 #include "policy/endpoint_resolver.h"
 #include "policy/metadata_view.h"
+#include "proxy/acceptor.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/endpoint_mapper.h"
 #include "proxy/listener_registry.h"
@@ -28,6 +32,7 @@ class Registry;
 }
 namespace epochgate::metrics {
 class AdminServer;
+class ListenerMetrics;
 class ProxyMetrics;
 struct Readiness;
 }  // namespace epochgate::metrics
@@ -62,13 +67,19 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::optional<config::HostPort> upstream_of(int32_t node_id) const override;
   std::vector<config::HostPort> bootstrap() const override;
   void request_refresh(const char* trigger) override;
-  // policy::EndpointResolver: epochgate's address for a node a hint names
-  // (binding its listener first, so the client can reach it).
+  // policy::EndpointResolver: epochgate's address for a node a hint names,
+  // or nullopt when that node has no listener. A pure lookup: no bind, no log.
   std::optional<policy::AdvertisedEndpoint> advertised(int32_t node_id) const override;
 
  private:
   bool start(std::string& error);
-  void on_new_listener(int32_t node_id, int fd);
+  ListenerRegistry::Events listener_events();
+  void check_fd_budget(unsigned workers);
+  /// Runs `fn` on the control loop (thread-safe, FIFO).
+  void post_control(std::function<void()> fn);
+  void run_control();
+  void hand_off(int32_t node_id, int fd);
+  static void on_listener_tick(uv_timer_t* t);
   void begin_drain(const char* why);
   void finish();
   void apply_config(config::Config next);
@@ -83,9 +94,20 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   mutable std::mutex config_mu_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<metrics::ProxyMetrics> metrics_;
+  std::unique_ptr<metrics::ListenerMetrics> listener_metrics_;
   policy::MetadataView view_;
   std::unique_ptr<PolicyFencing> fencing_;
   std::unique_ptr<ListenerRegistry> listeners_;
+  std::unique_ptr<Acceptor> acceptor_;  // control loop; owns every listening descriptor
+  std::string advertise_host_;          // restart-only: fixed at start
+  uv_async_t control_async_;
+  std::mutex control_mu_;
+  std::vector<std::function<void()>> control_posted_;
+  bool control_started_ = false;
+  uv_timer_t listener_timer_;  // 250 ms: bind retries, departed nodes' listeners
+  size_t next_worker_ = 0;
+  std::atomic<uint32_t> pending_handoffs_{0};  // accepted, not yet a session with its upstream
+  uint64_t base_fds_ = 0;  // descriptors open after start-up, listeners excluded
   std::atomic<uint32_t> client_connections_{0};
   BufferBudget budget_;
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -96,9 +118,8 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   config::CliOverrides overrides_;
   uv_signal_t sigterm_, sigint_, sighup_;
   bool sighup_started_ = false;
-  std::atomic<bool> listener_failed_{false};  // some node's listener could not be bound
   uv_timer_t drain_timer_;
-  uv_timer_t housekeeping_;  // 1 s: log suppression summaries, readiness gauge
+  uv_timer_t housekeeping_;  // 1 s: log suppression summaries, readiness and listener gauges
   std::atomic<bool> draining_{false};
   bool finishing_ = false;
   bool listeners_bound_ = false;

@@ -1,7 +1,8 @@
 // proxy/endpoint_mapper.h: the seam between response rewriting and the
 // listeners: given a broker's node id and its upstream address, learn the
-// address (for routing) and return epochgate's own address for that node id,
-// creating its listener first if needed.
+// address (for routing) and return epochgate's own address for that node id.
+// This is where a node named in a response is learned, so its listener is
+// created here if it has none (within broker_ports limits).
 #pragma once
 
 #include <cstdint>

@@ -27,7 +27,7 @@ class Refresher;
 /// The fencing policy wired into sessions.
 class PolicyFencing : public FencingHooks {
  public:
-  /// `endpoints` gives epochgate's address for a node id (creating its listener).
+  /// `endpoints` gives epochgate's address for a node id (a lookup; it never binds).
   PolicyFencing(policy::MetadataView& view, const policy::EndpointResolver& endpoints,
                 metrics::ProxyMetrics* metrics);
   ~PolicyFencing() override;

@@ -370,6 +370,7 @@ void Refresher::handle_frame(const uint8_t* frame, size_t size) {
   }
   uint64_t now = now_ms();
   policy::LearnReport rep = view_.learn_metadata(m, metadata_version_, now, policy::Source::kRefresher);
+  if (on_metadata_) on_metadata_(m);
   if (metrics_) {
     metrics_->metadata_refresh(trigger_);
     metrics_->set_view_partitions(static_cast<int64_t>(view_.partition_count()));

@@ -56,6 +56,11 @@ class Refresher : public ConnectionOwner, private UpstreamDialer::Owner {
   bool loaded() const { return loaded_.load(); }
   /// Broker that answered last ("host:port"), for logs and /readyz.
   std::string last_broker() const;
+  /// Called on the loop after each learned Metadata response (its brokers
+  /// are the cluster's current node set: the listener registry follows them).
+  void set_on_metadata(std::function<void(const codec::MetadataResponse&)> fn) {
+    on_metadata_ = std::move(fn);
+  }
 
   // ConnectionOwner
   void on_readable(Connection& c) override;
@@ -126,6 +131,7 @@ class Refresher : public ConnectionOwner, private UpstreamDialer::Owner {
   bool stopping_ = false;
   int open_handles_ = 0;
   std::function<void()> on_stopped_;
+  std::function<void(const codec::MetadataResponse&)> on_metadata_;
   mutable std::mutex broker_mu_;
 };
 

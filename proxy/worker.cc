@@ -65,46 +65,27 @@ void Worker::run_posted() {
   for (auto& f : fns) f();
 }
 
-void Worker::listen_on(int32_t node_id, int fd) {
-  if (stopping_) return;
-  auto* l = new Listener{};
-  l->node_id = node_id;
-  l->worker = this;
-  uv_tcp_init(&loop_, &l->tcp);
-  l->tcp.data = l;
-  int dup_fd = ::dup(fd);
-  int rc = dup_fd < 0 ? UV_EBADF : uv_tcp_open(&l->tcp, dup_fd);
-  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&l->tcp), 1024, &Worker::on_connection);
-  if (rc != 0) {
-    spdlog::error("worker {}: cannot accept on node {} listener: {}", ctx_.worker_index, node_id,
-                  uv_strerror(rc));
-    uv_close(reinterpret_cast<uv_handle_t*>(&l->tcp),
-             [](uv_handle_t* h) { delete static_cast<Listener*>(h->data); });
+void Worker::adopt(int32_t node_id, int fd) {
+  if (stopping_) {
+    ::close(fd);
     return;
   }
-  listeners_.push_back(l);
-}
-
-void Worker::on_connection(uv_stream_t* server, int status) {
-  auto* l = static_cast<Listener*>(server->data);
-  Worker* w = l->worker;
-  if (status < 0) {
-    spdlog::warn("accept on node {} listener failed: {}", l->node_id, uv_strerror(status));
+  auto* s = new Session(ctx_, sessions_, node_id);
+  if (int rc = uv_tcp_open(reinterpret_cast<uv_tcp_t*>(s->client_stream()), fd); rc != 0) {
+    ::close(fd);
+    EPOCHGATE_PROXY_LOG(warn, "adopt_failed", "worker {}: cannot take a client connection on node {} listener: {}",
+                        ctx_.worker_index, node_id, uv_strerror(rc));
+    s->close("accept_failed");
     return;
   }
-  auto* s = new Session(w->ctx_, w->sessions_, l->node_id);
-  if (uv_accept(server, s->client_stream()) != 0) {
-    s->close("accept_failed");  // another worker won the race
-    return;
-  }
-  uint32_t n = ++w->connections_;
-  s->count_against(&w->connections_);
-  if (n > w->ctx_.config->limits.max_connections) {
+  uint32_t n = ++connections_;
+  s->count_against(&connections_);
+  if (n > ctx_.config->limits.max_connections) {
     EPOCHGATE_PROXY_LOG(warn, "max_connections",
                         "client connection refused: {} connections is the configured maximum "
                         "(limits.max_connections)",
-                        w->ctx_.config->limits.max_connections);
-    if (w->ctx_.metrics) w->ctx_.metrics->frame_error("max_connections");
+                        ctx_.config->limits.max_connections);
+    if (ctx_.metrics) ctx_.metrics->frame_error("max_connections");
     s->close("max_connections");
     return;
   }
@@ -139,14 +120,6 @@ void Worker::on_sweep(uv_timer_t* t) {
   });
 }
 
-void Worker::stop_accepting() {
-  for (Listener* l : listeners_) {
-    uv_close(reinterpret_cast<uv_handle_t*>(&l->tcp),
-             [](uv_handle_t* h) { delete static_cast<Listener*>(h->data); });
-  }
-  listeners_.clear();
-}
-
 void Worker::begin_drain() {
   sessions_.for_each([](Session& s) { s.begin_drain(); });
 }
@@ -158,7 +131,6 @@ void Worker::close_all_sessions(const char* reason) {
 void Worker::stop_and_join() {
   post([this] {
     stopping_ = true;
-    stop_accepting();
     close_all_sessions("shutdown");
     uv_close(reinterpret_cast<uv_handle_t*>(&sweep_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&budget_timer_), nullptr);

@@ -1,6 +1,7 @@
 // proxy/worker.h: one event-loop thread owning its connections end to end
-// (client and upstream on the same loop, issue 6 item 4). Accepts on its own
-// dup of every listening socket; other threads talk to it only through post().
+// (client and upstream on the same loop). Adopts client descriptors the
+// Acceptor hands it; never listens itself. Other threads talk to it only
+// through post().
 #pragma once
 
 #include <uv.h>
@@ -34,10 +35,10 @@ class Worker {
   void stop_and_join();
 
   // The following run on the worker thread (use post() from elsewhere).
-  /// Accepts connections for `node_id` on a dup of `fd`.
-  void listen_on(int32_t node_id, int fd);
-  /// Closes the listener handles: no new connections.
-  void stop_accepting();
+  /// Starts a session on an accepted client descriptor `fd` (ownership
+  /// passes) that arrived on `node_id`'s listener; closes it when stopping
+  /// or past limits.max_connections.
+  void adopt(int32_t node_id, int fd);
   /// Drain: sessions stop reading and close once their in-flight requests finish.
   void begin_drain();
   /// Closes every session now.
@@ -49,13 +50,7 @@ class Worker {
   WorkerContext& context() { return ctx_; }
 
  private:
-  struct Listener {
-    uv_tcp_t tcp;
-    int32_t node_id;
-    Worker* worker;
-  };
   static void on_async(uv_async_t* a);
-  static void on_connection(uv_stream_t* server, int status);
   static void on_sweep(uv_timer_t* t);
   static void on_budget_timer(uv_timer_t* t);
   void run_posted();
@@ -69,7 +64,6 @@ class Worker {
   std::thread thread_;
   std::mutex mu_;
   std::vector<std::function<void()>> posted_;
-  std::vector<Listener*> listeners_;
   SessionList sessions_;
   bool stopping_ = false;
 };

@@ -1,0 +1,120 @@
+// metrics/listener_metrics.cc
+#include "metrics/listener_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+namespace epochgate::metrics {
+
+struct ListenerMetrics::Impl {
+  explicit Impl(prometheus::Registry& r)
+      : listeners(prometheus::BuildGauge()
+                      .Name("epochgate_listeners")
+                      .Help("Broker node listeners by state (listening, bind_failed: waiting "
+                            "for a bind retry, refused: over broker_ports limits).")
+                      .Register(r)),
+        refused(prometheus::BuildCounter()
+                    .Name("epochgate_listeners_refused_total")
+                    .Help("Broker nodes refused a listener, once per node, by reason "
+                          "(max_node_id, max_listeners, port_rule).")
+                    .Register(r)),
+        bind_failures(prometheus::BuildCounter()
+                          .Name("epochgate_listener_bind_failures_total")
+                          .Help("Failed binds of broker node listeners, retries included.")
+                          .Register(r)),
+        closed(prometheus::BuildCounter()
+                   .Name("epochgate_listeners_closed_total")
+                   .Help("Listeners closed because the cluster stopped naming their node "
+                         "for broker_ports.absent_grace_ms.")
+                   .Register(r)),
+        accept_errors(prometheus::BuildCounter()
+                          .Name("epochgate_accept_errors_total")
+                          .Help("Failed or paused accepts of client connections, by reason "
+                                "(emfile, enfile, enobufs, enomem; fd_reserve: paused to keep "
+                                "descriptors for probes and upstream dials; other).")
+                          .Register(r)),
+        fd_limit(prometheus::BuildGauge()
+                     .Name("epochgate_fd_limit")
+                     .Help("Soft RLIMIT_NOFILE in force (raised to the hard limit at start).")
+                     .Register(r)),
+        fds_needed(prometheus::BuildGauge()
+                       .Name("epochgate_fds_needed")
+                       .Help("Descriptors the configured limits can use: two per client "
+                             "connection, one per listener, loops, admin and refresher.")
+                       .Register(r)),
+        evicted(prometheus::BuildCounter()
+                    .Name("epochgate_admin_connections_evicted_total")
+                    .Help("Admin HTTP connections closed to make room for a new one, by "
+                          "reason (idle, busy).")
+                    .Register(r)),
+        listening(listeners.Add({{"state", "listening"}})),
+        bind_failed(listeners.Add({{"state", "bind_failed"}})),
+        refused_now(listeners.Add({{"state", "refused"}})),
+        bind_failures_total(bind_failures.Add({})),
+        closed_total(closed.Add({})),
+        fd_limit_value(fd_limit.Add({})),
+        fds_needed_value(fds_needed.Add({})) {
+    for (const char* r : {"max_node_id", "max_listeners", "port_rule"}) refused.Add({{"reason", r}});
+    for (const char* r : {"emfile", "enfile", "enobufs", "enomem", "fd_reserve", "other"})
+      accept_errors.Add({{"reason", r}});
+    for (const char* r : {"idle", "busy"}) evicted.Add({{"reason", r}});
+  }
+
+  prometheus::Family<prometheus::Gauge>& listeners;
+  prometheus::Family<prometheus::Counter>& refused;
+  prometheus::Family<prometheus::Counter>& bind_failures;
+  prometheus::Family<prometheus::Counter>& closed;
+  prometheus::Family<prometheus::Counter>& accept_errors;
+  prometheus::Family<prometheus::Gauge>& fd_limit;
+  prometheus::Family<prometheus::Gauge>& fds_needed;
+  prometheus::Family<prometheus::Counter>& evicted;
+  prometheus::Gauge& listening;
+  prometheus::Gauge& bind_failed;
+  prometheus::Gauge& refused_now;
+  prometheus::Counter& bind_failures_total;
+  prometheus::Counter& closed_total;
+  prometheus::Gauge& fd_limit_value;
+  prometheus::Gauge& fds_needed_value;
+};
+
+ListenerMetrics::ListenerMetrics(std::shared_ptr<prometheus::Registry> registry)
+    : impl_(std::make_unique<Impl>(*registry)) {}
+
+ListenerMetrics::~ListenerMetrics() = default;
+
+void ListenerMetrics::set_listeners(uint32_t listening, uint32_t bind_failed, uint32_t refused) {
+  impl_->listening.Set(listening);
+  impl_->bind_failed.Set(bind_failed);
+  impl_->refused_now.Set(refused);
+}
+
+// Labels outside the fixed sets fold into "other" so the family stays bounded.
+void ListenerMetrics::listener_refused(std::string_view reason) {
+  std::string r(reason);
+  if (r != "max_node_id" && r != "max_listeners") r = "port_rule";
+  impl_->refused.Add({{"reason", r}}).Increment();
+}
+
+void ListenerMetrics::bind_failure() { impl_->bind_failures_total.Increment(); }
+
+void ListenerMetrics::listener_closed() { impl_->closed_total.Increment(); }
+
+void ListenerMetrics::accept_error(std::string_view reason) {
+  std::string r(reason);
+  if (r != "emfile" && r != "enfile" && r != "enobufs" && r != "enomem" && r != "fd_reserve")
+    r = "other";
+  impl_->accept_errors.Add({{"reason", r}}).Increment();
+}
+
+void ListenerMetrics::set_fd_limit(uint64_t limit, uint64_t needed) {
+  impl_->fd_limit_value.Set(static_cast<double>(limit));
+  impl_->fds_needed_value.Set(static_cast<double>(needed));
+}
+
+void ListenerMetrics::admin_evicted(std::string_view reason) {
+  impl_->evicted.Add({{"reason", std::string(reason == "idle" ? "idle" : "busy")}}).Increment();
+}
+
+}  // namespace epochgate::metrics
