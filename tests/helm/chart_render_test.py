@@ -276,6 +276,9 @@ def check_gateway(ctx, docs, vals, namespace="kafka"):
     ahost, aport = host_port(cfg["admin"]["listen"])
     check(bhost == "0.0.0.0" and ahost == "0.0.0.0", f"gateway listeners bind {bhost}/{ahost}, not 0.0.0.0")
     check(bport == vals["ports"]["bootstrap"] and aport == vals["ports"]["admin"], "listen ports differ from values")
+    # The admin port is on the pod address for probes and scraping: /debug stays in the pod unless asked.
+    check(cfg["admin"].get("expose_debug") is bool(vals.get("admin", {}).get("exposeDebug", False)),
+          "admin.expose_debug differs from values (admin.exposeDebug)")
     bp = cfg["broker_ports"]
     check(bp["base"] == vals["brokerPorts"]["base"], "broker_ports.base differs from values")
     for node, port in brokers.items():

@@ -136,6 +136,8 @@ broker_ports:
   {{- end }}
   {{- end }}
   max_node_id: {{ $maxId }}
+  max_listeners: {{ int ($v.brokerPorts.maxListeners | default 1024) }}
+  absent_grace_ms: {{ int ($v.brokerPorts.absentGraceMs | default 300000) }}
 {{- with $v.brokerPorts.map }}
   map:
 {{- range $id, $port := . }}
@@ -145,6 +147,10 @@ broker_ports:
 admin:
   enabled: true
   listen: "0.0.0.0:{{ int $v.ports.admin }}"
+  {{- $admin := $v.admin | default dict }}
+  {{- /* the admin port is on the pod address for probes and scraping; /debug stays loopback-only unless asked */}}
+  expose_debug: {{ $admin.exposeDebug | default false }}
+  idle_timeout_ms: {{ int ($admin.idleTimeoutMs | default 5000) }}
 {{- /* empty blocks (limits: {}) are left out: the defaults apply */}}
 {{- $cfg := dict -}}
 {{- range $k, $val := $v.config -}}
