@@ -175,9 +175,10 @@ void ListenerRegistry::tick(uint64_t now_ms) {
     if (!n.present && !pinned && now_ms - n.absent_since_ms >= limits_.absent_grace_ms) {
       if (n.state == State::kListening) {
         --listening_;
-        spdlog::info("closing the listener of broker node {} (port {}): the cluster has not "
-                     "named it for {} ms (broker_ports.absent_grace_ms)",
-                     id, n.port, now_ms - n.absent_since_ms);
+        EPOCHGATE_PROXY_LOG(info, "listener_closed",
+                            "closing the listener of broker node {} (port {}): the cluster has "
+                            "not named it for {} ms (broker_ports.absent_grace_ms)",
+                            id, n.port, now_ms - n.absent_since_ms);
         if (events_.closed) events_.closed(id);
       }
       it = nodes_.erase(it);
