@@ -77,6 +77,12 @@ const BadCase kBadCases[] = {
      "refresher.interval_ms: 10 is out of range (100..86400000)"},
     {"base_plus_max_node_id_overflows", "broker_ports:\n  base: 65500\n  max_node_id: 100\n", 2, 9,
      "base 65500 + max_node_id 100 passes the highest port 65535"},
+    {"max_listeners_zero", "broker_ports:\n  max_listeners: 0\n", 2, 18,
+     "broker_ports.max_listeners: 0 is out of range (1..65535)"},
+    {"bind_retry_too_short", "broker_ports:\n  bind_retry_max_ms: 10\n", 2, 22,
+     "broker_ports.bind_retry_max_ms: 10 is out of range (250..600000)"},
+    {"admin_one_connection", "admin:\n  max_connections: 1\n", 2, 20,
+     "admin.max_connections: 1 is out of range (2..4096)"},
     {"bootstrap_port_zero", "bootstrap_servers: [kafka:0]\n", 1, 21,
      "bootstrap_servers[0]: port 0 is not a broker port"},
     // Bad host:port.
@@ -172,11 +178,17 @@ broker_ports:
   base: 19092
   map: {1001: 29000}
   max_node_id: 10
+  max_listeners: 64
+  absent_grace_ms: 2m
+  bind_retry_max_ms: 10s
 workers: 4
 drain_timeout_ms: 45s
 admin:
   enabled: false
   listen: 0.0.0.0:9092
+  max_connections: 16
+  idle_timeout_ms: 3s
+  expose_debug: yes
 limits:
   max_frame_bytes: 50MiB
   high_watermark_bytes: 8MiB
@@ -212,6 +224,12 @@ logging:
   EXPECT_EQ(c.broker_ports.base, 19092);
   EXPECT_EQ(c.broker_ports.map.at(1001), 29000);
   EXPECT_EQ(c.broker_ports.max_node_id, 10);
+  EXPECT_EQ(c.broker_ports.max_listeners, 64u);
+  EXPECT_EQ(c.broker_ports.absent_grace_ms, 120000u);
+  EXPECT_EQ(c.broker_ports.bind_retry_max_ms, 10000u);
+  EXPECT_EQ(c.admin.max_connections, 16u);
+  EXPECT_EQ(c.admin.idle_timeout_ms, 3000u);
+  EXPECT_TRUE(c.admin.expose_debug);
   EXPECT_EQ(c.workers, 4u);
   EXPECT_EQ(c.drain_timeout_ms, 45000u);
   EXPECT_FALSE(c.admin.enabled);  // disabled admin cannot clash with the listener

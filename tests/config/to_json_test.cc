@@ -29,8 +29,13 @@ TEST(ToJsonTest, MirrorsTheSchemaAndParses) {
       std::string::npos)
       << json;
   EXPECT_NE(json.find("\"default_mode\":\"enforce\""), std::string::npos);
-  EXPECT_NE(json.find("\"admin\":{\"enabled\":true,\"listen\":\"127.0.0.1:9644\"}"),
-            std::string::npos);
+  EXPECT_NE(json.find("\"admin\":{\"enabled\":true,\"listen\":\"127.0.0.1:9644\","
+                      "\"max_connections\":64,\"idle_timeout_ms\":5000,\"expose_debug\":false}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"max_listeners\":1024,\"absent_grace_ms\":300000,\"bind_retry_max_ms\":5000"),
+            std::string::npos)
+      << json;
 
   const std::string path = ::testing::TempDir() + "/cfg_" + std::to_string(getpid()) + ".json";
   std::ofstream(path) << json;
