@@ -68,13 +68,15 @@ policy::LearnReport learn_into(policy::MetadataView& v, const codec::ShareAcknow
   return v.learn_from_share_acknowledge_response(m, version, node, now);
 }
 policy::LearnReport learn_into(policy::MetadataView& v, const codec::ListOffsetsResponse& m,
-                               int16_t version, int32_t, uint64_t now) {
-  return v.learn_from_list_offsets_response(m, version, -1, now);
+                               int16_t version, int32_t node, uint64_t now) {
+  // The broker that answered: its own NOT_LEADER_OR_FOLLOWER for a partition
+  // the view says it leads marks the entry doubted.
+  return v.learn_from_list_offsets_response(m, version, node, now);
 }
 policy::LearnReport learn_into(policy::MetadataView& v,
                                const codec::OffsetForLeaderEpochResponse& m, int16_t version,
-                               int32_t, uint64_t now) {
-  return v.learn_from_offset_for_leader_epoch_response(m, version, -1, now);
+                               int32_t node, uint64_t now) {
+  return v.learn_from_offset_for_leader_epoch_response(m, version, node, now);
 }
 
 }  // namespace
