@@ -495,6 +495,45 @@ def sample_for(schema):
     raise Failure(f"no sample for schema {schema}")
 
 
+def case_sasl_secret_mounted(ctx):
+    """sasl.existingSecret: the Secret is a read-only volume at sasl.mountPath
+    in the gateway, the sidecar and the native sidecar, so
+    config.upstream_sasl.password_file can name a file in it; unset, nothing
+    is mounted."""
+    with tempfile.TemporaryDirectory() as tmp:
+        def values(name, text):
+            path = os.path.join(tmp, name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            return path
+        gateway = values("gateway.yaml", "sasl:\n  existingSecret: kafka-creds\n"
+                         "config:\n  upstream_sasl:\n    mechanism: SCRAM-SHA-512\n"
+                         "    username: app\n    password_file: /etc/epochgate/sasl/password\n")
+        sidecar = values("sidecar.yaml", "epochgate:\n  sasl:\n    existingSecret: app-creds\n"
+                         "    mountPath: /var/run/kafka-sasl\n")
+        renders = [
+            (ctx.manifests(ctx.chart, [gateway]), "kafka-creds", "/etc/epochgate/sasl"),
+            (ctx.manifests(ctx.client_chart, [sidecar], release="shop"), "app-creds",
+             "/var/run/kafka-sasl"),
+            (ctx.manifests(ctx.client_chart, [ctx.value_file("sidecar-native.yaml"), sidecar],
+                           release="shop", kube="v1.30.0"), "app-creds", "/var/run/kafka-sasl"),
+        ]
+        for docs, secret, path in renders:
+            spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+            volumes = {v["name"]: v for v in spec["volumes"]}
+            check(volumes.get("epochgate-sasl", {}).get("secret", {}).get("secretName") == secret,
+                  f"no Secret volume {secret}: {list(volumes)}")
+            eg = [c for c in spec["containers"] + (spec.get("initContainers") or [])
+                  if c["name"] == "epochgate"]
+            check(len(eg) == 1, "one epochgate container expected")
+            mount = [m for m in eg[0].get("volumeMounts", []) if m["name"] == "epochgate-sasl"]
+            check(mount and mount[0]["mountPath"] == path and mount[0].get("readOnly") is True,
+                  f"epochgate-sasl not mounted read-only at {path}: {mount}")
+        plain = one(ctx.manifests(ctx.chart, []), "Deployment")["spec"]["template"]["spec"]
+        check("epochgate-sasl" not in {v["name"] for v in plain["volumes"]},
+              "a Secret volume without sasl.existingSecret")
+
+
 def case_config_keys_known(ctx):
     """Every epochgate key the schema lets users set under config: renders, and
     (with the binary) epochgate accepts all of them at once."""
