@@ -14,9 +14,16 @@ int rounds_of(std::string_view mechanism) {
   return -1;
 }
 
+const char* label_of(std::string_view mechanism) {
+  for (const char* m : {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"})
+    if (mechanism == m) return m;
+  return "other";
+}
+
 }  // namespace
 
 void SaslFraming::on_handshake_request(int16_t version, std::string_view mechanism) {
+  mechanism_label_ = label_of(mechanism);
   if (version != 0) return;  // tokens travel in SaslAuthenticate requests
   state_ = State::kAwaitingHandshake;
   rounds_left_ = rounds_of(mechanism);
@@ -24,11 +31,32 @@ void SaslFraming::on_handshake_request(int16_t version, std::string_view mechani
   first_round_ = true;
 }
 
-void SaslFraming::on_handshake_response(int16_t error_code) {
-  if (state_ != State::kAwaitingHandshake) return;
-  // A refused mechanism leaves the client speaking Kafka requests (it may
-  // try another mechanism or give up).
-  state_ = error_code == 0 ? State::kRawTokens : State::kRequests;
+SaslLoginOutcome SaslFraming::on_handshake_response(int16_t error_code) {
+  if (state_ == State::kAwaitingHandshake) {
+    // A refused mechanism leaves the client speaking Kafka requests (it may
+    // try another mechanism or give up).
+    state_ = error_code == 0 ? State::kRawTokens : State::kRequests;
+  }
+  login_pending_ = error_code == 0;
+  return error_code == 0 ? SaslLoginOutcome::kNone : SaslLoginOutcome::kFailed;
+}
+
+SaslLoginOutcome SaslFraming::on_client_request(int16_t api_key) {
+  if (!login_pending_ || api_key == 17 || api_key == 36) return SaslLoginOutcome::kNone;
+  login_pending_ = false;  // SaslHandshake and SaslAuthenticate (KIP-43, KIP-152) excluded
+  return SaslLoginOutcome::kOk;
+}
+
+SaslLoginOutcome SaslFraming::on_authenticate_response(int16_t error_code) {
+  if (!login_pending_ || error_code == 0) return SaslLoginOutcome::kNone;
+  login_pending_ = false;
+  return SaslLoginOutcome::kFailed;
+}
+
+SaslLoginOutcome SaslFraming::on_connection_closed() {
+  if (!login_pending_) return SaslLoginOutcome::kNone;
+  login_pending_ = false;
+  return SaslLoginOutcome::kFailed;
 }
 
 void SaslFraming::on_client_token() {

@@ -14,6 +14,12 @@
 
 namespace epochgate::proxy {
 
+/// How a client's own login ended, as far as framing shows it: failed when
+/// the broker answered a SaslHandshake or SaslAuthenticate with an error or
+/// closed the connection during the login, ok when the client's next Kafka
+/// request (other than SASL) follows the login.
+enum class SaslLoginOutcome { kNone, kOk, kFailed };
+
 /// The SASL framing state of one client connection. Driven by the session:
 /// a SaslHandshake request going upstream, its answer, then (v0 only) each
 /// raw token and the broker's raw answer to it.
@@ -25,7 +31,7 @@ class SaslFraming {
   void on_handshake_request(int16_t version, std::string_view mechanism);
   /// The broker answered the forwarded SaslHandshake with `error_code`;
   /// 0 after a v0 handshake makes the client's next frames raw tokens.
-  void on_handshake_response(int16_t error_code);
+  SaslLoginOutcome on_handshake_response(int16_t error_code);
 
   /// A raw token was forwarded: the broker's next frame is its raw answer,
   /// and the session reads no further client frame until it arrives.
@@ -39,6 +45,16 @@ class SaslFraming {
   /// the session saw that the client's next frame parses as a Kafka request
   /// header of a known API and version, so the exchange has ended.
   void on_request_after_tokens();
+
+  /// A Kafka request of `api_key` from the client (not a raw token).
+  SaslLoginOutcome on_client_request(int16_t api_key);
+  /// A SaslAuthenticate answer with `error_code` reached the client.
+  SaslLoginOutcome on_authenticate_response(int16_t error_code);
+  /// The connection closed (any side).
+  SaslLoginOutcome on_connection_closed();
+  /// Metric label of the login's mechanism: one of the four Kafka offers
+  /// with a known framing, or "other" (bounded: never the client's string).
+  const char* mechanism_label() const { return mechanism_label_; }
 
   /// The next client frame is a raw SASL token, not a Kafka request.
   bool client_sends_raw_token() const { return state_ == State::kRawTokens; }
@@ -62,6 +78,8 @@ class SaslFraming {
   int rounds_left_ = 0;        ///< raw exchanges still due; -1: not known
   bool oauth_ = false;         ///< OAUTHBEARER: an error challenge adds a round
   bool first_round_ = true;
+  bool login_pending_ = false;  ///< a handshake was accepted, the login has not ended
+  const char* mechanism_label_ = "other";
 };
 
 }  // namespace epochgate::proxy

@@ -205,6 +205,12 @@ bool Session::apply_own_login_step(SaslLoginStep step) {
   return false;
 }
 
+void Session::count_client_login(SaslLoginOutcome outcome) {
+  if (outcome == SaslLoginOutcome::kNone || !ctx_.metrics) return;
+  ctx_.metrics->sasl_authentication("passthrough", sasl_.mechanism_label(),
+                                    outcome == SaslLoginOutcome::kOk, false);
+}
+
 void Session::refuse_client_sasl(int32_t corr, int16_t version) {
   EPOCHGATE_PROXY_LOG(warn, "client_sasl",
                       "client {} node {}: started its own SASL login, but epochgate logs in "
@@ -287,6 +293,7 @@ void Session::close(const char* reason) {
   bool was_open = upstream_open_;
   state_ = State::kClosing;
   if (counter_) counter_->fetch_sub(1);
+  count_client_login(sasl_.on_connection_closed());
   if (ctx_.metrics) {
     ctx_.metrics->connection_closed_reason(reason);
     if (client_opened_) ctx_.metrics->connection_closed(Side::kClient, node_id_);
@@ -521,6 +528,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     return Step::kClosed;
   }
   if (ctx_.metrics) ctx_.metrics->request(key);
+  count_client_login(sasl_.on_client_request(key));
   if (key == codec::kSaslHandshake && logs_in_for_client()) {
     refuse_client_sasl(corr, version);
     return Step::kConsumed;
@@ -743,8 +751,16 @@ bool Session::handle_response(const uint8_t* frame, size_t size) {
   if (e->api_key == codec::kSaslHandshake) {
     // Response header v0 (correlation id), then ErrorCode.
     int16_t error_code = size >= 6 ? static_cast<int16_t>((frame[4] << 8) | frame[5]) : -1;
-    sasl_.on_handshake_response(error_code);
+    count_client_login(sasl_.on_handshake_response(error_code));
     sasl_resume_client_ = true;
+  } else if (e->api_key == codec::kSaslAuthenticate) {
+    codec::ResponseHeader h;
+    if (codec::parse_response_header(frame, size,
+                                     codec::response_header_version(e->api_key, e->upstream_version),
+                                     h).ok() &&
+        size >= h.size + 2)
+      count_client_login(sasl_.on_authenticate_response(
+          static_cast<int16_t>((frame[h.size] << 8) | frame[h.size + 1])));
   }
   if (ctx_.metrics) {
     ctx_.metrics->response(e->api_key);

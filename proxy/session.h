@@ -86,6 +86,8 @@ class Session : public ConnectionOwner, private UpstreamDialer::Owner {
   bool apply_own_login_step(SaslLoginStep step);
   /// A client SaslHandshake in sidecar credential mode: ILLEGAL_SASL_STATE.
   void refuse_client_sasl(int32_t corr, int16_t version);
+  /// Counts how a client's own (passed-through) login ended.
+  void count_client_login(SaslLoginOutcome outcome);
   // UpstreamDialer::Owner
   void on_dial_attempt_failed(const UpstreamDialer::Failure& f) override;
   void on_dialed(std::unique_ptr<Connection> conn, size_t index,

@@ -135,6 +135,16 @@ def test_kafka_python_raw_token_framing(h):
         assert through["error_kind"] == direct["error_kind"], (direct, through)
         h.note("kafka-python %s wrong password: %s (direct and through)" % (
             mechanism, direct["error_kind"]))
+    # epochgate's own count of the logins it passed through (mechanism labels
+    # from the handshake; never the client's string).
+    import prom_text
+    text = gate.metrics()
+    for mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"):
+        assert prom_text.metric(text, "epochgate_sasl_authentications_total", side="passthrough",
+                                mechanism=mechanism, result="ok") >= 1, mechanism
+    for mechanism in ("PLAIN", "SCRAM-SHA-256"):
+        assert prom_text.metric(text, "epochgate_sasl_authentications_total", side="passthrough",
+                                mechanism=mechanism, result="failed") >= 1, mechanism
     assert epochgate_frame_errors(gate) == 0, "epochgate counted frame errors"
 
 

@@ -106,5 +106,36 @@ TEST(SaslFraming, KnownMechanismIgnoresRequestLookalikes) {
   EXPECT_TRUE(f.client_sends_raw_token());
 }
 
+TEST(SaslFraming, LoginEndsOkAtTheFirstKafkaRequestAfterIt) {
+  SaslFraming f;
+  f.on_handshake_request(1, "SCRAM-SHA-512");
+  EXPECT_EQ(f.on_handshake_response(0), SaslLoginOutcome::kNone);
+  EXPECT_EQ(f.on_client_request(36), SaslLoginOutcome::kNone);  // SaslAuthenticate rounds
+  EXPECT_EQ(f.on_authenticate_response(0), SaslLoginOutcome::kNone);
+  EXPECT_EQ(f.on_client_request(3), SaslLoginOutcome::kOk);  // Metadata: logged in
+  EXPECT_EQ(f.on_client_request(3), SaslLoginOutcome::kNone);
+  EXPECT_EQ(f.on_connection_closed(), SaslLoginOutcome::kNone);
+  EXPECT_STREQ(f.mechanism_label(), "SCRAM-SHA-512");
+}
+
+TEST(SaslFraming, LoginFailsOnAnErrorOrAClose) {
+  SaslFraming refused;
+  refused.on_handshake_request(1, "PLAIN");
+  refused.on_handshake_response(0);
+  EXPECT_EQ(refused.on_authenticate_response(58), SaslLoginOutcome::kFailed);
+  EXPECT_EQ(refused.on_connection_closed(), SaslLoginOutcome::kNone);  // counted once
+
+  SaslFraming closed;  // v0 framing has no error field: the broker closes
+  closed.on_handshake_request(0, "PLAIN");
+  closed.on_handshake_response(0);
+  closed.on_client_token();
+  EXPECT_EQ(closed.on_connection_closed(), SaslLoginOutcome::kFailed);
+
+  SaslFraming unsupported;
+  unsupported.on_handshake_request(1, "made-up");
+  EXPECT_EQ(unsupported.on_handshake_response(33), SaslLoginOutcome::kFailed);
+  EXPECT_STREQ(unsupported.mechanism_label(), "other");  // never the client's string
+}
+
 }  // namespace
 }  // namespace epochgate::proxy
