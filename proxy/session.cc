@@ -219,9 +219,8 @@ void Session::refuse_client_sasl(int32_t corr, int16_t version) {
                       client_.peer(), node_id_);
   // SaslHandshake response v0/v1: header v0, ErrorCode ILLEGAL_SASL_STATE (34),
   // Mechanisms [] (offering none).
-  std::vector<uint8_t> frame = {0, 0, 0, 10};
-  for (int shift = 24; shift >= 0; shift -= 8) frame.push_back(static_cast<uint8_t>(corr >> shift));
-  frame.insert(frame.end(), {0, 34, 0, 0, 0, 0});
+  std::vector<uint8_t> frame = {0, 0, 0, 10, 0, 0, 0, 0, 0, 34, 0, 0, 0, 0};
+  write_be32(frame.data() + 4, static_cast<uint32_t>(corr));
   InFlightEntry& e = in_flight_.push(corr, codec::kSaslHandshake, version, now_ns());
   e.response = std::move(frame);
   e.ready = true;

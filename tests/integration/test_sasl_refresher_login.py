@@ -8,15 +8,14 @@ broker's own message, a metric, and readiness stays false; a rotated
 password file or token file is used by the next login. The gate's event log
 is the independent record of who logged in, how, and when."""
 
-import base64
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import prom_text  # noqa: E402
+from sasl_client import unsecured_jws  # noqa: E402
 from test_sasl_passthrough import SaslCluster, logins  # noqa: E402
 
 USER, PASSWORD = "alice", "alice-secret"
@@ -43,12 +42,6 @@ def metric(gate, name, **labels):
 
 def own_logins(sc, since=0):
     return [e for e in logins(sc.events(since)) if e["framing"].startswith("SaslAuthenticate")]
-
-
-def unsecured_jws(principal, exp):
-    def b64(obj):
-        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
-    return "%s.%s." % (b64({"alg": "none"}), b64({"sub": principal, "exp": exp}))
 
 
 def test_scram_login_loads_the_view_and_reauthenticates(h):
@@ -112,14 +105,14 @@ def test_refused_login_keeps_readiness_false_until_the_password_file_is_fixed(h)
 def test_oauthbearer_token_file_is_read_again_at_each_login(h):
     sc = SaslCluster(h, ["orders:1:3"])
     token = os.path.join(h.workdir, "token")
-    write(token, unsecured_jws(USER, time.time() - 60) + "\n")  # expired
+    write(token, unsecured_jws(USER, lifetime_s=-60) + "\n")  # expired
     gate = start_with_config(h, sc, (
         "upstream_sasl:\n  mechanism: OAUTHBEARER\n  token_file: %s\n") % token)
     harness.wait_until(lambda: metric(gate, "epochgate_sasl_authentications_total", side="own",
                                       mechanism="OAUTHBEARER", result="failed") >= 1, 15,
                        what="the expired token refused")
     assert not ready(gate)
-    write(token, unsecured_jws(USER, time.time() + 3600) + "\n")
+    write(token, unsecured_jws(USER, lifetime_s=3600) + "\n")
     harness.wait_until(lambda: ready(gate), 15, what="/readyz 200 with the new token")
     assert [e for e in own_logins(sc) if e["mechanism"] == "OAUTHBEARER"]
 
