@@ -29,6 +29,7 @@ struct PolicyRule {
   std::string topics = "*";
   std::vector<std::string> apis;  ///< "produce","fetch","list_offsets","offset_for_leader_epoch","share","persister"
   Mode mode = Mode::kEnforce;
+  bool operator==(const PolicyRule&) const = default;
 };
 
 struct PolicyConfig {

@@ -7,6 +7,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <type_traits>
+#include <variant>
 #include <cstdint>
 #include <sys/stat.h>
 
@@ -15,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/keys.h"
 #include "config/value_parsers.h"
 
 namespace epochgate::config {
@@ -22,10 +25,14 @@ namespace {
 
 using Keys = std::vector<std::string_view>;
 
-const Keys kLogLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
-const Keys kLogFormats = {"text", "json"};
-const Keys kSaslMechanisms = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"};
-const Keys kModes = {"enforce", "observe", "off"};
+// Its default is always accepted too (upstream_sasl.mechanism: "" = no login).
+bool is_choice(const KeySpec& spec, std::string_view value) {
+  if (!spec.default_text.empty() && spec.default_text == "\"\"" && value.empty()) return true;
+  for (std::string_view c : spec.choice_list()) {
+    if (c == value) return true;
+  }
+  return false;
+}
 
 std::string join(const Keys& keys) {
   std::string out;
@@ -207,15 +214,14 @@ class Parser {
   }
 
   void choice_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
-                    const Keys& choices, std::string& out) {
+                    const KeySpec& spec, std::string& out) {
+    const Keys choices = spec.choice_list();
     std::string s;
     if (!scalar(v, path, m, "one of " + join(choices), &s)) return;
-    for (std::string_view c : choices) {
-      if (c == s) {
-        out = s;
-        seen(path, m);
-        return;
-      }
+    if (is_choice(spec, s)) {
+      out = s;
+      seen(path, m);
+      return;
     }
     const std::string suggestion = closest_name(s, choices);
     bad(path, m,
@@ -223,9 +229,10 @@ class Parser {
             (suggestion.empty() ? "" : " (did you mean " + quoted(suggestion) + "?)"));
   }
 
-  void mode_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m, Mode& out) {
+  void mode_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m,
+                  const KeySpec& spec, Mode& out) {
     std::string s;
-    choice_field(v, path, m, kModes, s);
+    choice_field(v, path, m, spec, s);
     if (auto mode = parse_mode(s)) out = *mode;
   }
 
@@ -351,7 +358,7 @@ class Parser {
                      apis_field(fv, fp, fm, rule.apis);
                    } else if (key == "mode") {
                      has_mode = true;
-                     mode_field(fv, fp, fm, rule.mode);
+                     mode_field(fv, fp, fm, *find_key("policy.rules[].mode"), rule.mode);
                    }
                  });
       if (!has_mode) problem(rm, rule_path + ": missing 'mode' (enforce, observe or off)");
@@ -392,164 +399,82 @@ class Parser {
   }
 
   void top(const YAML::Node& root) {
-    Config& c = r_.config;
-    each_field(
-        root, "", "", root.Mark(),
-        [&](const std::string& key, const YAML::Node& v, const std::string& p,
-            const YAML::Mark& m) {
-          if (key == "listen") {
-            host_port_field(v, p, m, c.listen);
-          } else if (key == "advertise_host") {
-            string_field(v, p, m, c.advertise_host);
-          } else if (key == "bootstrap_servers") {
-            bootstrap_field(v, p, m, c.bootstrap_servers);
-          } else if (key == "workers") {
-            uint_field(v, p, m, c.workers);
-          } else if (key == "drain_timeout_ms") {
-            uint_field(v, p, m, c.drain_timeout_ms, UintKind::kDuration);
-          } else if (key == "broker_ports") {
-            seen(p, m);
-            each_field(v, p, p, m,
-                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
-                           const YAML::Mark& fm) {
-                         BrokerPortsConfig& b = c.broker_ports;
-                         if (k == "bind_host")
-                           string_field(fv, fp, fm, b.bind_host);
-                         else if (k == "base")
-                           uint_field(fv, fp, fm, b.base);
-                         else if (k == "map")
-                           broker_map_field(fv, fp, fm, b.map);
-                         else if (k == "max_node_id")
-                           uint_field(fv, fp, fm, b.max_node_id);
-                         else if (k == "max_listeners")
-                           uint_field(fv, fp, fm, b.max_listeners);
-                         else if (k == "absent_grace_ms")
-                           uint_field(fv, fp, fm, b.absent_grace_ms, UintKind::kDuration);
-                         else if (k == "bind_retry_max_ms")
-                           uint_field(fv, fp, fm, b.bind_retry_max_ms, UintKind::kDuration);
-                       });
-          } else if (key == "admin") {
-            seen(p, m);
-            each_field(v, p, p, m,
-                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
-                           const YAML::Mark& fm) {
-                         if (k == "enabled")
-                           bool_field(fv, fp, fm, c.admin.enabled);
-                         else if (k == "listen")
-                           host_port_field(fv, fp, fm, c.admin.listen);
-                         else if (k == "max_connections")
-                           uint_field(fv, fp, fm, c.admin.max_connections);
-                         else if (k == "idle_timeout_ms")
-                           uint_field(fv, fp, fm, c.admin.idle_timeout_ms, UintKind::kDuration);
-                         else if (k == "expose_debug")
-                           bool_field(fv, fp, fm, c.admin.expose_debug);
-                       });
-          } else if (key == "limits") {
-            seen(p, m);
-            each_field(v, p, p, m,
-                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
-                           const YAML::Mark& fm) {
-                         LimitsConfig& l = c.limits;
-                         if (k == "max_frame_bytes")
-                           uint_field(fv, fp, fm, l.max_frame_bytes, UintKind::kSize);
-                         else if (k == "max_in_flight_per_connection")
-                           uint_field(fv, fp, fm, l.max_in_flight_per_connection);
-                         else if (k == "max_connections")
-                           uint_field(fv, fp, fm, l.max_connections);
-                         else if (k == "high_watermark_bytes")
-                           uint_field(fv, fp, fm, l.high_watermark_bytes, UintKind::kSize);
-                         else if (k == "low_watermark_bytes")
-                           uint_field(fv, fp, fm, l.low_watermark_bytes, UintKind::kSize);
-                         else if (k == "idle_timeout_ms")
-                           uint_field(fv, fp, fm, l.idle_timeout_ms, UintKind::kDuration);
-                         else if (k == "partial_frame_timeout_ms")
-                           uint_field(fv, fp, fm, l.partial_frame_timeout_ms, UintKind::kDuration);
-                         else if (k == "buffer_budget_bytes")
-                           uint_field(fv, fp, fm, l.buffer_budget_bytes, UintKind::kSize);
-                         else if (k == "upstream_connect_timeout_ms")
-                           uint_field(fv, fp, fm, l.upstream_connect_timeout_ms,
-                                      UintKind::kDuration);
-                         else if (k == "upstream_overdue_ms")
-                           uint_field(fv, fp, fm, l.upstream_overdue_ms, UintKind::kDuration);
-                         else if (k == "max_partitions_per_request")
-                           uint_field(fv, fp, fm, l.max_partitions_per_request);
-                       });
-          } else if (key == "policy") {
-            seen(p, m);
-            each_field(v, p, p, m,
-                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
-                           const YAML::Mark& fm) {
-                         PolicyConfig& pc = c.policy;
-                         if (k == "default_mode")
-                           mode_field(fv, fp, fm, pc.default_mode);
-                         else if (k == "rules")
-                           rules_field(fv, fp, fm, pc.rules);
-                         else if (k == "inject_epochs")
-                           bool_field(fv, fp, fm, pc.inject_epochs);
-                         else if (k == "kip951_bridge")
-                           bool_field(fv, fp, fm, pc.kip951_bridge);
-                         else if (k == "max_staleness_ms")
-                           uint_field(fv, fp, fm, pc.max_staleness_ms, UintKind::kDuration);
-                         else if (k == "refresh_before_fence_ms")
-                           uint_field(fv, fp, fm, pc.refresh_before_fence_ms, UintKind::kDuration);
-                         else if (k == "hold_timeout_ms")
-                           uint_field(fv, fp, fm, pc.hold_timeout_ms, UintKind::kDuration);
-                         else if (k == "epoch_rollback_confirmations")
-                           uint_field(fv, fp, fm, pc.epoch_rollback_confirmations);
-                       });
-          } else if (key == "refresher") {
-            seen(p, m);
-            each_field(v, p, p, m,
-                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
-                           const YAML::Mark& fm) {
-                         RefresherConfig& rc = c.refresher;
-                         if (k == "enabled")
-                           bool_field(fv, fp, fm, rc.enabled);
-                         else if (k == "interval_ms")
-                           uint_field(fv, fp, fm, rc.interval_ms, UintKind::kDuration);
-                         else if (k == "urgent_min_interval_ms")
-                           uint_field(fv, fp, fm, rc.urgent_min_interval_ms, UintKind::kDuration);
-                         else if (k == "request_timeout_ms")
-                           uint_field(fv, fp, fm, rc.request_timeout_ms, UintKind::kDuration);
-                       });
-          } else if (key == "upstream_sasl") {
-            seen(p, m);
-            each_field(v, p, p, m,
-                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
-                           const YAML::Mark& fm) {
-                         UpstreamSaslConfig& sc = c.upstream_sasl;
-                         if (k == "mechanism")
-                           choice_field(fv, fp, fm, kSaslMechanisms, sc.mechanism);
-                         else if (k == "username")
-                           string_field(fv, fp, fm, sc.username);
-                         else if (k == "username_file")
-                           string_field(fv, fp, fm, sc.username_file);
-                         else if (k == "username_env")
-                           string_field(fv, fp, fm, sc.username_env);
-                         else if (k == "password_file")
-                           string_field(fv, fp, fm, sc.password_file);
-                         else if (k == "password_env")
-                           string_field(fv, fp, fm, sc.password_env);
-                         else if (k == "token_file")
-                           string_field(fv, fp, fm, sc.token_file);
-                         else if (k == "on_behalf_of_clients")
-                           bool_field(fv, fp, fm, sc.on_behalf_of_clients);
-                       });
-          } else if (key == "logging") {
-            seen(p, m);
-            each_field(v, p, p, m,
-                       [&](const std::string& k, const YAML::Node& fv, const std::string& fp,
-                           const YAML::Mark& fm) {
-                         LoggingConfig& lc = c.logging;
-                         if (k == "level")
-                           choice_field(fv, fp, fm, kLogLevels, lc.level);
-                         else if (k == "format")
-                           choice_field(fv, fp, fm, kLogFormats, lc.format);
-                         else if (k == "rate_limit_per_sec")
-                           uint_field(fv, fp, fm, lc.rate_limit_per_sec);
-                       });
+    each_field(root, "", "", root.Mark(),
+               [&](const std::string&, const YAML::Node& v, const std::string& p,
+                   const YAML::Mark& m) { key_field(v, p, m); });
+  }
+
+  // One key of the table (each_field let only known keys through): a section
+  // recurses, a list or map goes to its hand-written parser, a scalar is
+  // parsed by its kind straight into its Config member.
+  void key_field(const YAML::Node& v, const std::string& path, const YAML::Mark& m) {
+    const KeySpec& spec = *find_key(path);
+    if (spec.kind == Kind::kSection) {
+      seen(path, m);
+      each_field(v, path, path, m,
+                 [&](const std::string&, const YAML::Node& fv, const std::string& fp,
+                     const YAML::Mark& fm) { key_field(fv, fp, fm); });
+      return;
+    }
+    if (spec.field == nullptr) {
+      for (const HandParsed& h : hand_parsed()) {
+        if (h.path == path && h.parse != nullptr) (this->*h.parse)(v, path, m);
+      }
+      return;
+    }
+    const UintKind uint_kind = spec.kind == Kind::kSize       ? UintKind::kSize
+                               : spec.kind == Kind::kDuration ? UintKind::kDuration
+                                                              : UintKind::kPlain;
+    std::visit(
+        [&](auto* member) {
+          using T = std::remove_pointer_t<decltype(member)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            bool_field(v, path, m, *member);
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            if (spec.kind == Kind::kChoice) {
+              choice_field(v, path, m, spec, *member);
+            } else {
+              string_field(v, path, m, *member);
+            }
+          } else if constexpr (std::is_same_v<T, HostPort>) {
+            host_port_field(v, path, m, *member);
+          } else if constexpr (std::is_same_v<T, Mode>) {
+            mode_field(v, path, m, spec, *member);
+          } else {
+            uint_field(v, path, m, *member, uint_kind);
           }
-        });
+        },
+        spec.field(r_.config));
+  }
+
+ public:
+  // Keys whose parser is written by hand (lists and maps; the rule keys are
+  // parsed inside rules_field). Every one must be a row of config/keys.def.
+  struct HandParsed {
+    std::string_view path;
+    void (Parser::*parse)(const YAML::Node&, const std::string&, const YAML::Mark&);
+  };
+  static const std::vector<HandParsed>& hand_parsed() {
+    static const std::vector<HandParsed> kHand = {
+        {"bootstrap_servers", &Parser::parse_bootstrap},
+        {"broker_ports.map", &Parser::parse_broker_map},
+        {"policy.rules", &Parser::parse_rules},
+        {"policy.rules[].topics", nullptr},
+        {"policy.rules[].apis", nullptr},
+        {"policy.rules[].mode", nullptr},
+    };
+    return kHand;
+  }
+
+ private:
+  void parse_bootstrap(const YAML::Node& v, const std::string& p, const YAML::Mark& m) {
+    bootstrap_field(v, p, m, r_.config.bootstrap_servers);
+  }
+  void parse_broker_map(const YAML::Node& v, const std::string& p, const YAML::Mark& m) {
+    broker_map_field(v, p, m, r_.config.broker_ports.map);
+  }
+  void parse_rules(const YAML::Node& v, const std::string& p, const YAML::Mark& m) {
+    rules_field(v, p, m, r_.config.policy.rules);
   }
 
   LoadResult& r_;
@@ -708,31 +633,18 @@ std::string Problem::to_string() const {
 }
 
 const std::map<std::string, std::vector<std::string_view>>& config_schema_keys() {
-  static const std::map<std::string, std::vector<std::string_view>> kKeys = {
-      {"",
-       {"listen", "advertise_host", "bootstrap_servers", "broker_ports", "workers",
-        "drain_timeout_ms", "admin", "limits", "policy", "refresher", "upstream_sasl",
-        "logging"}},
-      {"broker_ports",
-       {"bind_host", "base", "map", "max_node_id", "max_listeners", "absent_grace_ms",
-        "bind_retry_max_ms"}},
-      {"admin", {"enabled", "listen", "max_connections", "idle_timeout_ms", "expose_debug"}},
-      {"limits",
-       {"max_frame_bytes", "max_in_flight_per_connection", "max_connections",
-        "high_watermark_bytes", "low_watermark_bytes", "idle_timeout_ms",
-        "partial_frame_timeout_ms", "buffer_budget_bytes", "upstream_connect_timeout_ms",
-        "upstream_overdue_ms", "max_partitions_per_request"}},
-      {"policy",
-       {"default_mode", "rules", "inject_epochs", "kip951_bridge", "max_staleness_ms",
-        "refresh_before_fence_ms", "hold_timeout_ms", "epoch_rollback_confirmations"}},
-      {"policy.rules[]", {"topics", "apis", "mode"}},
-      {"refresher", {"enabled", "interval_ms", "urgent_min_interval_ms", "request_timeout_ms"}},
-      {"upstream_sasl",
-       {"mechanism", "username", "username_file", "username_env", "password_file",
-        "password_env", "token_file", "on_behalf_of_clients"}},
-      {"logging", {"level", "format", "rate_limit_per_sec"}},
-  };
+  static const std::map<std::string, std::vector<std::string_view>> kKeys = [] {
+    std::map<std::string, std::vector<std::string_view>> keys;
+    for (const KeySpec& k : config_keys()) keys[std::string(k.parent())].push_back(k.name());
+    return keys;
+  }();
   return kKeys;
+}
+
+std::vector<std::string_view> hand_parsed_config_keys() {
+  std::vector<std::string_view> out;
+  for (const auto& h : Parser::hand_parsed()) out.push_back(h.path);
+  return out;
 }
 
 LoadResult parse_config_string(std::string_view text, const std::string& name) {
@@ -806,23 +718,33 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
       }
     }
   }
-  ck.range("workers", c.workers, 0, 256);
-  ck.range("drain_timeout_ms", c.drain_timeout_ms, 0, 3600000);
+  // Every integer key's bounds, from config/keys.def; relations below.
+  for (const KeySpec& k : config_keys()) {
+    if (!k.is_integer() || k.field == nullptr) continue;
+    const uint64_t value = std::visit(
+        [](auto* member) -> uint64_t {
+          using T = std::remove_pointer_t<decltype(member)>;
+          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+            if constexpr (std::is_signed_v<T>) {
+              if (*member < 0) return 0;
+            }
+            return static_cast<uint64_t>(*member);
+          } else {
+            return 0;
+          }
+        },
+        field_of(k, c));
+    ck.range(k.path, value, k.min, k.max);
+  }
 
   // Broker ports.
   const auto& b = c.broker_ports;
-  ck.range("broker_ports.max_node_id", static_cast<uint64_t>(std::max(b.max_node_id, 0)), 0, 65535);
   if (b.base != 0 && ck.usable("broker_ports.base") && ck.usable("broker_ports.max_node_id") &&
       static_cast<uint32_t>(b.base) + static_cast<uint32_t>(b.max_node_id) > 65535) {
     ck.report("broker_ports.base", "base " + std::to_string(b.base) + " + max_node_id " +
                                        std::to_string(b.max_node_id) +
                                        " passes the highest port 65535");
   }
-  ck.range("broker_ports.max_listeners", b.max_listeners, 1, 65535);
-  ck.range("broker_ports.absent_grace_ms", b.absent_grace_ms, 0, 86400000);
-  ck.range("broker_ports.bind_retry_max_ms", b.bind_retry_max_ms, 250, 600000);
-  ck.range("admin.max_connections", c.admin.max_connections, 2, 4096);
-  ck.range("admin.idle_timeout_ms", c.admin.idle_timeout_ms, 100, 600000);
   for (const auto& [id, port] : b.map) {
     const std::string p = "broker_ports.map." + std::to_string(id);
     if (ck.usable(p) && port == 0)
@@ -832,16 +754,6 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
 
   // Limits.
   const auto& l = c.limits;
-  ck.range("limits.max_frame_bytes", l.max_frame_bytes, 1024, 2147483647);
-  ck.range("limits.max_in_flight_per_connection", l.max_in_flight_per_connection, 1, 1000000);
-  ck.range("limits.max_connections", l.max_connections, 1, 10000000);
-  ck.range("limits.high_watermark_bytes", l.high_watermark_bytes, 1, 2147483647);
-  ck.range("limits.idle_timeout_ms", l.idle_timeout_ms, 1, 86400000);
-  ck.range("limits.partial_frame_timeout_ms", l.partial_frame_timeout_ms, 1, 3600000);
-  ck.range("limits.upstream_connect_timeout_ms", l.upstream_connect_timeout_ms, 1, 600000);
-  ck.range("limits.upstream_overdue_ms", l.upstream_overdue_ms, 0, 86400000);
-  ck.range("limits.buffer_budget_bytes", l.buffer_budget_bytes, 1, UINT64_MAX);
-  ck.range("limits.max_partitions_per_request", l.max_partitions_per_request, 1, 100000000);
   if (ck.usable("limits.low_watermark_bytes") && ck.usable("limits.high_watermark_bytes") &&
       l.low_watermark_bytes >= l.high_watermark_bytes) {
     const char* at = ck.set_explicitly("limits.low_watermark_bytes")
@@ -861,10 +773,7 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
 
   // Policy.
   const auto& p = c.policy;
-  ck.range("policy.max_staleness_ms", p.max_staleness_ms, 1, 86400000);
-  ck.range("policy.hold_timeout_ms", p.hold_timeout_ms, 0, 60000);
   // One report must never move an epoch backwards: at least two.
-  ck.range("policy.epoch_rollback_confirmations", p.epoch_rollback_confirmations, 2, 100);
   if (ck.usable("policy.refresh_before_fence_ms") && ck.usable("policy.max_staleness_ms") &&
       p.refresh_before_fence_ms > p.max_staleness_ms) {
     ck.report("policy.refresh_before_fence_ms", std::to_string(p.refresh_before_fence_ms) +
@@ -894,24 +803,17 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
                   sasl.mechanism + " needs password_file or password_env");
     }
   }
-  const auto& r = c.refresher;
-  ck.range("refresher.interval_ms", r.interval_ms, 100, 86400000);
-  ck.range("refresher.urgent_min_interval_ms", r.urgent_min_interval_ms, 0, 600000);
-  ck.range("refresher.request_timeout_ms", r.request_timeout_ms, 1, 600000);
 
-  // Logging (flags bypass the loader's choice check).
-  auto one_of = [&](const char* path, const std::string& v, const Keys& choices) {
-    if (!ck.usable(path)) return;
-    for (std::string_view c2 : choices) {
-      if (c2 == v) return;
-    }
+  // Choices (flags bypass the loader's choice check).
+  for (const KeySpec& k : config_keys()) {
+    if (k.kind != Kind::kChoice || k.field == nullptr || !ck.usable(k.path)) continue;
+    const std::string& v = *std::get<std::string*>(field_of(k, c));
+    if (is_choice(k, v)) continue;
+    const Keys choices = k.choice_list();
     const std::string s = closest_name(v, choices);
-    ck.report(path, quoted(v) + " is not one of " + join(choices) +
-                        (s.empty() ? "" : " (did you mean " + quoted(s) + "?)"));
-  };
-  one_of("logging.level", c.logging.level, kLogLevels);
-  one_of("logging.format", c.logging.format, kLogFormats);
-  ck.range("logging.rate_limit_per_sec", c.logging.rate_limit_per_sec, 0, 1000000);
+    ck.report(k.path, quoted(v) + " is not one of " + join(choices) +
+                          (s.empty() ? "" : " (did you mean " + quoted(s) + "?)"));
+  }
 
   return ck.take();
 }

@@ -78,6 +78,11 @@ void sort_problems(std::vector<Problem>& problems);
 
 /// The keys valid in each YAML map, by path ("" for the top level,
 /// "policy.rules[]" for a rule). Exposed for docs and tests.
+/// Derived from config/keys.def.
 const std::map<std::string, std::vector<std::string_view>>& config_schema_keys();
+
+/// Table paths whose value the loader parses by hand (lists, maps, rule
+/// keys) rather than by kind; tests check each is a row of config/keys.def.
+std::vector<std::string_view> hand_parsed_config_keys();
 
 }  // namespace epochgate::config

@@ -8,43 +8,28 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/keys.h"
 #include "metrics/logging.h"
 #include "metrics/proxy_metrics.h"
 
 namespace epochgate::config {
-namespace {
-
-bool same_broker_ports(const BrokerPortsConfig& a, const BrokerPortsConfig& b) {
-  return a.bind_host == b.bind_host && a.base == b.base && a.map == b.map &&
-         a.max_node_id == b.max_node_id && a.max_listeners == b.max_listeners &&
-         a.absent_grace_ms == b.absent_grace_ms && a.bind_retry_max_ms == b.bind_retry_max_ms;
-}
-
-}  // namespace
-
+// Both follow the Reload column of config/keys.def: a Restart key is
+// reported by its top-level name (once), a Live key is copied.
 std::vector<std::string> restart_required_changes(const Config& running, const Config& next) {
   std::vector<std::string> out;
-  if (!(running.listen == next.listen)) out.push_back("listen");
-  if (running.advertise_host != next.advertise_host) out.push_back("advertise_host");
-  if (running.bootstrap_servers != next.bootstrap_servers) out.push_back("bootstrap_servers");
-  if (!same_broker_ports(running.broker_ports, next.broker_ports)) out.push_back("broker_ports");
-  if (running.workers != next.workers) out.push_back("workers");
-  if (running.admin.enabled != next.admin.enabled || !(running.admin.listen == next.admin.listen) ||
-      running.admin.max_connections != next.admin.max_connections ||
-      running.admin.idle_timeout_ms != next.admin.idle_timeout_ms ||
-      running.admin.expose_debug != next.admin.expose_debug) {
-    out.push_back("admin");
+  for (const KeySpec& k : config_keys()) {
+    if (k.reload != Reload::kRestart || k.same == nullptr || k.same(running, next)) continue;
+    const std::string top(k.top());
+    if (out.empty() || out.back() != top) out.push_back(top);
   }
   return out;
 }
 
 Config merge_live(const Config& running, const Config& next) {
   Config merged = running;
-  merged.policy = next.policy;
-  merged.limits = next.limits;
-  merged.refresher = next.refresher;
-  merged.logging = next.logging;
-  merged.drain_timeout_ms = next.drain_timeout_ms;
+  for (const KeySpec& k : config_keys()) {
+    if (k.reload == Reload::kLive && k.copy != nullptr) k.copy(next, merged);
+  }
   merged.source_file = next.source_file;
   return merged;
 }

@@ -6,11 +6,10 @@
 // running config stays. Every attempt is counted in
 // epochgate_config_reloads_total{result}. Never applies anything itself.
 //
-// What applies live and what needs a restart:
-//   live:    policy.*, limits.*, refresher.*, logging.*, drain_timeout_ms
-//   restart: listen, advertise_host, bootstrap_servers, broker_ports.*, workers,
-//            admin.*  (a change there is reported in `needs_restart` and the
-//            running value is kept in the applied config)
+// What applies live and what needs a restart is the Reload column of
+// config/keys.def (today live: policy.*, limits.*, refresher.*, logging.*,
+// drain_timeout_ms; the rest needs a restart: a change there is reported in
+// `needs_restart` and the running value is kept in the applied config).
 #pragma once
 
 #include <uv.h>
