@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -27,6 +28,7 @@
 #include "proxy/endpoint_mapper.h"
 #include "proxy/policy_fencing.h"
 #include "proxy/session.h"
+#include "proxy/tcp_transport.h"
 #include "proxy/worker_context.h"
 
 namespace epochgate::fuzz {
@@ -330,8 +332,11 @@ void SessionRig::on_front_connection(uv_stream_t* server, int status) {
              [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
     return;
   }
-  s.session = new proxy::Session(s.ctx, s.list, rig->options_.node_id);
-  if (uv_accept(server, s.session->client_stream()) != 0) die("accept into the session");
+  auto transport = std::make_unique<proxy::TcpTransport>(&s.loop);
+  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(transport->handle())) != 0)
+    die("accept into the session");
+  transport->connected();  // TCP_NODELAY, as an adopted client gets it
+  s.session = new proxy::Session(s.ctx, s.list, rig->options_.node_id, std::move(transport));
   ++s.connections;
   s.session->count_against(&s.connections);
   s.session->start();

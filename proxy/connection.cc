@@ -1,33 +1,27 @@
 // proxy/connection.cc
 #include "proxy/connection.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <cstring>
 
 namespace epochgate::proxy {
 
-Connection::Connection(uv_loop_t* loop, BufferPool& pool, ConnectionOwner& owner)
-    : pool_(pool), owner_(&owner) {
-  uv_tcp_init(loop, &tcp_);
-  tcp_.data = this;
-  write_req_.data = this;
+Connection::Connection(std::unique_ptr<Transport> transport, BufferPool& pool,
+                       ConnectionOwner& owner)
+    : transport_(std::move(transport)), pool_(pool), owner_(&owner) {
+  transport_->set_user(*this);
 }
 
 Connection::~Connection() = default;
 
 void Connection::start_reading() {
   if (reading_ || closing_) return;
-  if (uv_read_start(stream(), &Connection::on_alloc, &Connection::on_read) == 0) reading_ = true;
+  if (transport_->start_reading() == 0) reading_ = true;
 }
 
 void Connection::stop_reading() {
   if (!reading_) return;
-  uv_read_stop(stream());
+  transport_->stop_reading();
   reading_ = false;
 }
 
@@ -56,8 +50,8 @@ void Connection::reserve_input(size_t total, size_t step) {
   account();
 }
 
-void Connection::on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
-  auto* c = static_cast<Connection*>(h->data);
+void Connection::on_transport_alloc(uv_buf_t* buf) {
+  Connection* c = this;
   if (!c->in_.allocated()) c->in_ = c->pool_.take();
   bool over_budget = c->over_budget();
   // Read at least a pool block at a time; a frame larger than that got its
@@ -86,8 +80,8 @@ void Connection::on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   c->account();
 }
 
-void Connection::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
-  auto* c = static_cast<Connection*>(s->data);
+void Connection::on_transport_read(ssize_t nread) {
+  Connection* c = this;
   if (nread > 0) {
     c->in_.commit(static_cast<size_t>(nread));
     c->bytes_read_ += static_cast<uint64_t>(nread);
@@ -98,7 +92,16 @@ void Connection::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
     c->stop_reading();
     c->owner_->on_read_error(*c, static_cast<int>(nread));
   }
-  // nread == 0: EAGAIN, nothing to do.
+}
+
+void Connection::on_transport_ready(int status) {
+  if (closing_) return;
+  if (status != 0) {
+    stop_reading();
+    owner_->on_read_error(*this, status);
+    return;
+  }
+  flush();  // what was queued during the handshake
 }
 
 void Connection::queue(const void* data, size_t n) {
@@ -113,8 +116,10 @@ void Connection::queue(const void* data, size_t n) {
 void Connection::write_through(const uint8_t* data, size_t n) {
   if (closing_ || n == 0) return;
   // Small frames are copied and coalesced into one write at flush(); so is
-  // everything while the socket is full already (a write in flight).
-  if (n < kWriteThroughBytes || write_in_flight_) {
+  // everything while the socket is full already (a write in flight), during
+  // a handshake, and on a transport that transforms what it sends.
+  if (n < kWriteThroughBytes || write_in_flight_ || !transport_->ready() ||
+      !transport_->writes_in_place()) {
     queue(data, n);
     return;
   }
@@ -128,12 +133,12 @@ void Connection::write_through(const uint8_t* data, size_t n) {
   else
     release_output_if_empty();
   // Everything went out. Nobody waits for on_drained() here: reading pauses
-  // only while a uv_write is in flight, and then this path queues instead.
+  // only while a write is in flight, and then this path queues instead.
   if (queued_bytes() <= low_) was_above_high_ = false;
 }
 
 void Connection::flush() {
-  if (closing_ || write_in_flight_ || out_.empty()) return;
+  if (closing_ || write_in_flight_ || out_.empty() || !transport_->ready()) return;
   // Try the write right away: most small batches go out without a callback.
   ssize_t rc = try_write(nullptr, 0);
   if (rc < 0 && rc != UV_EAGAIN) {
@@ -159,7 +164,7 @@ ssize_t Connection::try_write(const uint8_t* extra, size_t extra_len) {
   if (extra_len > 0)
     bufs[count++] = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(extra)),
                                 static_cast<unsigned>(extra_len));
-  int rc = uv_try_write(stream(), bufs, count);
+  ssize_t rc = transport_->try_write(bufs, count);
   if (rc < 0) return rc;
   size_t written = static_cast<size_t>(rc);
   bytes_written_ += written;
@@ -181,7 +186,7 @@ void Connection::start_write() {
   std::swap(out_, writing_);
   uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(writing_.mutable_begin()),
                            static_cast<unsigned>(writing_.size()));
-  int rc = uv_write(&write_req_, stream(), &b, 1, &Connection::on_write);
+  int rc = transport_->write(&b, 1);
   if (rc != 0) {
     std::swap(out_, writing_);
     owner_->on_write_error(*this, rc);
@@ -190,8 +195,8 @@ void Connection::start_write() {
   write_in_flight_ = true;
 }
 
-void Connection::on_write(uv_write_t* req, int status) {
-  auto* c = static_cast<Connection*>(req->data);
+void Connection::on_transport_written(int status) {
+  Connection* c = this;
   c->write_in_flight_ = false;
   if (status == 0) c->bytes_written_ += c->writing_.size();
   c->pool_.give_back(std::move(c->writing_));
@@ -217,44 +222,15 @@ void Connection::close() {
   if (closing_) return;
   closing_ = true;
   reading_ = false;
-  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &Connection::on_close);
+  transport_->close();
 }
 
-void Connection::on_close(uv_handle_t* h) {
-  auto* c = static_cast<Connection*>(h->data);
-  c->pool_.give_back(std::move(c->in_));
-  c->pool_.give_back(std::move(c->out_));
-  c->pool_.give_back(std::move(c->writing_));
-  c->account();
-  c->owner_->on_closed(*c);
-}
-
-bool Connection::peer_closed() const {
-  uv_os_fd_t fd;
-  if (closing_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) return false;
-  tcp_info info{};
-  socklen_t len = sizeof info;
-  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
-  return info.tcpi_state == TCP_CLOSE_WAIT || info.tcpi_state == TCP_CLOSE ||
-         info.tcpi_state == TCP_LAST_ACK;
-}
-
-std::string Connection::peer() const {
-  sockaddr_storage ss{};
-  int len = sizeof ss;
-  if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
-  char host[INET6_ADDRSTRLEN] = {};
-  int port = 0;
-  if (ss.ss_family == AF_INET) {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    uv_ip4_name(a, host, sizeof host);
-    port = ntohs(a->sin_port);
-    return std::string(host) + ":" + std::to_string(port);
-  }
-  auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-  uv_ip6_name(a, host, sizeof host);
-  port = ntohs(a->sin6_port);
-  return "[" + std::string(host) + "]:" + std::to_string(port);
+void Connection::on_transport_closed() {
+  pool_.give_back(std::move(in_));
+  pool_.give_back(std::move(out_));
+  pool_.give_back(std::move(writing_));
+  account();
+  owner_->on_closed(*this);
 }
 
 }  // namespace epochgate::proxy

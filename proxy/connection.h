@@ -1,19 +1,22 @@
-// proxy/connection.h: one TCP stream (client or upstream side) on a libuv
-// loop: reads into a pooled input buffer, coalesces outgoing frames into one
-// write (uv_try_write first), counts queued bytes for backpressure. Knows
-// nothing about Kafka: the owner splits frames out of input(). Kept as the
-// only byte-stream layer so TLS (memory BIOs) can slot in here later.
+// proxy/connection.h: one byte stream (client or upstream side) over a
+// Transport (proxy/transport.h; plain TCP today): reads into a pooled input
+// buffer, coalesces outgoing frames into one write (try_write first), counts
+// queued bytes for backpressure, holds output while the transport's handshake
+// runs. Knows nothing about Kafka (the owner splits frames out of input()) and
+// nothing about sockets (the transport does every system call).
 #pragma once
 
 #include <uv.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "proxy/buffer_budget.h"
 #include "proxy/buffer_pool.h"
 #include "proxy/byte_buffer.h"
+#include "proxy/transport.h"
 
 namespace epochgate::proxy {
 
@@ -27,20 +30,22 @@ class ConnectionOwner {
   virtual void on_readable(Connection& c) = 0;
   /// The peer closed or the socket failed (uv error code, UV_EOF for a clean
   /// close), or UV_ENOBUFS: the buffer budget left no room, reading stopped.
+  /// Also a failed transport handshake (its uv error): the connection is unusable.
   virtual void on_read_error(Connection& c, int status) = 0;
   /// Queued output fell to or below the low watermark after being above the high one.
   virtual void on_drained(Connection& c) = 0;
   /// A write failed: the connection is unusable.
   virtual void on_write_error(Connection& c, int status) = 0;
-  /// uv_close finished: the handle is released; the owner may free the Connection.
+  /// The transport closed: its handle is released; the owner may free the Connection.
   virtual void on_closed(Connection& c) = 0;
 };
 
-/// A libuv TCP stream with pooled input and coalesced output buffers.
-class Connection {
+/// A byte stream with pooled input and coalesced output buffers.
+class Connection : private TransportUser {
  public:
-  Connection(uv_loop_t* loop, BufferPool& pool, ConnectionOwner& owner);
-  ~Connection();
+  /// Takes `transport` (not yet reading); its callbacks come here from now on.
+  Connection(std::unique_ptr<Transport> transport, BufferPool& pool, ConnectionOwner& owner);
+  ~Connection() override;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
@@ -48,10 +53,10 @@ class Connection {
   /// socket); later callbacks go to `owner`.
   void set_owner(ConnectionOwner& owner) { owner_ = &owner; }
 
-  uv_tcp_t* tcp() { return &tcp_; }
-  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
+  Transport& transport() { return *transport_; }
 
-  /// Starts or stops delivering bytes (uv_read_start / uv_read_stop); idempotent.
+  /// Starts or stops delivering bytes (Transport::start_reading /
+  /// stop_reading); idempotent. Starting also starts a transport's handshake.
   void start_reading();
   void stop_reading();
   bool reading() const { return reading_; }
@@ -71,8 +76,9 @@ class Connection {
   /// Queues bytes for writing (copied). Call flush() once per batch.
   void queue(const void* data, size_t n);
   /// Sends `n` bytes the caller owns only until this returns, behind
-  /// whatever is queued. From kWriteThroughBytes up and with no write in
-  /// flight: one uv_try_write of the queued bytes and these (writev), so a
+  /// whatever is queued. From kWriteThroughBytes up, with no write in flight
+  /// and a ready transport that writes in place (plain TCP): one try_write
+  /// of the queued bytes and these (writev), so a
   /// large frame goes from the buffer it was read into straight to the
   /// socket and only what the socket did not take is copied into the queue.
   /// Smaller ones are queued (copied, coalesced at flush()). Order with
@@ -83,7 +89,8 @@ class Connection {
   /// The next time the output queue empties after a write callback, call
   /// on_drained() even if the high watermark was never passed (once).
   void notify_when_written() { notify_written_ = true; }
-  /// Starts writing what is queued if no write is in flight.
+  /// Starts writing what is queued if no write is in flight; while the
+  /// transport's handshake runs, bytes wait until it is ready.
   void flush();
   /// Bytes handed to queue() and write_through() so far
   /// (for byte counters: written-through bytes never show in queued_bytes()).
@@ -95,16 +102,15 @@ class Connection {
   bool above_high_watermark() const { return queued_bytes() > high_; }
 
   /// True when the peer has closed its side (FIN received), even while reads
-  /// are paused and unread bytes wait in the socket. Linux TCP_INFO; false
-  /// when unknown.
-  bool peer_closed() const;
+  /// are paused and unread bytes wait in the socket (Transport::peer_closed).
+  bool peer_closed() const { return !closing_ && transport_->peer_closed(); }
 
-  /// Closes the handle (idempotent). on_closed() follows from the loop.
+  /// Closes the transport (idempotent). on_closed() follows from the loop.
   void close();
   bool closing() const { return closing_; }
 
   /// Peer address as "host:port", for logs ("" if unknown).
-  std::string peer() const;
+  std::string peer() const { return transport_->peer(); }
   /// Reports this connection's buffer memory to `budget` from now on; with
   /// `enforce`, reading also stops growing buffers while the budget is exceeded
   /// (client side: new requests wait; upstream responses always flow, since
@@ -121,12 +127,14 @@ class Connection {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
-  static void on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
-  static void on_write(uv_write_t* req, int status);
-  static void on_close(uv_handle_t* h);
+  // TransportUser
+  void on_transport_alloc(uv_buf_t* buf) override;
+  void on_transport_read(ssize_t nread) override;
+  void on_transport_written(int status) override;
+  void on_transport_ready(int status) override;
+  void on_transport_closed() override;
   void start_write();
-  /// One uv_try_write of the queued bytes followed by `extra` (may be empty):
+  /// One try_write of the queued bytes followed by `extra` (may be empty):
   /// consumes what left the queue and returns how many bytes of `extra` went
   /// out, or a negative uv error (UV_EAGAIN: the socket took nothing).
   ssize_t try_write(const uint8_t* extra, size_t extra_len);
@@ -142,13 +150,12 @@ class Connection {
     reported_ = now;
   }
 
-  uv_tcp_t tcp_;
-  uv_write_t write_req_;
+  std::unique_ptr<Transport> transport_;
   BufferPool& pool_;
   ConnectionOwner* owner_;
   ByteBuffer in_;
   ByteBuffer out_;      // appended to while a write is in flight
-  ByteBuffer writing_;  // owned by the in-flight uv_write
+  ByteBuffer writing_;  // owned by the in-flight Transport::write
   uint64_t bytes_accepted_ = 0;
   bool write_in_flight_ = false;
   bool reading_ = false;

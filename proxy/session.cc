@@ -70,11 +70,12 @@ void encode_response_frame(const codec::ResponseHeader& header, const M& msg, in
 
 }  // namespace
 
-Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id)
+Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
+                 std::unique_ptr<Transport> client)
     : ctx_(ctx),
       list_(list),
       node_id_(node_id),
-      client_(ctx.loop, ctx.pool, *this),
+      client_(std::move(client), ctx.pool, *this),
       dialer_(ctx.loop, ctx.pool, *this) {
   uv_timer_init(ctx.loop, &connect_timer_);
   connect_timer_.data = this;
@@ -90,7 +91,6 @@ Session::~Session() = default;
 void Session::start() {
   client_opened_ = true;
   if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kClient, node_id_);
-  uv_tcp_nodelay(client_.tcp(), 1);
   // Read the client's first frame while the upstream is dialed: a bad size
   // prefix or a client that leaves is handled at once, whatever the broker
   // does; whole frames wait unread by the policy (check_held_client_input).

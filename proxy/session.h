@@ -29,11 +29,12 @@ class SessionList;
 /// A client connection accepted on the listener of `node_id` (-1: bootstrap).
 class Session : public ConnectionOwner, private UpstreamDialer::Owner {
  public:
-  Session(WorkerContext& ctx, SessionList& list, int32_t node_id);
+  /// `client` carries the client's bytes (an opened TcpTransport from the
+  /// worker); it reads nothing before start().
+  Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
+          std::unique_ptr<Transport> client);
   ~Session() override;
 
-  /// The client handle to pass to uv_accept.
-  uv_stream_t* client_stream() { return client_.stream(); }
   /// Starts dialing the upstream; reads the client once the broker has
   /// answered on the new connection (UpstreamDialer).
   void start();

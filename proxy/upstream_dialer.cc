@@ -9,6 +9,7 @@
 #include "codec/message_io.h"
 #include "codec/messages/api_versions_request.h"
 #include "codec/messages/api_versions_response.h"
+#include "proxy/tcp_transport.h"
 
 namespace epochgate::proxy {
 
@@ -31,6 +32,7 @@ struct UpstreamDialer::Attempt {
   uint64_t started_ms = 0;
   ResolveReq* resolve = nullptr;
   std::unique_ptr<Connection> conn;
+  TcpTransport* tcp = nullptr;  // conn's transport, for the connect
 };
 
 const char* UpstreamDialer::stage_name(Stage s) {
@@ -134,12 +136,14 @@ void UpstreamDialer::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* re
     return;
   }
   d->attempt_->stage = Stage::kConnect;
-  d->attempt_->conn = std::make_unique<Connection>(d->loop_, d->pool_, *d);
+  auto tcp = std::make_unique<TcpTransport>(d->loop_);
+  d->attempt_->tcp = tcp.get();
+  d->attempt_->conn = std::make_unique<Connection>(std::move(tcp), d->pool_, *d);
   // One request per attempt: a given-up attempt's callback still arrives
   // (UV_ECANCELED) when its socket closes, after the next one started.
   auto* cr = new uv_connect_t;
   cr->data = d;
-  int rc = uv_tcp_connect(cr, d->attempt_->conn->tcp(), res->ai_addr, &UpstreamDialer::on_connected);
+  int rc = uv_tcp_connect(cr, d->attempt_->tcp->handle(), res->ai_addr, &UpstreamDialer::on_connected);
   uv_freeaddrinfo(res);
   if (rc != 0) {
     delete cr;
@@ -149,14 +153,15 @@ void UpstreamDialer::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* re
 
 void UpstreamDialer::on_connected(uv_connect_t* req, int status) {
   auto* d = static_cast<UpstreamDialer*>(req->data);
-  bool current = d->attempt_ && d->attempt_->conn && req->handle == d->attempt_->conn->stream();
+  bool current = d->attempt_ && d->attempt_->conn &&
+                 req->handle == reinterpret_cast<uv_stream_t*>(d->attempt_->tcp->handle());
   delete req;
   if (!current) return;
   if (status != 0) {
     d->attempt_failed(Stage::kConnect, status);
     return;
   }
-  uv_tcp_nodelay(d->attempt_->conn->tcp(), 1);
+  d->attempt_->tcp->connected();
   d->attempt_->stage = Stage::kAnswer;
   d->attempt_->conn->start_reading();
   d->send_probe();

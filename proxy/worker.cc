@@ -6,6 +6,7 @@
 
 #include "metrics/proxy_metrics.h"
 #include "proxy/log_limited.h"
+#include "proxy/tcp_transport.h"
 
 namespace epochgate::proxy {
 
@@ -70,8 +71,10 @@ void Worker::adopt(int32_t node_id, int fd) {
     ::close(fd);
     return;
   }
-  auto* s = new Session(ctx_, sessions_, node_id);
-  if (int rc = uv_tcp_open(reinterpret_cast<uv_tcp_t*>(s->client_stream()), fd); rc != 0) {
+  auto transport = std::make_unique<TcpTransport>(ctx_.loop);
+  TcpTransport* tcp = transport.get();
+  auto* s = new Session(ctx_, sessions_, node_id, std::move(transport));
+  if (int rc = tcp->open(fd); rc != 0) {
     ::close(fd);
     EPOCHGATE_PROXY_LOG(warn, "adopt_failed", "worker {}: cannot take a client connection on node {} listener: {}",
                         ctx_.worker_index, node_id, uv_strerror(rc));

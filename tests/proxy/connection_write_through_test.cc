@@ -3,6 +3,7 @@
 // were read into straight to the socket; what the socket does not take is
 // copied, and the bytes arrive complete and in order with queued ones.
 #include "proxy/connection.h"
+#include "proxy/tcp_transport.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -93,8 +95,9 @@ class WriteThrough : public ::testing::Test {
 
 TEST_F(WriteThrough, QueuedBytesThenLargeFrameArriveInOrder) {
   SocketPair pair(0);
-  Connection c(&loop_, pool_, owner_);
-  ASSERT_EQ(uv_tcp_open(c.tcp(), pair.ours), 0);
+  auto tcp = std::make_unique<TcpTransport>(&loop_);
+  ASSERT_EQ(tcp->open(pair.ours), 0);
+  Connection c(std::move(tcp), pool_, owner_);
   auto small = pattern(300, 1), large = pattern(200000, 2), tail = pattern(50, 3);
   std::vector<uint8_t> want(small);
   want.insert(want.end(), large.begin(), large.end());
@@ -115,8 +118,9 @@ TEST_F(WriteThrough, QueuedBytesThenLargeFrameArriveInOrder) {
 
 TEST_F(WriteThrough, WhatTheSocketRefusesIsCopiedAndSentLater) {
   SocketPair pair(8192);  // a small send buffer: the try-write takes only part
-  Connection c(&loop_, pool_, owner_);
-  ASSERT_EQ(uv_tcp_open(c.tcp(), pair.ours), 0);
+  auto tcp = std::make_unique<TcpTransport>(&loop_);
+  ASSERT_EQ(tcp->open(pair.ours), 0);
+  Connection c(std::move(tcp), pool_, owner_);
   std::vector<uint8_t> want;
   std::vector<std::vector<uint8_t>> frames;
   for (int i = 0; i < 6; ++i) frames.push_back(pattern(40000 + i * 1000, static_cast<uint8_t>(i)));
@@ -137,8 +141,9 @@ TEST_F(WriteThrough, WhatTheSocketRefusesIsCopiedAndSentLater) {
 
 TEST_F(WriteThrough, ErrorSurfacesFromTheNextFlushNotFromTheCall) {
   SocketPair pair(0);
-  Connection c(&loop_, pool_, owner_);
-  ASSERT_EQ(uv_tcp_open(c.tcp(), pair.ours), 0);
+  auto tcp = std::make_unique<TcpTransport>(&loop_);
+  ASSERT_EQ(tcp->open(pair.ours), 0);
+  Connection c(std::move(tcp), pool_, owner_);
   // The peer resets the connection: writes now fail with EPIPE/ECONNRESET.
   linger lg{1, 0};
   setsockopt(pair.peer, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
