@@ -83,6 +83,26 @@ void single_frame_seeds(const Frame& f) {
   write_seed("fuzz_frame_splitter", f.name, s);
 }
 
+// The records of every partition of a Produce request, for fuzz_record_batch.
+void record_batch_seeds(const Frame& f) {
+  if (!f.request || f.key != ec::kProduce) return;
+  ec::RequestHeader h;
+  if (!ec::parse_request_header(f.whole.data() + 4, f.whole.size() - 4, h).ok()) return;
+  ec::ProduceRequest m;
+  if (!ec::decode_body(f.whole.data() + 4 + h.size, f.whole.size() - 4 - h.size, f.version, m)
+           .ok()) {
+    return;
+  }
+  int n = 0;
+  for (const auto& t : m.topic_data) {
+    for (const auto& p : t.partition_data) {
+      if (p.records.is_null) continue;
+      write_seed("fuzz_record_batch", f.name + "_" + std::to_string(n++),
+                 Bytes(p.records.data, p.records.data + p.records.size));
+    }
+  }
+}
+
 // A request and its response as a client/broker script.
 void session_seeds(const std::string& name, const Frame& req, const Frame* resp) {
   for (uint8_t opts : {uint8_t{0}, uint8_t{1}, uint8_t{2}}) {
@@ -172,6 +192,23 @@ int main(int argc, char** argv) {
     f.name = "golden_" + fs::path(file).parent_path().string() + "_" + fs::path(file).stem().string();
     frames.push_back(std::move(f));
   }
+  // First Produce requests of idempotent, transactional and plain producers
+  // (golden/record_batches/manifest.txt: file, Produce version, ...).
+  std::ifstream batches(golden / "record_batches" / "manifest.txt");
+  while (std::getline(batches, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream in(line);
+    std::string file;
+    int version = 0;
+    if (!(in >> file >> version)) continue;
+    Frame f;
+    if (!read_file(golden / "record_batches" / file, f.whole) || f.whole.size() < 8) continue;
+    f.request = true;
+    f.key = ec::kProduce;
+    f.version = static_cast<int16_t>(version);
+    f.name = "batch_" + fs::path(file).stem().string();
+    record_batch_seeds(f);
+  }
   size_t golden_count = frames.size();
   std::apply([&](auto... m) { (sample_frames<decltype(m)>(frames), ...); }, ec::AllMessages{});
 
@@ -184,6 +221,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < frames.size(); ++i) {
     const Frame& f = frames[i];
     single_frame_seeds(f);
+    record_batch_seeds(f);
     if (!f.request) continue;
     auto it = responses.find(std::make_tuple(f.key, f.version, i < golden_count));
     session_seeds(f.name, f, it == responses.end() ? nullptr : it->second);
