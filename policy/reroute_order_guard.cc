@@ -1,0 +1,178 @@
+// policy/reroute_order_guard.cc: the per-stream bookkeeping behind
+// RerouteOrderGuard (see reroute_order_guard.h).
+#include "policy/reroute_order_guard.h"
+
+#include <algorithm>
+
+namespace epochgate::policy {
+
+size_t StreamKeyHash::operator()(const StreamKey& k) const {
+  size_t h = std::hash<std::string>()(k.topic);
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(std::hash<int32_t>()(k.partition));
+  mix(std::hash<int64_t>()(k.producer_id));
+  if (k.producer_id < 0) mix(std::hash<std::string>()(k.client));
+  return h;
+}
+
+const char* reroute_refusal_name(RerouteRefusal r) {
+  switch (r) {
+    case RerouteRefusal::kNone: return "none";
+    case RerouteRefusal::kEarlierInFlight: return "earlier_in_flight";
+    case RerouteRefusal::kLaterInFlight: return "later_in_flight";
+    case RerouteRefusal::kEarlierHeld: return "earlier_held";
+    case RerouteRefusal::kStreamFellBack: return "stream_fell_back";
+    case RerouteRefusal::kMaxInFlight: return "max_in_flight";
+  }
+  return "unknown";
+}
+
+void RerouteOrderGuard::insert(Stream& st, Entry e) {
+  // Tickets mostly arrive in order; a reroute decided on a broker's answer
+  // carries an older ticket than writes sent since.
+  auto it = std::upper_bound(st.entries.begin(), st.entries.end(), e.ticket,
+                             [](Ticket t, const Entry& x) { return t < x.ticket; });
+  st.entries.insert(it, e);
+}
+
+bool RerouteOrderGuard::erase(Stream& st, Ticket t, Kind kind) {
+  for (auto it = st.entries.begin(); it != st.entries.end(); ++it) {
+    if (it->ticket == t && it->kind == kind) {
+      st.entries.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void RerouteOrderGuard::forget_if_idle(const StreamKey& key) {
+  auto it = streams_.find(key);
+  if (it != streams_.end() && it->second.entries.empty() &&
+      it->second.fell_back_to == kNoFallBack) {
+    streams_.erase(it);
+  }
+}
+
+RerouteRefusal RerouteOrderGuard::may_reroute(Ticket t, const StreamKey& stream) const {
+  auto it = streams_.find(stream);
+  if (it != streams_.end()) {
+    const Stream& st = it->second;
+    if (st.fell_back_to != kNoFallBack) return RerouteRefusal::kStreamFellBack;
+    for (const Entry& e : st.entries) {
+      if (e.kind == Kind::kDirect) {
+        return e.ticket < t ? RerouteRefusal::kEarlierInFlight : RerouteRefusal::kLaterInFlight;
+      }
+      if (e.kind == Kind::kHeld && e.ticket < t) return RerouteRefusal::kEarlierHeld;
+    }
+  }
+  if (bounded_ >= max_in_flight_ || saturated_) return RerouteRefusal::kMaxInFlight;
+  return RerouteRefusal::kNone;
+}
+
+RerouteRefusal RerouteOrderGuard::begin_reroute(Ticket t, const StreamKey& stream,
+                                                int32_t new_leader) {
+  const RerouteRefusal r = may_reroute(t, stream);
+  if (r == RerouteRefusal::kNone) {
+    insert(streams_[stream], Entry{t, Kind::kRerouted});
+    ++bounded_;
+    ++counters_.rerouted;
+    return r;
+  }
+  ++counters_.refused[static_cast<size_t>(r)];
+  // The client will resend this write (and any later one) itself; until it
+  // writes to the new leader, no write of the stream may overtake it.
+  Stream& st = streams_[stream];
+  if (st.fell_back_to == kNoFallBack) {
+    if (fell_back_streams_ >= kMaxFellBackStreams) {
+      // No room to remember this stream: refuse every reroute until
+      // remembered streams drain (saturated_), rather than forget one.
+      saturated_ = true;
+    } else {
+      ++fell_back_streams_;
+      st.fell_back_to = new_leader;
+    }
+  } else {
+    st.fell_back_to = new_leader;
+  }
+  forget_if_idle(stream);
+  return r;
+}
+
+std::vector<Released> RerouteOrderGuard::release_ready(const StreamKey& key, Stream& st) {
+  std::vector<Released> out;
+  for (Entry& e : st.entries) {
+    if (e.kind == Kind::kRerouted) break;  // everything after it still waits
+    if (e.kind == Kind::kHeld) {
+      e.kind = Kind::kDirect;
+      --bounded_;
+      ++counters_.released;
+      out.push_back(Released{e.ticket, key});
+    }
+  }
+  return out;
+}
+
+std::vector<Released> RerouteOrderGuard::reroute_answered(Ticket t, const StreamKey& stream) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || !erase(it->second, t, Kind::kRerouted)) return {};
+  --bounded_;
+  std::vector<Released> out = release_ready(stream, it->second);
+  forget_if_idle(stream);
+  return out;
+}
+
+ForwardVerdict RerouteOrderGuard::forward(Ticket t, const StreamKey& stream, int32_t node) {
+  Stream& st = streams_[stream];
+  if (st.fell_back_to != kNoFallBack && st.fell_back_to == node) {
+    st.fell_back_to = kNoFallBack;
+    if (--fell_back_streams_ == 0) saturated_ = false;
+  }
+  bool wait = false;
+  for (const Entry& e : st.entries) {
+    if (e.ticket >= t) break;
+    if (e.kind == Kind::kRerouted || e.kind == Kind::kHeld) {
+      wait = true;
+      break;
+    }
+  }
+  if (!wait) {
+    insert(st, Entry{t, Kind::kDirect});
+    return ForwardVerdict::kForward;
+  }
+  if (bounded_ >= max_in_flight_) {
+    ++counters_.hold_full;
+    forget_if_idle(stream);
+    return ForwardVerdict::kHoldFull;
+  }
+  insert(st, Entry{t, Kind::kHeld});
+  ++bounded_;
+  ++counters_.held;
+  return ForwardVerdict::kHold;
+}
+
+void RerouteOrderGuard::direct_answered(Ticket t, const StreamKey& stream) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end()) return;
+  erase(it->second, t, Kind::kDirect);
+  forget_if_idle(stream);
+}
+
+std::vector<Released> RerouteOrderGuard::drop_held(Ticket t, const StreamKey& stream) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || !erase(it->second, t, Kind::kHeld)) return {};
+  --bounded_;
+  std::vector<Released> out = release_ready(stream, it->second);
+  forget_if_idle(stream);
+  return out;
+}
+
+size_t RerouteOrderGuard::held() const {
+  size_t n = 0;
+  for (const auto& [key, st] : streams_) {
+    n += static_cast<size_t>(std::count_if(st.entries.begin(), st.entries.end(),
+                                           [](const Entry& e) { return e.kind == Kind::kHeld; }));
+  }
+  return n;
+}
+
+}  // namespace epochgate::policy

@@ -1,0 +1,181 @@
+// policy/reroute_order_guard.h: keeps one producer's writes to one partition
+// in the order the client sent them while epochgate reroutes some of them to
+// the partition's new leader. It answers two questions: "may this partition
+// of this request be rerouted now?" and "must this request, forwarded on the
+// path the client chose, wait until earlier rerouted writes are answered?",
+// releases the waiting ones in arrival order, and bounds how many reroutes
+// and held writes exist at once. A pure unit: the caller reports what was
+// sent and what came back.
+// Must never: do I/O, read a clock, or release a held write before every
+// rerouted write that arrived before it has been answered.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace epochgate::policy {
+
+/// Arrival order of a Produce request at the guard (one per request, taken
+/// when its first frame is read). Larger is later.
+using Ticket = uint64_t;
+
+/// One producer's writes to one partition: the unit whose order matters.
+/// Idempotent and transactional producers are told apart by the producer id
+/// of their record batches (codec/record_batch.h), which is the identity the
+/// leader checks sequences against; any other producer by `client` (the
+/// caller's choice: client address and client id), which may merge unrelated
+/// producers and then only costs them waiting, never order.
+struct StreamKey {
+  int64_t producer_id = -1;  ///< >= 0: idempotent; then `client` is ignored
+  std::string client;
+  std::string topic;         ///< topic name, or the topic id in text (Produce v13+)
+  int32_t partition = -1;
+
+  bool operator==(const StreamKey& o) const {
+    return producer_id == o.producer_id && (producer_id >= 0 || client == o.client) &&
+           topic == o.topic && partition == o.partition;
+  }
+};
+
+struct StreamKeyHash {
+  size_t operator()(const StreamKey& k) const;
+};
+
+/// Why a partition is not rerouted. Names are the `reason` label values of
+/// `epochgate_reroutes_total{api,result="fell_back",reason}`; the set is fixed.
+enum class RerouteRefusal : uint8_t {
+  kNone = 0,
+  kEarlierInFlight,  ///< an earlier write of the stream is unanswered on the client's path
+  kLaterInFlight,    ///< a later write of the stream is already on the client's path
+  kEarlierHeld,      ///< an earlier write of the stream waits to be forwarded
+  kStreamFellBack,   ///< a write of the stream fell back and the client has not moved yet
+  kMaxInFlight,      ///< reroute.max_in_flight rerouted and held writes exist (or the
+                     ///< table of streams that fell back is full)
+};
+inline constexpr size_t kRerouteRefusalCount = 6;
+const char* reroute_refusal_name(RerouteRefusal r);
+
+/// What to do with a write forwarded on the path the client chose.
+enum class ForwardVerdict : uint8_t {
+  kForward,   ///< send it now (it is counted as in flight on the client's path)
+  kHold,      ///< keep it: an earlier write of the stream is being rerouted
+  kHoldFull,  ///< it must wait but the bound is reached: the caller answers it
+              ///< with a retriable error instead of forwarding it out of order
+};
+
+/// Counters the caller exports as metrics.
+struct OrderGuardCounters {
+  uint64_t rerouted = 0;  ///< begin_reroute calls that were allowed
+  uint64_t refused[kRerouteRefusalCount] = {};  ///< by RerouteRefusal (index 0 unused)
+  uint64_t held = 0;       ///< writes held for order
+  uint64_t released = 0;   ///< held writes released
+  uint64_t hold_full = 0;  ///< writes that had to wait but found no room
+};
+
+/// A held write the guard released: the request and partition to send now.
+struct Released {
+  Ticket ticket = 0;
+  StreamKey stream;
+};
+
+/// The guard of one worker. Callers report every partition write of a
+/// rerouting-enabled topic: on the client's own path (forward/direct_answered)
+/// or rerouted (begin_reroute/reroute_answered). Not thread-safe.
+class RerouteOrderGuard {
+ public:
+  /// `max_in_flight` bounds rerouted and held writes together
+  /// (`reroute.max_in_flight`); 0 refuses every reroute. Streams that fell
+  /// back are remembered apart, up to a fixed 65536; past that every reroute
+  /// is refused until they drain.
+  explicit RerouteOrderGuard(size_t max_in_flight) : max_in_flight_(max_in_flight) {}
+
+  /// The next arrival ticket (call once per Produce request, in the order
+  /// requests are read from clients).
+  Ticket arrive() { return ++last_ticket_; }
+
+  /// May `stream`'s write of request `t` go to the new leader now? Only when
+  /// no other write of the stream is unanswered on the client's own path
+  /// (an earlier one would be overtaken; a later one is already ahead of it),
+  /// none that arrived earlier waits to be forwarded, no write of the stream
+  /// fell back since the client last moved (the client will resend those, and
+  /// this one must not overtake them), and the bound leaves room. Earlier
+  /// rerouted writes do not prevent it: reroutes of one stream are sent in
+  /// ticket order on one upstream connection, so they stay in order. When
+  /// `t` was itself on the client's path (the broker answered
+  /// NOT_LEADER_OR_FOLLOWER), call direct_answered for it first.
+  RerouteRefusal may_reroute(Ticket t, const StreamKey& stream) const;
+
+  /// may_reroute, and when allowed records the write as rerouted to node
+  /// `new_leader`. A refusal is counted by reason, and from then on the
+  /// stream falls back until a write of it is forwarded to `new_leader`
+  /// on the client's own path (forward with that node): the client moved.
+  RerouteRefusal begin_reroute(Ticket t, const StreamKey& stream, int32_t new_leader);
+
+  /// The rerouted write (t, stream) was answered, or failed for good. Returns
+  /// the held writes that no longer wait, in arrival order; each is recorded
+  /// as in flight on the client's path (the caller sends them now).
+  std::vector<Released> reroute_answered(Ticket t, const StreamKey& stream);
+
+  /// A write of request `t` is about to be forwarded on the client's own
+  /// path, to node `node` (the broker its listener stands for). Held when a
+  /// write of the stream that arrived earlier is rerouted and unanswered, or
+  /// is itself held. Clears the stream's fell-back state when `node` is the
+  /// leader the refused reroute was aimed at.
+  ForwardVerdict forward(Ticket t, const StreamKey& stream, int32_t node);
+
+  /// The write (t, stream) sent on the client's path was answered (whatever
+  /// the error) or its connection closed.
+  void direct_answered(Ticket t, const StreamKey& stream);
+
+  /// Forgets the held write (t, stream) without releasing it (its client
+  /// connection closed). Returns the held writes this frees, as reroute_answered.
+  std::vector<Released> drop_held(Ticket t, const StreamKey& stream);
+
+  /// Rerouted plus held writes now (what max_in_flight bounds).
+  size_t in_flight() const { return bounded_; }
+  /// Streams falling back now (a refused reroute, client not moved yet).
+  size_t fell_back_streams() const { return fell_back_streams_; }
+  /// Held writes now.
+  size_t held() const;
+  /// Streams with any write tracked (for tests and /debug).
+  size_t streams() const { return streams_.size(); }
+  const OrderGuardCounters& counters() const { return counters_; }
+
+ private:
+  enum class Kind : uint8_t { kDirect, kRerouted, kHeld };
+  struct Entry {
+    Ticket ticket;
+    Kind kind;
+  };
+  static constexpr int32_t kNoFallBack = -2;
+  // Entries of one stream in ticket order (few: a client's in-flight limit),
+  // and the node a refused reroute was aimed at while the stream falls back.
+  struct Stream {
+    std::deque<Entry> entries;
+    int32_t fell_back_to = kNoFallBack;
+  };
+
+  static void insert(Stream& st, Entry e);
+  static bool erase(Stream& st, Ticket t, Kind kind);
+  std::vector<Released> release_ready(const StreamKey& key, Stream& st);
+  void forget_if_idle(const StreamKey& key);
+
+  // Streams remembered as falling back cost a map entry each until their
+  // client moves; past this many the guard stops rerouting altogether.
+  static constexpr size_t kMaxFellBackStreams = 65536;
+
+  size_t max_in_flight_;
+  size_t bounded_ = 0;
+  size_t fell_back_streams_ = 0;
+  bool saturated_ = false;
+  Ticket last_ticket_ = 0;
+  std::unordered_map<StreamKey, Stream, StreamKeyHash> streams_;
+  OrderGuardCounters counters_;
+};
+
+}  // namespace epochgate::policy
