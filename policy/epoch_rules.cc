@@ -1,0 +1,168 @@
+// policy/epoch_rules.cc
+#include "policy/epoch_rules.h"
+
+namespace epochgate::policy::epoch_rules {
+namespace {
+
+uint16_t saturating_inc(uint16_t v) {
+  return v == UINT16_MAX ? v : static_cast<uint16_t>(v + 1);
+}
+
+/// A report with a lower epoch than the entry's, for the same topic id: a
+/// lagging broker, or the entry's epoch is bogus (one answer from a dying
+/// broker or an unclean election). Tallies it; repeated reports stop the
+/// entry's fencing, `needed` reports naming one (leader, epoch) replace the
+/// entry with it. Returns true while the topic should be refreshed to gather
+/// the confirmations that settle it.
+bool note_lower(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, uint32_t needed,
+                LearnReport& rep) {
+  auto& l = e.lower;
+  const bool was_suspect = e.suspect();
+  const bool was_disputed = e.disputed();
+  l.reports = saturating_inc(l.reports);
+  if (in.epoch > l.epoch || (in.epoch == l.epoch && in.leader != l.leader)) {
+    l.epoch = in.epoch;
+    l.leader = in.leader;
+    l.agreeing = 1;
+  } else if (in.epoch == l.epoch) {
+    l.agreeing = saturating_inc(l.agreeing);
+  }  // else: older than the candidate too; it only counts against the entry
+  if (!was_disputed && e.disputed()) {
+    rep.epochs_disputed++;
+    if (!was_suspect) rep.marked_suspect++;
+  }
+  if (l.agreeing < needed) return true;
+  const int32_t from = e.leader_epoch;
+  e.leader_id = l.leader;
+  e.leader_epoch = l.epoch;
+  e.conflicted = false;
+  e.doubted = false;
+  e.learned_at_ms = now_ms;
+  e.changed_at_ms = now_ms;
+  e.source = src;
+  if (in.replicas) e.replica_set = in.replicas;
+  e.lower = {};
+  e.rollbacks = saturating_inc(e.rollbacks);
+  e.rolled_back_from = from;
+  e.rolled_back_at_ms = now_ms;
+  rep.epochs_rolled_back++;
+  return false;
+}
+
+}  // namespace
+
+PartitionEntry* slot(TopicEntry& t, int32_t partition) {
+  if (partition < 0 || partition > kMaxPartitionIndex) return nullptr;
+  if (static_cast<size_t>(partition) >= t.partitions.size())
+    t.partitions.resize(static_cast<size_t>(partition) + 1);
+  return &t.partitions[static_cast<size_t>(partition)];
+}
+
+void doubt(PartitionEntry& e, LearnReport& rep) {
+  if (!e.suspect()) rep.marked_suspect++;
+  e.doubted = true;
+}
+
+bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, LearnReport& rep,
+           bool& advanced, uint32_t rollback_needed) {
+  advanced = false;
+  if (!e.known) {
+    e = PartitionEntry{};
+    e.known = true;
+    e.leader_id = in.leader;
+    e.leader_epoch = in.epoch;
+    e.learned_at_ms = now_ms;
+    // changed_at_ms stays 0: a first sighting is no evidence of a move.
+    e.source = src;
+    e.replica_set = in.replicas;
+    rep.partitions_learned++;
+    // A leader without an epoch (an old client's Metadata) cannot fence: have
+    // the refresher, at epochgate's own version, learn the epoch now rather
+    // than at the next periodic refresh.
+    if (in.epoch < 0 && in.leader >= 0 && src != Source::kRefresher) {
+      rep.learned_without_epoch++;
+      return true;
+    }
+    return false;
+  }
+  if (in.epoch >= 0) {
+    if (e.leader_epoch < 0 || in.epoch > e.leader_epoch) {
+      e.leader_id = in.leader;
+      e.leader_epoch = in.epoch;
+      e.conflicted = false;
+      e.doubted = false;
+      e.lower = {};
+      e.learned_at_ms = now_ms;
+      e.changed_at_ms = now_ms;
+      e.source = src;
+      if (in.replicas) e.replica_set = in.replicas;
+      rep.epochs_advanced++;
+      advanced = true;
+      return false;
+    }
+    if (in.epoch == e.leader_epoch) {
+      if (in.leader == e.leader_id || e.leader_id < 0) {
+        // Agreement (or a leader reappearing at the epoch the view saw
+        // without one): the entry is current again.
+        e.leader_id = in.leader;
+        e.learned_at_ms = now_ms;
+        e.source = src;
+        if (in.replicas) e.replica_set = in.replicas;
+        if (src == Source::kRefresher) {
+          if (e.doubted && !e.conflicted) e.doubted = false;
+          // The cluster, asked directly, still says this epoch: earlier lower
+          // reports were lagging brokers.
+          e.lower = {};
+        }
+        rep.leaders_confirmed++;
+        return false;
+      }
+      if (in.leader < 0) {
+        // Same epoch, no leader: the leader is not reachable on that broker's
+        // listener. Keep the leader, stop fencing on it until confirmed.
+        doubt(e, rep);
+        return true;
+      }
+      // Same epoch, two leaders: neither may be told to a client.
+      if (!e.suspect()) rep.marked_suspect++;
+      e.conflicted = true;
+      e.leader_id = in.leader;
+      e.learned_at_ms = now_ms;
+      e.changed_at_ms = now_ms;
+      e.source = src;
+      if (in.replicas) e.replica_set = in.replicas;
+      return true;
+    }
+    rep.stale_ignored++;
+    if (!in.ids_verified) {
+      // Lower epoch and no topic ids to tell a lagging broker from a
+      // recreated topic: stop fencing until a refresh (with ids) decides.
+      doubt(e, rep);
+      return true;
+    }
+    return note_lower(e, in, src, now_ms, rollback_needed, rep);
+  }
+  // The report has no epoch (Metadata < v7, or a leaderless -1/-1).
+  if (e.leader_epoch < 0) {
+    // Neither side has an epoch: nothing to order by, keep the latest. Such
+    // an entry never fences.
+    const bool moved = e.leader_id != in.leader;
+    if (moved) e.changed_at_ms = now_ms;
+    e.leader_id = in.leader;
+    e.learned_at_ms = now_ms;
+    e.source = src;
+    if (in.replicas) e.replica_set = in.replicas;
+    // An old client saw the leader move: learn the epoch that lets the view
+    // fence writes still aimed at the old leader.
+    if (moved && in.leader >= 0 && src != Source::kRefresher) {
+      rep.learned_without_epoch++;
+      return true;
+    }
+    return false;
+  }
+  if (in.leader == e.leader_id) return false;  // consistent, but too weak to reset the age
+  doubt(e, rep);
+  return true;
+}
+
+}  // namespace epochgate::policy::epoch_rules

@@ -1,0 +1,56 @@
+// policy/epoch_rules.h: the view's learning rules for one partition entry
+// (DESIGN.md section 5, invariant 6): what one report (a Metadata answer, a
+// KIP-951 hint, a leader error) does to the entry's leader and epoch, and
+// which broker error codes call for an urgent refresh. Internal to the view
+// (metadata_view.cc and response_learning.cc). Must never: move an epoch
+// backwards on one report, or store a -1 leader or epoch as a hint.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "policy/metadata_view.h"
+
+namespace epochgate::policy::epoch_rules {
+
+inline constexpr int16_t kNone = 0;
+inline constexpr int16_t kUnknownTopicOrPartition = 3;
+inline constexpr int16_t kLeaderNotAvailable = 5;
+inline constexpr int16_t kNotLeaderOrFollower = 6;
+inline constexpr int16_t kFencedLeaderEpoch = 74;
+inline constexpr int16_t kUnknownLeaderEpoch = 75;
+inline constexpr int16_t kUnknownTopicId = 100;
+
+// A partition index beyond this is not believed (it would make the view
+// allocate a huge slot vector); Kafka topics stay far below it.
+inline constexpr int32_t kMaxPartitionIndex = 1 << 20;
+
+/// True for the error codes that say the view is stale for a partition.
+inline bool needs_refresh(int16_t error) {
+  return error == kNotLeaderOrFollower || error == kFencedLeaderEpoch ||
+         error == kUnknownLeaderEpoch || error == kUnknownTopicOrPartition ||
+         error == kUnknownTopicId || error == kLeaderNotAvailable;
+}
+
+/// One report about one partition.
+struct Incoming {
+  int32_t leader = -1;
+  int32_t epoch = -1;                          ///< -1: the report carries no epoch
+  std::shared_ptr<const ReplicaSet> replicas;  ///< null: the report has none
+  /// The report and the view name the topic with the same non-zero id, so a
+  /// lower epoch is a lagging broker, not a recreated topic.
+  bool ids_verified = false;
+};
+
+/// The entry of `partition` in `t`, grown as needed; nullptr for an index
+/// outside 0..kMaxPartitionIndex.
+PartitionEntry* slot(TopicEntry& t, int32_t partition);
+/// Marks `e` doubted (fencing stops trusting it until a refresh confirms it).
+void doubt(PartitionEntry& e, LearnReport& rep);
+/// The epoch rules. Returns true when the topic should be refreshed urgently.
+/// Sets `advanced` when the entry's epoch moved forward. `rollback_needed`:
+/// lower reports of one (leader, epoch) that replace the entry (>= 2).
+bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, LearnReport& rep,
+           bool& advanced, uint32_t rollback_needed);
+
+}  // namespace epochgate::policy::epoch_rules
