@@ -144,7 +144,7 @@ void Session::on_dial_attempt_failed(const UpstreamDialer::Failure& f) {
 }
 
 void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
-                        const std::vector<int16_t>&) {
+                        const ApiVersionRanges&) {
   if (state_ == State::kClosing) {
     // Cannot happen (close() cancels the dialer first); never leak a socket.
     conn->set_owner(*this);

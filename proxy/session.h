@@ -92,7 +92,7 @@ class Session : public ConnectionOwner, private UpstreamDialer::Owner {
   // UpstreamDialer::Owner
   void on_dial_attempt_failed(const UpstreamDialer::Failure& f) override;
   void on_dialed(std::unique_ptr<Connection> conn, size_t index,
-                 const std::vector<int16_t>& max_versions) override;
+                 const ApiVersionRanges& versions) override;
   void on_dial_failed() override;
   void on_dialer_closed() override;
   static void on_connect_timeout(uv_timer_t* t);

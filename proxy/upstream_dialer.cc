@@ -16,8 +16,6 @@ namespace epochgate::proxy {
 namespace {
 // An ApiVersions v0 answer lists each API in 6 bytes; no broker's comes near this.
 constexpr size_t kMaxProbeAnswerBytes = 64 * 1024;
-// API keys past this are not remembered from the answer (bounded memory).
-constexpr int16_t kMaxRememberedKey = 511;
 
 uint64_t now_ms() { return uv_hrtime() / 1000000; }
 }  // namespace
@@ -204,13 +202,8 @@ void UpstreamDialer::on_readable(Connection& c) {
     return;
   }
   // Any answer counts, an error code included: the broker reads and answers.
-  std::vector<int16_t> max_versions;
-  for (const auto& k : r.api_keys) {
-    if (k.api_key < 0 || k.api_key > kMaxRememberedKey) continue;
-    if (max_versions.size() <= static_cast<size_t>(k.api_key))
-      max_versions.resize(static_cast<size_t>(k.api_key) + 1, -1);
-    max_versions[static_cast<size_t>(k.api_key)] = k.max_version;
-  }
+  ApiVersionRanges versions;
+  for (const auto& k : r.api_keys) versions.set(k.api_key, k.min_version, k.max_version);
   in.consume(4 + s.size);
   c.clear_pending_frame();
   c.stop_reading();
@@ -218,7 +211,7 @@ void UpstreamDialer::on_readable(Connection& c) {
   std::unique_ptr<Connection> conn = std::move(attempt_->conn);
   attempt_.reset();
   size_t index = index_;
-  owner_.on_dialed(std::move(conn), index, max_versions);
+  owner_.on_dialed(std::move(conn), index, versions);
 }
 
 void UpstreamDialer::on_read_error(Connection& c, int status) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "proxy/api_version_ranges.h"
 #include "proxy/buffer_pool.h"
 #include "proxy/connection.h"
 
@@ -54,10 +55,10 @@ class UpstreamDialer : public ConnectionOwner {
     virtual void on_dial_attempt_failed(const Failure& f) = 0;
     /// Target `index` is connected and answered. `conn` reads nothing until
     /// its new owner starts it (Connection::set_owner first); bytes the
-    /// broker sent after the answer are still in its input. `max_versions`
-    /// is the broker's highest version per API key (-1: not offered).
+    /// broker sent after the answer are still in its input. `versions` is
+    /// the broker's [min, max] per API key from that answer.
     virtual void on_dialed(std::unique_ptr<Connection> conn, size_t index,
-                           const std::vector<int16_t>& max_versions) = 0;
+                           const ApiVersionRanges& versions) = 0;
     /// Every target failed (after its on_dial_attempt_failed()).
     virtual void on_dial_failed() = 0;
     /// close() finished: no handle or callback of the dialer is left.
