@@ -6,11 +6,6 @@
 #include <algorithm>
 
 #include "codec/api_table.h"
-#include "codec/frame_splitter.h"
-#include "codec/header.h"
-#include "codec/message_io.h"
-#include "codec/messages/api_versions_request.h"
-#include "codec/messages/api_versions_response.h"
 #include "codec/messages/metadata_request.h"
 #include "codec/messages/metadata_response.h"
 #include "metrics/proxy_metrics.h"
@@ -28,12 +23,16 @@ uint64_t now_ms() { return uv_hrtime() / 1000000; }
 
 Refresher::Refresher(uv_loop_t* loop, std::shared_ptr<const config::Config> config,
                      policy::MetadataView& view, metrics::ProxyMetrics* metrics)
-    : loop_(loop), config_(std::move(config)), view_(view), metrics_(metrics) {
+    : loop_(loop),
+      config_(std::move(config)),
+      view_(view),
+      metrics_(metrics),
+      client_(loop_, pool_, client_options({}), this) {
   uv_timer_init(loop_, &tick_);
   tick_.data = this;
   uv_async_init(loop_, &async_, &Refresher::on_async);
   async_.data = this;
-  open_handles_ = 3;  // tick, async, dialer
+  open_handles_ = 3;  // tick, async, client
 }
 
 Refresher::~Refresher() = default;
@@ -83,13 +82,12 @@ void Refresher::on_tick(uv_timer_t* t) {
 void Refresher::maybe_refresh(uint64_t now) {
   if (stopping_) return;
   const auto& rc = config_->refresher;
-  if (session_ends_ms_ && metrics_)
-    metrics_->set_sasl_session_expiry(now < session_ends_ms_ ? (session_ends_ms_ - now) / 1e3 : 0);
-  if (state_ == State::kAwaitSasl || state_ == State::kAwaitMetadata) {
-    if (now - request_started_ms_ > rc.request_timeout_ms) fail("request timed out");
-    return;
-  }
-  if (state_ == State::kConnecting) return;  // the dialer's deadline bounds it
+  uint64_t session_ends = client_.session_ends_ms();
+  if (session_ends && metrics_)
+    metrics_->set_sasl_session_expiry(now < session_ends ? (session_ends - now) / 1e3 : 0);
+  // The client bounds the wait: the dial by limits.upstream_connect_timeout_ms
+  // per broker, each login round and the request by refresher.request_timeout_ms.
+  if (state_ == State::kAwaitMetadata) return;
   if (last_failed_ms_ && now - last_failed_ms_ < kRetryBackoffMs) return;  // all brokers failed
   bool urgent;
   {
@@ -130,12 +128,9 @@ void Refresher::begin_refresh(const char* trigger) {
     in_flight_topics_.erase(std::unique(in_flight_topics_.begin(), in_flight_topics_.end()),
                             in_flight_topics_.end());
   }
-  if (state_ == State::kReady && conn_) {
-    // KIP-368: log in again on the same connection before the session ends.
-    if (relogin_at_ms_ && now_ms() >= relogin_at_ms_) {
-      begin_login();
-      return;
-    }
+  if (state_ == State::kReady) {
+    // Same connection; the client logs in again first when the session the
+    // broker granted is at 85% of its lifetime (KIP-368).
     send_metadata();
     return;
   }
@@ -169,7 +164,6 @@ void Refresher::connect_next() {
     urgent_all_ = true;
     return;
   }
-  state_ = State::kConnecting;
   {
     std::lock_guard<std::mutex> lock(broker_mu_);
     broker_ = targets_[target_index_].to_string();
@@ -180,7 +174,20 @@ void Refresher::connect_next() {
   // connect retries.
   std::vector<config::HostPort> rest(targets_.begin() + static_cast<std::ptrdiff_t>(target_index_),
                                      targets_.end());
-  dialer_.dial(std::move(rest), config_->limits.upstream_connect_timeout_ms, kClientId);
+  client_.set_options(client_options(std::move(rest)));
+  send_metadata();
+}
+
+KafkaClientOptions Refresher::client_options(std::vector<config::HostPort> targets) const {
+  KafkaClientOptions o;
+  o.targets = std::move(targets);
+  o.connect_timeout_ms = config_->limits.upstream_connect_timeout_ms;
+  o.login_timeout_ms = config_->refresher.request_timeout_ms;
+  o.client_id = kClientId;
+  o.sasl = config_->upstream_sasl;
+  o.max_outstanding = 1;  // one refresh at a time
+  o.max_frame_bytes = config_->limits.max_frame_bytes;
+  return o;
 }
 
 void Refresher::on_dial_attempt_failed(const UpstreamDialer::Failure& f) {
@@ -203,57 +210,45 @@ void Refresher::on_dial_attempt_failed(const UpstreamDialer::Failure& f) {
                       f.elapsed_ms, uv_strerror(f.status));
 }
 
-void Refresher::on_dialed(std::unique_ptr<Connection> conn, size_t index,
-                          const std::vector<int16_t>& max_versions) {
-  if (stopping_) {
-    conn->set_owner(*this);
-    ++open_handles_;
-    closing_.push_back(std::move(conn));
-    closing_.back()->close();
-    return;
-  }
+void Refresher::on_connected(size_t index, const ApiVersionRanges&) {
   target_index_ += index;
-  {
-    std::lock_guard<std::mutex> lock(broker_mu_);
-    broker_ = targets_[target_index_].to_string();
-  }
-  conn->set_owner(*this);
-  conn_ = std::move(conn);
-  ++open_handles_;
-  conn_->start_reading();
-  int16_t ours = codec::api_info(codec::kMetadata)->max_version;
-  int16_t broker = 1;
-  if (max_versions.size() > static_cast<size_t>(codec::kMetadata) &&
-      max_versions[codec::kMetadata] >= 0)
-    broker = max_versions[codec::kMetadata];
-  metadata_version_ = std::max<int16_t>(1, std::min(ours, broker));
-  if (config_->upstream_sasl.enabled()) {
-    bool offered = max_versions.size() > static_cast<size_t>(codec::kSaslHandshake) &&
-                   max_versions[codec::kSaslHandshake] >= 0;
-    if (!offered) {
-      EPOCHGATE_PROXY_LOG(warn, "sasl_login",
-                          "SASL login ({}) to {} impossible: the broker does not offer "
-                          "SaslHandshake (a plaintext listener?)",
-                          config_->upstream_sasl.mechanism, last_broker());
-      fail("no SaslHandshake");
-      return;
-    }
-    begin_login();
+  std::lock_guard<std::mutex> lock(broker_mu_);
+  broker_ = targets_[target_index_].to_string();
+}
+
+void Refresher::on_login(const SaslLoginStep& step, bool again, bool offered) {
+  const std::string& mechanism = config_->upstream_sasl.mechanism;
+  if (!offered) {
+    EPOCHGATE_PROXY_LOG(warn, "sasl_login",
+                        "SASL login ({}) to {} impossible: the broker does not offer "
+                        "SaslHandshake (a plaintext listener?)",
+                        mechanism, last_broker());
     return;
   }
-  send_metadata();
-}
-
-void Refresher::on_dial_failed() {
-  target_index_ = targets_.size();
-  connect_next();
-}
-
-void Refresher::on_dialer_closed() {
-  if (--open_handles_ == 0 && on_stopped_) {
-    auto cb = std::move(on_stopped_);
-    cb();
+  if (step.kind == SaslLoginStep::Kind::kDone) {
+    if (metrics_) {
+      metrics_->sasl_authentication("own", mechanism, true, again);
+      metrics_->set_sasl_session_expiry(step.session_lifetime_ms / 1e3);
+    }
+    if (!login_reported_) {
+      spdlog::info("SASL login ({}) to {} succeeded{}", mechanism, last_broker(),
+                   step.session_lifetime_ms > 0
+                       ? "; session lifetime " + std::to_string(step.session_lifetime_ms) + " ms"
+                       : "");
+      login_reported_ = true;
+    }
+    return;
   }
+  if (metrics_) metrics_->sasl_authentication("own", mechanism, false, again);
+  EPOCHGATE_PROXY_LOG(warn, "sasl_login", "SASL login ({}) to {} failed: {}", mechanism,
+                      last_broker(), step.error);
+  login_reported_ = false;
+}
+
+void Refresher::on_connection_lost(ClientError, const std::string& why) {
+  // An idle connection the broker closed: the next broker is dialed now, as
+  // for a failed request (a request's own failure arrives in its callback).
+  if (state_ == State::kReady && !stopping_) fail(why);
 }
 
 void Refresher::send_metadata() {
@@ -265,109 +260,32 @@ void Refresher::send_metadata() {
     req.topics->push_back(std::move(t));
   }
   req.allow_auto_topic_creation = false;
-  codec::RequestHeader h;
-  h.api_key = codec::kMetadata;
-  h.api_version = metadata_version_;
-  h.correlation_id = awaiting_correlation_ = next_correlation_++;
-  h.client_id = kClientId;
-  std::vector<uint8_t> frame;
-  codec::encode_frame(frame, h, req, metadata_version_);
-  conn_->queue(frame.data(), frame.size());
-  conn_->flush();
+  SendOptions o;
+  o.timeout_ms = config_->refresher.request_timeout_ms;
+  o.min_version = 1;  // v0 reads an empty topic list as "all topics"
   state_ = State::kAwaitMetadata;
-  request_started_ms_ = now_ms();
+  ClientError refused = client_.send(std::move(req), o, [this](auto&& r) {
+    on_metadata_answer(std::move(r));
+  });
+  if (refused != ClientError::kNone) fail(client_error_name(refused));
 }
 
-void Refresher::begin_login() {
-  login_ = std::make_unique<SaslLogin>(config_->upstream_sasl);
-  apply_login_step(login_->start(next_correlation_++));
-}
-
-void Refresher::apply_login_step(SaslLoginStep step) {
-  const std::string& mechanism = config_->upstream_sasl.mechanism;
-  switch (step.kind) {
-    case SaslLoginStep::Kind::kSend:
-      awaiting_correlation_ = login_->awaiting_correlation();
-      conn_->queue(step.frame.data(), step.frame.size());
-      conn_->flush();
-      state_ = State::kAwaitSasl;
-      request_started_ms_ = now_ms();
-      return;
-    case SaslLoginStep::Kind::kDone: {
-      bool again = logged_in_;
-      logged_in_ = true;
-      login_.reset();
-      uint64_t now = now_ms();
-      relogin_at_ms_ = step.session_lifetime_ms > 0
-                           ? now + static_cast<uint64_t>(step.session_lifetime_ms) * 85 / 100
-                           : 0;
-      session_ends_ms_ =
-          step.session_lifetime_ms > 0 ? now + static_cast<uint64_t>(step.session_lifetime_ms) : 0;
-      if (metrics_) {
-        metrics_->sasl_authentication("own", mechanism, true, again);
-        metrics_->set_sasl_session_expiry(step.session_lifetime_ms / 1e3);
-      }
-      if (!login_reported_) {
-        spdlog::info("SASL login ({}) to {} succeeded{}", mechanism, last_broker(),
-                     step.session_lifetime_ms > 0
-                         ? "; session lifetime " + std::to_string(step.session_lifetime_ms) + " ms"
-                         : "");
-        login_reported_ = true;
-      }
-      send_metadata();
-      return;
-    }
-    case SaslLoginStep::Kind::kFailed:
-      login_.reset();
-      if (metrics_) metrics_->sasl_authentication("own", mechanism, false, logged_in_);
-      EPOCHGATE_PROXY_LOG(warn, "sasl_login", "SASL login ({}) to {} failed: {}", mechanism,
-                          last_broker(), step.error);
-      login_reported_ = false;
-      fail("SASL login failed");
-      return;
-  }
-}
-
-void Refresher::on_readable(Connection& c) {
-  ByteBuffer& in = c.input();
-  while (conn_ && &c == conn_.get() && !in.empty()) {
-    codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), config_->limits.max_frame_bytes);
-    if (s.kind == codec::FrameScan::Kind::kError) {
-      fail(std::string("bad frame: ") + codec::errc_name(s.error));
-      return;
-    }
-    if (s.kind == codec::FrameScan::Kind::kNeedMore) {
-      c.reserve_input(s.size, s.size);
-      return;
-    }
-    handle_frame(in.begin() + 4, s.size);
-    if (!conn_ || &c != conn_.get()) return;
-    in.consume(4 + s.size);
-  }
-  if (conn_ && &c == conn_.get()) c.release_idle_input();
-}
-
-void Refresher::handle_frame(const uint8_t* frame, size_t size) {
-  if (state_ == State::kAwaitSasl && login_) {
-    apply_login_step(login_->on_response(frame, size, next_correlation_++));
+void Refresher::on_metadata_answer(ClientResult<codec::MetadataResponse>&& r) {
+  if (stopping_) return;
+  if (r.error == ClientError::kConnectFailed) {  // every remaining broker failed
+    target_index_ = targets_.size();
+    connect_next();
     return;
   }
-  codec::ResponseHeader h;
-  codec::Status st = codec::parse_response_header(
-      frame, size, codec::response_header_version(codec::kMetadata, metadata_version_), h);
-  if (!st.ok() || h.correlation_id != awaiting_correlation_) {
-    fail("unexpected response");
+  if (!r.ok()) {
+    fail(r.detail);
     return;
   }
-  const uint8_t* body = frame + h.size;
-  size_t len = size - h.size;
-  codec::MetadataResponse m;
-  codec::Bytes trailing;
-  st = codec::decode_body_allow_trailing(body, len, metadata_version_, m, trailing);
-  if (!st.ok()) {
-    fail("Metadata: " + st.message());
-    return;
-  }
+  metadata_version_ = r.version;
+  learn(r.response);
+}
+
+void Refresher::learn(const codec::MetadataResponse& m) {
   uint64_t now = now_ms();
   policy::LearnReport rep = view_.learn_metadata(m, metadata_version_, now, policy::Source::kRefresher);
   if (on_metadata_) on_metadata_(m);
@@ -410,39 +328,11 @@ void Refresher::handle_frame(const uint8_t* frame, size_t size) {
 void Refresher::fail(const std::string& why) {
   // Per-broker failures are debug lines; losing every broker is the warning.
   spdlog::debug("metadata refresh via {}: {}", last_broker(), why);
-  login_.reset();
-  logged_in_ = false;
-  relogin_at_ms_ = session_ends_ms_ = 0;
+  client_.disconnect(why);
   if (metrics_) metrics_->set_sasl_session_expiry(0);
-  if (conn_) {
-    closing_.push_back(std::move(conn_));
-    closing_.back()->close();
-  }
   state_ = State::kIdle;
   ++target_index_;
   connect_next();
-}
-
-void Refresher::on_read_error(Connection& c, int status) {
-  if (conn_ && &c == conn_.get()) fail(status == UV_EOF ? "broker closed the connection" : uv_strerror(status));
-}
-
-void Refresher::on_write_error(Connection& c, int status) {
-  if (conn_ && &c == conn_.get()) fail(uv_strerror(status));
-}
-
-void Refresher::on_closed(Connection& c) {
-  --open_handles_;
-  for (auto it = closing_.begin(); it != closing_.end(); ++it) {
-    if (it->get() == &c) {
-      closing_.erase(it);
-      break;
-    }
-  }
-  if (stopping_ && open_handles_ == 0 && on_stopped_) {
-    auto cb = std::move(on_stopped_);
-    cb();
-  }
 }
 
 void Refresher::stop(std::function<void()> done) {
@@ -456,11 +346,12 @@ void Refresher::stop(std::function<void()> done) {
       cb();
     }
   };
-  if (conn_) {
-    closing_.push_back(std::move(conn_));
-    closing_.back()->close();
-  }
-  dialer_.close();
+  client_.close([this] {
+    if (--open_handles_ == 0 && on_stopped_) {
+      auto cb = std::move(on_stopped_);
+      cb();
+    }
+  });
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), closed);
 }

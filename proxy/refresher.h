@@ -1,10 +1,11 @@
-// proxy/refresher.h: epochgate's own Metadata client (issue 4 item 3). Keeps
-// one upstream connection (bootstrap brokers first, then any known broker),
-// dialed by UpstreamDialer (connect timeout, answered ApiVersions), takes the
-// Metadata version from that ApiVersions answer, and refreshes the view
-// periodically for the topics it knows and urgently for topics a session
-// flagged; urgent requests are coalesced and rate-limited. Runs on the main
-// loop; request_urgent() may be called from any thread.
+// proxy/refresher.h: epochgate's own Metadata client. Keeps
+// one upstream connection (bootstrap brokers first, then any known broker)
+// through a KafkaClient (connect timeout, answered ApiVersions, upstream_sasl
+// login and its renewal, the Metadata version from the broker's ApiVersions
+// answer), and refreshes the view periodically for the topics it knows and
+// urgently for topics a session flagged; urgent requests are coalesced and
+// rate-limited. Runs on the main loop; request_urgent() may be called from
+// any thread. Never writes to the wire itself: the client owns the socket.
 #pragma once
 
 #include <uv.h>
@@ -21,9 +22,7 @@
 #include "config/config.h"
 #include "policy/metadata_view.h"
 #include "proxy/buffer_pool.h"
-#include "proxy/connection.h"
-#include "proxy/sasl_login.h"
-#include "proxy/upstream_dialer.h"
+#include "proxy/kafka_client.h"
 
 namespace epochgate::metrics {
 class ProxyMetrics;
@@ -32,11 +31,13 @@ class ProxyMetrics;
 namespace epochgate::proxy {
 
 /// Periodic and urgent Metadata refreshes into a MetadataView.
-class Refresher : public ConnectionOwner, private UpstreamDialer::Owner {
+class Refresher : private KafkaClientObserver {
  public:
   Refresher(uv_loop_t* loop, std::shared_ptr<const config::Config> config,
             policy::MetadataView& view, metrics::ProxyMetrics* metrics);
   ~Refresher() override;
+  Refresher(const Refresher&) = delete;
+  Refresher& operator=(const Refresher&) = delete;
 
   /// First refresh now (all topics), then every interval_ms.
   void start();
@@ -62,32 +63,24 @@ class Refresher : public ConnectionOwner, private UpstreamDialer::Owner {
     on_metadata_ = std::move(fn);
   }
 
-  // ConnectionOwner
-  void on_readable(Connection& c) override;
-  void on_read_error(Connection& c, int status) override;
-  void on_drained(Connection&) override {}
-  void on_write_error(Connection& c, int status) override;
-  void on_closed(Connection& c) override;
-
  private:
-  enum class State { kIdle, kConnecting, kAwaitSasl, kAwaitMetadata, kReady };
+  enum class State { kIdle, kAwaitMetadata, kReady };
 
   static void on_tick(uv_timer_t* t);
   static void on_async(uv_async_t* a);
   void maybe_refresh(uint64_t now_ms);
   void begin_refresh(const char* trigger);
   void connect_next();
-  // UpstreamDialer::Owner
+  // KafkaClientObserver
   void on_dial_attempt_failed(const UpstreamDialer::Failure& f) override;
-  void on_dialed(std::unique_ptr<Connection> conn, size_t index,
-                 const std::vector<int16_t>& max_versions) override;
-  void on_dial_failed() override;
-  void on_dialer_closed() override;
+  void on_connected(size_t index, const ApiVersionRanges& versions) override;
+  void on_login(const SaslLoginStep& result, bool again, bool offered) override;
+  void on_connection_lost(ClientError error, const std::string& why) override;
+  /// The client's options from the current config, dialing `targets`.
+  KafkaClientOptions client_options(std::vector<config::HostPort> targets) const;
   void send_metadata();
-  /// Logs in (upstream_sasl) on the open connection, then sends Metadata.
-  void begin_login();
-  void apply_login_step(SaslLoginStep step);
-  void handle_frame(const uint8_t* frame, size_t size);
+  void on_metadata_answer(ClientResult<codec::MetadataResponse>&& r);
+  void learn(const codec::MetadataResponse& m);
   void fail(const std::string& why);
   std::vector<config::HostPort> targets() const;
 
@@ -96,9 +89,7 @@ class Refresher : public ConnectionOwner, private UpstreamDialer::Owner {
   policy::MetadataView& view_;
   metrics::ProxyMetrics* metrics_;
   BufferPool pool_{16 * 1024, 4};
-  UpstreamDialer dialer_{loop_, pool_, *this};
-  std::unique_ptr<Connection> conn_;
-  std::vector<std::unique_ptr<Connection>> closing_;
+  KafkaClient client_;
   uv_timer_t tick_;
   uv_async_t async_;
   State state_ = State::kIdle;
@@ -106,14 +97,7 @@ class Refresher : public ConnectionOwner, private UpstreamDialer::Owner {
   size_t target_index_ = 0;
   std::string broker_;
   int16_t metadata_version_ = 1;
-  std::unique_ptr<SaslLogin> login_;     // the login under way, if any
-  uint64_t relogin_at_ms_ = 0;           // 0: the session has no lifetime
-  uint64_t session_ends_ms_ = 0;
-  bool logged_in_ = false;               // on the current connection
   bool login_reported_ = false;          // first success logged at info
-  int32_t next_correlation_ = 1;
-  int32_t awaiting_correlation_ = 0;
-  uint64_t request_started_ms_ = 0;
   uint64_t last_refresh_ms_ = 0;
   uint64_t last_attempt_ms_ = 0;
   uint64_t last_failed_ms_ = 0;
