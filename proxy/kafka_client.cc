@@ -100,6 +100,7 @@ void KafkaClient::on_kick(uv_timer_t* t) {
   }
   c->state_ = State::kDialing;
   c->dialed_ = c->options_.targets;
+  c->dialer_.set_transport_wrapper(c->options_.transport);
   c->dialer_.dial(c->dialed_, c->options_.connect_timeout_ms, c->options_.client_id);
 }
 

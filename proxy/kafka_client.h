@@ -104,6 +104,8 @@ struct KafkaClientOptions {
   config::UpstreamSaslConfig sasl;        ///< logs in when sasl.enabled()
   size_t max_outstanding = 64;            ///< requests waiting or written, per client
   uint32_t max_frame_bytes = 100 * 1024 * 1024;  ///< larger answers close the connection
+  /// The byte stream over each dialed socket (TLS later); unset: plain TCP.
+  UpstreamDialer::TransportWrapper transport;
 };
 
 /// One upstream connection with typed requests. All calls on the loop thread.

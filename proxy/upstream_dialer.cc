@@ -136,7 +136,9 @@ void UpstreamDialer::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* re
   d->attempt_->stage = Stage::kConnect;
   auto tcp = std::make_unique<TcpTransport>(d->loop_);
   d->attempt_->tcp = tcp.get();
-  d->attempt_->conn = std::make_unique<Connection>(std::move(tcp), d->pool_, *d);
+  std::unique_ptr<Transport> stream =
+      d->wrap_ ? d->wrap_(std::move(tcp), d->targets_[d->index_]) : std::move(tcp);
+  d->attempt_->conn = std::make_unique<Connection>(std::move(stream), d->pool_, *d);
   // One request per attempt: a given-up attempt's callback still arrives
   // (UV_ECANCELED) when its socket closes, after the next one started.
   auto* cr = new uv_connect_t;

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "proxy/api_version_ranges.h"
 #include "proxy/buffer_pool.h"
 #include "proxy/connection.h"
+#include "proxy/tcp_transport.h"
 
 namespace epochgate::proxy {
 
@@ -74,6 +76,12 @@ class UpstreamDialer : public ConnectionOwner {
   /// connect and answer together). `client_id` names epochgate in the
   /// ApiVersions request. Cancels a dial in progress.
   void dial(std::vector<config::HostPort> targets, uint32_t timeout_ms, std::string client_id);
+  /// Builds the byte stream over each attempt's TCP socket (before it
+  /// connects), e.g. TLS wrapping the TcpTransport for `target`; the probe
+  /// and everything after it go through it. Unset: the TcpTransport itself.
+  using TransportWrapper =
+      std::function<std::unique_ptr<Transport>(std::unique_ptr<TcpTransport>, const config::HostPort&)>;
+  void set_transport_wrapper(TransportWrapper wrap) { wrap_ = std::move(wrap); }
   /// Stops dialing; the current attempt's socket closes.
   void cancel();
   /// Cancels and closes the timer; on_dialer_closed() follows once every
@@ -106,6 +114,7 @@ class UpstreamDialer : public ConnectionOwner {
   void maybe_closed();
 
   uv_loop_t* loop_;
+  TransportWrapper wrap_;
   BufferPool& pool_;
   Owner& owner_;
   uv_timer_t timer_;
