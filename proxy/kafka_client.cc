@@ -222,7 +222,7 @@ void KafkaClient::pump() {
     h.api_key = o.api_key;
     h.api_version = o.version;
     h.correlation_id = o.correlation_id = next_correlation();
-    h.client_id = options_.client_id;
+    h.client_id = o.client_id.empty() ? options_.client_id : o.client_id;
     std::vector<uint8_t> frame;
     o.encode(frame, h, o.version);
     conn_->queue(frame.data(), frame.size());

@@ -62,6 +62,10 @@ struct SendOptions {
   /// Caller's version bounds, intersected with the codec's and the broker's.
   int16_t min_version = 0;
   int16_t max_version = 0x7fff;
+  /// Request header client id for this request (brokers account quotas by
+  /// user and client id: a request made for a client carries its id);
+  /// empty: KafkaClientOptions::client_id.
+  std::string client_id;
 };
 
 /// A typed answer: `response` is valid when ok(). Byte views inside it
@@ -135,6 +139,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
     out.lo = std::max<int16_t>(Req::kMinVersion, options.min_version);
     out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
     out.timeout_ms = options.timeout_ms;
+    out.client_id = options.client_id;
     out.encode = [held](std::vector<uint8_t>& frame, const codec::RequestHeader& h, int16_t v) {
       codec::encode_frame(frame, h, *held, v);
     };
@@ -168,6 +173,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
     out.lo = std::max<int16_t>(Req::kMinVersion, options.min_version);
     out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
     out.timeout_ms = options.timeout_ms;
+    out.client_id = options.client_id;
     out.encode = [held](std::vector<uint8_t>& frame, const codec::RequestHeader& h, int16_t v) {
       codec::encode_frame(frame, h, *held, v);
     };
@@ -223,6 +229,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
     int16_t lo = 0;
     int16_t hi = 0;
     uint32_t timeout_ms = 0;
+    std::string client_id;  // empty: options_.client_id
     std::function<void(std::vector<uint8_t>&, const codec::RequestHeader&, int16_t)> encode;
     std::function<void(RawAnswer&&)> done;  // empty: no answer expected
     int16_t version = -1;

@@ -6,7 +6,7 @@
 //
 //   epochgate-kclient --bootstrap HOST:PORT[,...] [--connect-timeout-ms N]
 //                     [--timeout-ms N] [--min-version N] [--max-version N]
-//                     [--max-outstanding N]
+//                     [--max-outstanding N] [--request-client-id ID]
 // Commands (ID is the caller's tag, echoed back):
 //   metadata ID TOPIC[,TOPIC...]          Metadata for the topics ("-": none)
 //   produce ID TOPIC PARTITION VALUE ACKS Produce one record (ACKS 0: no answer)
@@ -258,6 +258,8 @@ int main(int argc, char** argv) {
       t.send.min_version = static_cast<int16_t>(std::atoi(v.c_str()));
     } else if (k == "--max-version") {
       t.send.max_version = static_cast<int16_t>(std::atoi(v.c_str()));
+    } else if (k == "--request-client-id") {
+      t.send.client_id = v;
     } else if (k == "--max-outstanding") {
       t.options.max_outstanding = static_cast<size_t>(std::atol(v.c_str()));
     } else {
