@@ -1,55 +1,9 @@
 // policy/epoch_rules.cc
 #include "policy/epoch_rules.h"
 
+#include "policy/epoch_dispute.h"
+
 namespace epochgate::policy::epoch_rules {
-namespace {
-
-uint16_t saturating_inc(uint16_t v) {
-  return v == UINT16_MAX ? v : static_cast<uint16_t>(v + 1);
-}
-
-/// A report with a lower epoch than the entry's, for the same topic id: a
-/// lagging broker, or the entry's epoch is bogus (one answer from a dying
-/// broker or an unclean election). Tallies it; repeated reports stop the
-/// entry's fencing, `needed` reports naming one (leader, epoch) replace the
-/// entry with it. Returns true while the topic should be refreshed to gather
-/// the confirmations that settle it.
-bool note_lower(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, uint32_t needed,
-                LearnReport& rep) {
-  auto& l = e.lower;
-  const bool was_suspect = e.suspect();
-  const bool was_disputed = e.disputed();
-  l.reports = saturating_inc(l.reports);
-  if (in.epoch > l.epoch || (in.epoch == l.epoch && in.leader != l.leader)) {
-    l.epoch = in.epoch;
-    l.leader = in.leader;
-    l.agreeing = 1;
-  } else if (in.epoch == l.epoch) {
-    l.agreeing = saturating_inc(l.agreeing);
-  }  // else: older than the candidate too; it only counts against the entry
-  if (!was_disputed && e.disputed()) {
-    rep.epochs_disputed++;
-    if (!was_suspect) rep.marked_suspect++;
-  }
-  if (l.agreeing < needed) return true;
-  const int32_t from = e.leader_epoch;
-  e.leader_id = l.leader;
-  e.leader_epoch = l.epoch;
-  e.conflicted = false;
-  e.doubted = false;
-  e.learned_at_ms = now_ms;
-  e.changed_at_ms = now_ms;
-  e.source = src;
-  if (in.replicas) e.replica_set = in.replicas;
-  e.lower = {};
-  e.rollbacks = saturating_inc(e.rollbacks);
-  e.rolled_back_from = from;
-  e.rolled_back_at_ms = now_ms;
-  rep.epochs_rolled_back++;
-  return false;
-}
-
-}  // namespace
 
 PartitionEntry* slot(TopicEntry& t, int32_t partition) {
   if (partition < 0 || partition > kMaxPartitionIndex) return nullptr;
@@ -140,7 +94,8 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
       doubt(e, rep);
       return true;
     }
-    return note_lower(e, in, src, now_ms, rollback_needed, rep);
+    return detail::note_lower(e, detail::LowerReport{in.leader, in.epoch, in.replicas, src}, now_ms,
+                              rollback_needed, rep);
   }
   // The report has no epoch (Metadata < v7, or a leaderless -1/-1).
   if (e.leader_epoch < 0) {

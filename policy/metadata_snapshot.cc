@@ -17,6 +17,8 @@ const char* source_name(Source s) {
       return "hint";
     case Source::kError:
       return "error";
+    case Source::kServed:
+      return "served";
   }
   return "unknown";
 }
@@ -214,11 +216,13 @@ std::string MetadataSnapshot::to_json(uint64_t now_ms) const {
         out += ",\"reports\":" + std::to_string(p.lower.reports);
         out += ",\"epoch\":" + std::to_string(p.lower.epoch);
         out += ",\"leader\":" + std::to_string(p.lower.leader);
-        out += ",\"agreeing\":" + std::to_string(p.lower.agreeing) + "}";
+        out += ",\"agreeing\":" + std::to_string(p.lower.agreeing);
+        out += ",\"served\":" + std::to_string(p.lower.served) + "}";
       }
       if (p.rollbacks > 0) {
         out += ",\"rolled_back\":{\"count\":" + std::to_string(p.rollbacks);
         out += ",\"from_epoch\":" + std::to_string(p.rolled_back_from);
+        out += ",\"served\":" + std::to_string(p.rolled_back_served);
         out += ",\"age_ms\":" +
                std::to_string(now_ms > p.rolled_back_at_ms ? now_ms - p.rolled_back_at_ms : 0) +
                "}";

@@ -28,6 +28,7 @@ enum class Source : uint8_t {
   kRefresher,         ///< epochgate's own Metadata request
   kHint,              ///< a KIP-951 CurrentLeader in a broker response
   kError,             ///< a leader error from a broker (marks, never sets a leader)
+  kServed,            ///< a broker served a forwarded request at its epoch (KIP-320)
 };
 const char* source_name(Source s);
 
@@ -63,10 +64,12 @@ struct PartitionEntry {
     int32_t leader = -1;    ///< its leader
     uint16_t reports = 0;   ///< lower reports of any epoch
     uint16_t agreeing = 0;  ///< reports naming exactly (leader, epoch)
+    uint16_t served = 0;    ///< of the reports: a broker serving a request at its lower epoch
   } lower;
   uint16_t rollbacks = 0;          ///< times this entry was rolled back (saturates)
   int32_t rolled_back_from = -1;   ///< epoch replaced by the last rollback (-1: none)
   uint64_t rolled_back_at_ms = 0;  ///< when (0: never)
+  uint16_t rolled_back_served = 0;  ///< served reports among those that settled it
   std::shared_ptr<const ReplicaSet> replica_set;  ///< may be null (learned from a hint)
 
   /// Lower reports that stop fencing at once: more than one report, so one

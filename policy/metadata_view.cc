@@ -5,6 +5,8 @@
 // store a -1 leader or epoch as a hint, or block readers.
 #include "policy/metadata_view.h"
 
+#include "policy/epoch_dispute.h"
+
 #include <algorithm>
 #include <unordered_map>
 

@@ -139,6 +139,23 @@ class MetadataView {
       const codec::OffsetForLeaderEpochResponse& resp, int16_t version, int32_t target_node,
       uint64_t now_ms);
 
+  /// One partition a broker served without error for a request the proxy
+  /// forwarded at `epoch` (the request's CurrentLeaderEpoch).
+  struct Served {
+    TopicRef topic;
+    int32_t partition = 0;
+    int32_t epoch = -1;
+  };
+  /// Learns that broker `node` served each of `served` at its request epoch.
+  /// A broker answers a request whose CurrentLeaderEpoch is not its own with
+  /// FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH (KIP-320), so a success at
+  /// an epoch below the view's is the cluster saying the view's epoch is
+  /// wrong: for the same topic id it stops the entry's fencing at once and
+  /// counts as one confirmation of (node, epoch) towards the rollback; with
+  /// no topic id to compare it doubts the entry until a refresh. Partitions
+  /// at or above the view's epoch change nothing (policy/served_learning.cc).
+  LearnReport learn_served(const std::vector<Served>& served, int32_t node, uint64_t now_ms);
+
   /// JSON of the current snapshot for /debug/metadata.
   std::string to_json(uint64_t now_ms) const { return snapshot()->to_json(now_ms); }
   /// Known partitions in the current snapshot.

@@ -19,6 +19,7 @@
 #include "policy/decide.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/refresher.h"
+#include "proxy/served_probe.h"
 
 namespace epochgate::proxy {
 
@@ -195,8 +196,12 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
     rh.correlation_id = in.correlation_id;
     codec::encode_frame(plan.frame, rh, local, in.api_version);
   };
+  // Partitions forwarded below the view's epoch: the broker's answer says
+  // whether the view's epoch is still the cluster's.
+  auto probe = [&] { plan.context = make_served_probe(req, in.api_version, d); };
   switch (d.action) {
     case policy::Action::kForwardAsIs:
+      probe();
       return plan;
     case policy::Action::kHold:
       plan.action = RequestPlan::Action::kHold;
@@ -229,6 +234,7 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
       Req rewritten = policy::rewrite_request(req, in.api_version, d);
       codec::encode_frame(plan.frame, h, rewritten, in.api_version);
       plan.action = RequestPlan::Action::kForwardRewritten;
+      probe();
       return plan;
     }
     case policy::Action::kSplit: {
@@ -284,9 +290,21 @@ void PolicyFencing::learn_response(codec::HintedResponse m, int16_t version, int
 }
 
 template <typename Resp>
+void PolicyFencing::learn_served(const InFlightEntry& e, const Resp& m, int32_t node_id) {
+  const auto* probe = dynamic_cast<const ServedProbe*>(e.context.get());
+  if (probe == nullptr) return;
+  auto served = served_by(*probe, m, e.upstream_version);
+  if (served.empty()) return;
+  // Disputes and rollbacks it causes are counted by after_learning (the
+  // view's dispute and rollback counters), like those of lower Metadata.
+  after_learning(view_.learn_served(served, node_id, now_ms()));
+}
+
+template <typename Resp>
 bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id) {
   using Req = policy::RequestOf<Resp>;
   bool touched = false;
+  learn_served(e, m, node_id);
   auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
   if (split != nullptr) {
     m = policy::merge_responses(split->request, split->version, split->decision, std::move(m),
@@ -329,6 +347,7 @@ bool PolicyFencing::merge_other(InFlightEntry& e, int32_t node_id, codec::Respon
   }
   if constexpr (codec::Api<Resp::kApiKey>::kLearned)
     after_learning(learn_into(view_, m, e.upstream_version, node_id, now_ms()));
+  learn_served(e, m, node_id);
   auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
   if (split == nullptr) return true;
   Resp merged = policy::merge_responses(split->request, split->version, split->decision,

@@ -58,6 +58,9 @@ class PolicyFencing : public FencingHooks {
                    size_t len);
   template <typename Resp>
   bool amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id);
+  /// A broker served partitions the request carried below the view's epoch.
+  template <typename Resp>
+  void learn_served(const InFlightEntry& e, const Resp& m, int32_t node_id);
   template <typename Req, typename Resp>
   bool merge_other(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h, const uint8_t* body,
                    size_t len, std::vector<uint8_t>& out, bool& changed, std::string& error);

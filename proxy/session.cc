@@ -580,6 +580,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     }
   }
 
+  std::unique_ptr<EntryContext> forward_context;  // what the policy wants back with the answer
   if (ctx_.fencing != nullptr && info != nullptr && info->decided.contains(version)) {
     FencingHooks::RequestInput in{node_id_, key, version, corr, frame, size, expects_response};
     in.after_hold = hold_started_ns_ != 0 &&
@@ -599,6 +600,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     switch (plan.action) {
       case FencingHooks::RequestPlan::Action::kForward:
       case FencingHooks::RequestPlan::Action::kHold:
+        forward_context = std::move(plan.context);
         break;
       case FencingHooks::RequestPlan::Action::kForwardRewritten: {
         // The plan carries a whole new request frame (size-prefixed).
@@ -659,6 +661,7 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
     InFlightEntry& e = in_flight_.push(corr, key, version, now);
     e.upstream_version = upstream_version;
     e.own_wait_ms = own_wait_ms;
+    e.context = std::move(forward_context);
     in_flight_.mark_forwarded(e, now);
   } else {
     in_flight_.forwarded_without_response(corr);

@@ -113,7 +113,7 @@ TEST_F(EpochRollback, BogusEpochFromOneAnswerStopsFencingThenRollsBack) {
   std::string json = view_.to_json(2600);
   EXPECT_NE(json.find("\"epoch_rollbacks_total\":1"), std::string::npos) << json;
   EXPECT_NE(json.find("\"epoch_disputes_total\":1"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"rolled_back\":{\"count\":1,\"from_epoch\":105,\"age_ms\":200}"),
+  EXPECT_NE(json.find("\"rolled_back\":{\"count\":1,\"from_epoch\":105,\"served\":0,\"age_ms\":200}"),
             std::string::npos)
       << json;
 }
@@ -125,7 +125,7 @@ TEST_F(EpochRollback, DebugJsonShowsTheLowerReportsWhileDisputed) {
   std::string json = view_.to_json(2300);
   EXPECT_NE(json.find("\"epoch\":105"), std::string::npos) << json;
   EXPECT_NE(json.find("\"suspect\":true,\"lower_reports\":{\"disputed\":true,\"reports\":2,"
-                      "\"epoch\":5,\"leader\":2,\"agreeing\":2}"),
+                      "\"epoch\":5,\"leader\":2,\"agreeing\":2,\"served\":0}"),
             std::string::npos)
       << json;
 }
@@ -309,6 +309,61 @@ TEST(EpochRollbackProperty, AnEpochOnlyDecreasesAfterEnoughReportsNamedIt) {
     }
   }
   EXPECT_GT(rollbacks, 100u) << "the sequences must exercise rollbacks, not only advances";
+}
+
+// The leader serving a request at the lower epoch (KIP-320: a broker answers
+// another epoch than its own with FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH)
+// is the cluster itself saying the view's epoch is wrong.
+TEST_F(EpochRollback, OneServedRequestAtTheLowerEpochStopsFencingAtOnce) {
+  report(1, kBogusEpoch, 2000, Source::kMetadataResponse);
+  ASSERT_EQ(fetch_at(kTrueEpoch, 2100).verdict, Verdict::kFence);
+  LearnReport rep = view_.learn_served({{TopicRef{"", uuid(1)}, 0, kTrueEpoch}}, 1, 2200);
+  EXPECT_EQ(rep.epochs_disputed, 1u);
+  EXPECT_TRUE(entry().disputed()) << "one served request disputes, where Metadata needs two";
+  EXPECT_EQ(entry().lower.served, 1u);
+  EXPECT_NE(fetch_at(kTrueEpoch, 2300).verdict, Verdict::kFence);
+  EXPECT_EQ(entry().leader_epoch, kBogusEpoch) << "one report never moves an epoch backwards";
+  // Two more served requests at (1, 5) make the 3 confirmations.
+  view_.learn_served({{TopicRef{"", uuid(1)}, 0, kTrueEpoch}}, 1, 2400);
+  rep = view_.learn_served({{TopicRef{"", uuid(1)}, 0, kTrueEpoch}}, 1, 2500);
+  EXPECT_EQ(rep.epochs_rolled_back, 1u);
+  EXPECT_EQ(entry().leader_epoch, kTrueEpoch);
+  EXPECT_EQ(entry().leader_id, 1);
+  EXPECT_EQ(entry().source, Source::kServed);
+  EXPECT_EQ(entry().rolled_back_served, 3u);
+  EXPECT_EQ(fetch_at(kTrueEpoch - 1, 2600).verdict, Verdict::kFence) << "fencing is back";
+  EXPECT_NE(view_.to_json(2600).find("\"served\":3"), std::string::npos) << view_.to_json(2600);
+}
+
+TEST_F(EpochRollback, AServingFollowerNeverReplacesTheCandidateLeader) {
+  // KIP-392: a follower serves Fetch at the partition's epoch too; it tells
+  // the epoch, not who leads.
+  report(1, kBogusEpoch, 2000, Source::kMetadataResponse);
+  report(1, kTrueEpoch, 2100, Source::kMetadataResponse);  // candidate (1, 5)
+  for (int i = 0; i < 5; ++i) view_.learn_served({{TopicRef{"orders", uuid(1)}, 0, kTrueEpoch}}, 2, 2200);
+  EXPECT_EQ(entry().leader_epoch, kBogusEpoch) << "served by node 2, candidate leader 1";
+  EXPECT_EQ(entry().lower.leader, 1);
+  EXPECT_TRUE(entry().disputed());
+}
+
+TEST_F(EpochRollback, ServedAtOrAboveTheViewsEpochChangesNothing) {
+  auto before = view_.snapshot();
+  LearnReport rep = view_.learn_served({{TopicRef{"orders", uuid(1)}, 0, kTrueEpoch},
+                                        {TopicRef{"orders", uuid(1)}, 0, kTrueEpoch + 1}},
+                                       1, 2000);
+  EXPECT_FALSE(rep.published);
+  EXPECT_EQ(view_.snapshot(), before);
+}
+
+TEST_F(EpochRollback, ServedByNameOnlyDoubtsUntilARefresh) {
+  // Without a topic id a lower epoch may be a recreated topic: stop fencing,
+  // tally nothing, ask the refresher.
+  report(1, kBogusEpoch, 2000, Source::kMetadataResponse);
+  LearnReport rep = view_.learn_served({{TopicRef{"orders", {}}, 0, kTrueEpoch}}, 1, 2100);
+  EXPECT_TRUE(entry().doubted);
+  EXPECT_EQ(entry().lower.reports, 0u);
+  ASSERT_EQ(rep.urgent_refresh.size(), 1u);
+  EXPECT_NE(fetch_at(kTrueEpoch, 2200).verdict, Verdict::kFence);
 }
 
 }  // namespace

@@ -124,6 +124,67 @@ def test_bogus_epoch_is_rolled_back_by_the_cluster(h):
                 for k, v in after.by(sl.REFRESHES, "trigger").items()}))
 
 
+def _fetch_by_id(gc, node, topic_id, epoch):
+    """Fetch v13 of partition 0 of the topic with `topic_id` at `epoch`: error."""
+    r = sw.parse_fetch_response(gc.exchange(
+        sw.fetch_request(gc.next_corr(), topic_id, [(0, epoch, 0)], version=13), node=node), 13)
+    return r["partitions"][(topic_id, 0)]["error"]
+
+
+def test_the_leader_serving_the_true_epoch_rolls_the_view_back(h):
+    # With the refresher off and 5 confirmations needed, the client's own
+    # Metadata (two lower reports) only stops the fencing; the three Fetches
+    # at the true epoch that the true leader then serves are what the cluster
+    # says next (a broker answers another epoch than its own with
+    # FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH, KIP-320), and they roll the
+    # view back. Without them the entry stays disputed at the bogus epoch.
+    cluster = h.start_cluster(3, ["%s:1:3" % TOPIC])
+    gate = sl.start_gate(h, cluster, config=(
+        "refresher:\n  enabled: false\npolicy:\n  epoch_rollback_confirmations: 5\n"))
+    gc = sl.GateClient(h, gate)
+    first = cluster.partition(TOPIC, 0)["leader"]
+    cluster.move_leader(TOPIC, 0, sl.other_broker(first))
+    md = gc.metadata_v12([TOPIC])["topics"][TOPIC]
+    p = md["partitions"][0]
+    leader, epoch, topic_id = p["leader"], p["leader_epoch"], bytes.fromhex(md["topic_id"])
+    sl.wait_view(gate, TOPIC, 0, leader, epoch)
+    assert _fetch_by_id(gc, leader, topic_id, epoch) == 0
+
+    impostor, bogus = sl.other_broker(leader), epoch + 100
+    before = sl.scrape(gate)
+    cluster.cmd("push-leader-response %s 0 %d %d" % (TOPIC, impostor, bogus))
+    gc.metadata_v12([TOPIC])
+    sl.wait_view(gate, TOPIC, 0, impostor, bogus, timeout=2)
+    assert _fetch_by_id(gc, leader, topic_id, epoch) == sw.FENCED_LEADER_EPOCH
+    for _ in range(2):  # the client asks again after FENCED_LEADER_EPOCH
+        again = gc.metadata_v12([TOPIC])["topics"][TOPIC]["partitions"][0]
+        assert (again["leader"], again["leader_epoch"]) == (leader, epoch), again
+    disputed = sl.view_partition(gate, TOPIC, 0)
+    assert disputed["epoch"] == bogus and disputed["lower_reports"]["disputed"], disputed
+    assert disputed["lower_reports"]["served"] == 0, disputed
+
+    served = []
+    for i in range(3):
+        err = _fetch_by_id(gc, leader, topic_id, epoch)
+        assert err == 0, "Fetch %d at the true epoch: error %d" % (i, err)
+        served.append(sl.view_partition(gate, TOPIC, 0))
+    assert served[1]["epoch"] == bogus and served[1]["lower_reports"]["served"] == 2, served[1]
+    healed = served[2]
+    assert (healed["leader"], healed["epoch"]) == (leader, epoch), (
+        "three Fetches the leader served at epoch %d did not roll the view back: %s"
+        % (epoch, healed))
+    assert healed["rolled_back"]["from_epoch"] == bogus, healed
+    assert healed["rolled_back"]["served"] == 3 and healed["source"] == "served", healed
+    after = sl.scrape(gate)
+    assert sl.delta(after, before, ROLLBACKS) == 1, after.rows(ROLLBACKS)
+    assert sl.delta(after, before, DISPUTES) == 1, after.rows(DISPUTES)
+    # Fencing is back, against the true epoch.
+    assert _fetch_by_id(gc, leader, topic_id, epoch - 1) == sw.FENCED_LEADER_EPOCH
+    h.note("bogus epoch %d over true %d (leader %d), refresher off, 5 confirmations: 2 lower "
+           "Metadata disputed it, then 3 Fetches the leader served rolled it back: %s" % (
+               bogus, epoch, leader, healed))
+
+
 def test_one_lower_report_keeps_a_real_move_fenced(h):
     # The other side of the rule: after a real leader move, a client still
     # at the old epoch is fenced, and one lagging answer does not change that.
