@@ -70,8 +70,15 @@ int main(int argc, char** argv) {
   bool produce_ok = true;
   if (options.concurrent && (group || share)) {
     std::thread consumer(consume);
-    produce_ok = run_produce(options, ledger, g_stop);
-    consumer.join();
+    // The producer stays connected until the consumer is done: librdkafka
+    // 2.15.1's mock cluster drops every share session on a broker when any
+    // connection to that broker closes (rd_kafka_mock_connection_close ->
+    // rd_kafka_mock_sharegrps_node_connection_closed, keyed by node id only),
+    // so the producer leaving would fail the share consumer's next
+    // acknowledgement with SHARE_SESSION_NOT_FOUND. A Kafka broker ends only
+    // the sessions of the connection that closed.
+    produce_ok = run_produce(options, ledger, g_stop, [&] { consumer.join(); });
+    if (consumer.joinable()) consumer.join();
   } else {
     produce_ok = run_produce(options, ledger, g_stop);
     if (produce_ok) consume();

@@ -96,7 +96,8 @@ rd_kafka_resp_err_t produce_one(rd_kafka_t* rk, const std::string& topic, int32_
 
 }  // namespace
 
-bool run_produce(const CheckOptions& o, RunLedger& ledger, const std::atomic<bool>& stop) {
+bool run_produce(const CheckOptions& o, RunLedger& ledger, const std::atomic<bool>& stop,
+                 const std::function<void()>& before_close) {
   const bool transactional = !o.transactional.empty();
   const bool visible = o.transactional != "abort";
   const int timeout_ms = static_cast<int>(o.produce_timeout_s * 1000);
@@ -215,6 +216,7 @@ bool run_produce(const CheckOptions& o, RunLedger& ledger, const std::atomic<boo
     if (ctx.marker_failures > 0) markers = 0;  // the consumer could never see them all
   }
   ledger.finish_producing(visible, want_markers ? (markers > 0 ? partitions : 0) : 0);
+  if (before_close) before_close();
   rd_kafka_destroy(rk);
   return ok;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 
 #include "check_options.h"
 #include "run_ledger.h"
@@ -14,7 +15,9 @@ namespace epochgate::peers {
 /// before returning, even on failure, so a concurrent consumer can finish.
 /// `stop` ends a duration/count run early (SIGTERM). Returns false when the
 /// producer could not be created or a fatal/transaction error occurred (the
-/// reason is in ledger.first_error()).
-bool run_produce(const CheckOptions& options, RunLedger& ledger, const std::atomic<bool>& stop);
+/// reason is in ledger.first_error()). `before_close` (may be empty) runs
+/// after producing and before the producer closes its connections.
+bool run_produce(const CheckOptions& options, RunLedger& ledger, const std::atomic<bool>& stop,
+                 const std::function<void()>& before_close = {});
 
 }  // namespace epochgate::peers
