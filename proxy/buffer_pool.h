@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "proxy/buffer_reclaimer.h"
 #include "proxy/byte_buffer.h"
 
 namespace epochgate::proxy {
@@ -45,6 +46,8 @@ class BufferPool {
       // responses then reuses memory that is already faulted in.
       if (b.capacity() <= kMaxLargeBytes && large_.size() < kMaxLarge) {
         large_.push_back(std::move(b));
+      } else if (b.capacity() >= BufferReclaimer::kMinBytes) {
+        BufferReclaimer::instance().free_later(std::move(b));  // munmap off the loop
       } else {
         b = ByteBuffer();
       }

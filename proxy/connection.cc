@@ -16,17 +16,34 @@ Connection::~Connection() = default;
 
 void Connection::start_reading() {
   if (reading_ || closing_) return;
+  if (paced_) {
+    reading_ = true;  // the pacer starts the reads at its check phase
+    return;
+  }
   if (transport_->start_reading() == 0) reading_ = true;
 }
 
 void Connection::stop_reading() {
   if (!reading_) return;
-  transport_->stop_reading();
+  if (!paced_) transport_->stop_reading();
   reading_ = false;
+}
+
+void Connection::resume_after_pacing() {
+  if (!paced_) return;
+  paced_ = false;
+  turn_bytes_ = 0;
+  if (!reading_ || closing_) return;
+  if (transport_->start_reading() != 0) reading_ = false;
 }
 
 void Connection::release_idle_input() {
   pending_frame_ = 0;
+  if (frame_buffer_ && in_.empty()) {
+    // A frame-sized buffer is handed back (the pool keeps only small large ones).
+    pool_.give_back(std::move(in_));
+    frame_buffer_ = false;
+  }
   if (in_.allocated() && in_.empty()) pool_.give_back(std::move(in_));
   account();
 }
@@ -35,18 +52,19 @@ void Connection::reserve_input(size_t total, size_t step) {
   pending_frame_ = total;
   pending_step_ = step;
   if (!in_.allocated()) in_ = pool_.take();
-  if (over_budget()) return;  // grows later
-  size_t want = std::min(total, in_.size() + step);
-  if (in_.size() + in_.tail_room() >= want && in_.capacity() >= want) {
-    if (in_.tail_room() < want - in_.size()) in_.reserve_tail(want - in_.size());  // compacts
+  if (in_.capacity() >= total) {
+    if (in_.tail_room() < total - in_.size()) in_.reserve_tail(total - in_.size());  // compacts
     return;
   }
-  // Move the partial frame once into a buffer sized for the whole of it (or
-  // the next step), taken from the pool's large buffers when one fits.
-  ByteBuffer bigger = pool_.take_at_least(std::max(want, std::min(total, in_.capacity() * 2)));
-  bigger.append(in_.begin(), in_.size());
+  if (over_budget()) return;  // the frame buffer is made once the budget allows
+  // Move the partial frame (at most one read's worth) once into a buffer of
+  // exactly the frame's size. Its untouched pages cost nothing until bytes
+  // arrive; the budget is charged as they do (input_held()).
+  ByteBuffer frame = pool_.take_at_least(total);
+  frame.append(in_.begin(), in_.size());
   pool_.give_back(std::move(in_));
-  in_ = std::move(bigger);
+  in_ = std::move(frame);
+  frame_buffer_ = true;
   account();
 }
 
@@ -60,16 +78,20 @@ void Connection::on_transport_alloc(uv_buf_t* buf) {
   // the owner pauses this connection until the budget frees up.
   size_t len;
   if (c->pending_frame_ > c->in_.size()) {
-    // A large frame in progress: read up to its end into the room reserved
-    // for it. The session reserves more as it fills; the room can only be
-    // short here after a pause for the buffer budget, so grow by one step.
+    // A frame in progress: read up to its end into the room reserved for
+    // it. Over the budget, a frame buffer takes no more bytes (each one
+    // would touch a new page); room still missing after a budget pause is
+    // made here.
     if (c->in_.tail_room() == 0 && !over_budget) c->reserve_input(c->pending_frame_, c->pending_step_);
-    len = std::min(c->in_.tail_room(), c->pending_frame_ - c->in_.size());
+    len = (over_budget && c->frame_buffer_)
+              ? 0
+              : std::min(c->in_.tail_room(), c->pending_frame_ - c->in_.size());
   } else {
     if (!over_budget && c->in_.tail_room() < c->pool_.block_size() / 4)
       c->in_.reserve_tail(c->pool_.block_size());
     len = c->in_.tail_room();
   }
+  len = std::min(len, kMaxReadBytes);
   if (len == 0) {
     buf->base = nullptr;
     buf->len = 0;
@@ -85,6 +107,15 @@ void Connection::on_transport_read(ssize_t nread) {
   if (nread > 0) {
     c->in_.commit(static_cast<size_t>(nread));
     c->bytes_read_ += static_cast<uint64_t>(nread);
+    c->turn_bytes_ += static_cast<size_t>(nread);
+    if (c->pacer_ != nullptr && c->turn_bytes_ >= ReadPacer::kBytesPerTurn && c->reading_ &&
+        !c->closing_) {
+      // Enough for this turn: a socket transport would keep reading this
+      // socket (libuv: up to 32 reads) before serving anyone else on the loop.
+      c->transport_->stop_reading();
+      c->paced_ = true;
+      c->pacer_->defer(*c);
+    }
     c->owner_->on_readable(*c);
     return;
   }
@@ -135,6 +166,50 @@ void Connection::write_through(const uint8_t* data, size_t n) {
   // Everything went out. Nobody waits for on_drained() here: reading pauses
   // only while a write is in flight, and then this path queues instead.
   if (queued_bytes() <= low_) was_above_high_ = false;
+}
+
+void Connection::write_buffer(ByteBuffer&& buf) {
+  if (closing_ || buf.empty()) return;
+  if (!can_write_buffer()) {  // callers check; keep the order all the same
+    write_through(buf.begin(), buf.size());
+    pool_.give_back(std::move(buf));
+    return;
+  }
+  bytes_accepted_ += buf.size();
+  uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(buf.mutable_begin()),
+                           static_cast<unsigned>(buf.size()));
+  ssize_t rc = transport_->try_write(&b, 1);
+  if (rc > 0) {
+    bytes_written_ += static_cast<uint64_t>(rc);
+    buf.consume(static_cast<size_t>(rc));
+  }
+  if (buf.empty()) {
+    pool_.give_back(std::move(buf));
+    return;
+  }
+  // The rest is written from the buffer itself, as start_write() does with
+  // the queue; on_transport_written() releases it.
+  pool_.give_back(std::move(writing_));
+  writing_ = std::move(buf);
+  b = uv_buf_init(reinterpret_cast<char*>(writing_.mutable_begin()),
+                  static_cast<unsigned>(writing_.size()));
+  if (int w = transport_->write(&b, 1); w != 0) {
+    pool_.give_back(std::move(writing_));
+    account();
+    owner_->on_write_error(*this, w);
+    return;
+  }
+  write_in_flight_ = true;
+  if (queued_bytes() > high_) was_above_high_ = true;
+  account();
+}
+
+ByteBuffer Connection::take_input() {
+  ByteBuffer b = std::move(in_);
+  frame_buffer_ = false;
+  pending_frame_ = 0;
+  account();
+  return b;
 }
 
 void Connection::flush() {
@@ -222,6 +297,8 @@ void Connection::close() {
   if (closing_) return;
   closing_ = true;
   reading_ = false;
+  if (paced_ && pacer_ != nullptr) pacer_->forget(*this);
+  paced_ = false;
   transport_->close();
 }
 

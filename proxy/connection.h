@@ -8,6 +8,7 @@
 
 #include <uv.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "proxy/buffer_budget.h"
 #include "proxy/buffer_pool.h"
 #include "proxy/byte_buffer.h"
+#include "proxy/read_pacer.h"
 #include "proxy/transport.h"
 
 namespace epochgate::proxy {
@@ -57,18 +59,29 @@ class Connection : private TransportUser {
 
   /// Starts or stops delivering bytes (Transport::start_reading /
   /// stop_reading); idempotent. Starting also starts a transport's handshake.
+  /// reading() stays true while the pacer holds the reads for one loop turn.
   void start_reading();
   void stop_reading();
   bool reading() const { return reading_; }
+  /// From now on, after ReadPacer::kBytesPerTurn bytes this connection
+  /// yields the loop to the others for a turn (null: never yields).
+  void set_pacer(ReadPacer* pacer) { pacer_ = pacer; }
+  /// Called by the pacer in the check phase: reads resume if still wanted.
+  void resume_after_pacing();
+  /// Largest single read (bytes): a read copies and faults in at most this
+  /// much, whatever the room reserved for a large frame.
+  static constexpr size_t kMaxReadBytes = 256 * 1024;
 
   /// Unread input bytes. The owner calls input().consume(n) for each frame and
   /// release_idle_input() when done, so empty buffers go back to the pool.
   ByteBuffer& input() { return in_; }
   void release_idle_input();
   /// A frame of `total` bytes (prefix included) is in progress at the head of
-  /// the input: room for it grows in steps of `step` bytes as it arrives (not
-  /// while the buffer budget is exceeded), and reads stop at its end, so a
-  /// large frame is read into place once, never copied to a bigger buffer.
+  /// the input. A frame larger than the buffer gets one buffer of exactly its
+  /// size (its pages are touched only as bytes arrive), so it is read into
+  /// place once and never copied to a bigger buffer; the buffer budget is
+  /// charged what has arrived plus `step` bytes, and while the budget is
+  /// exceeded nothing more is read into it. Reads stop at the frame's end.
   void reserve_input(size_t total, size_t step);
   /// No frame is in progress: reads take whatever the buffer holds.
   void clear_pending_frame() { pending_frame_ = 0; }
@@ -84,7 +97,22 @@ class Connection : private TransportUser {
   /// Smaller ones are queued (copied, coalesced at flush()). Order with
   /// queue() is kept. Write errors surface from the next flush(), never here.
   void write_through(const uint8_t* data, size_t n);
-  /// Frames (prefix included) at least this large skip the output copy (issue 6).
+  /// True when write_buffer() may be called: nothing queued or being
+  /// written, and a transport that sends bytes in place, so the handed-over
+  /// bytes go out in order and are never transformed.
+  bool can_write_buffer() const {
+    return !closing_ && !write_in_flight_ && out_.empty() && transport_->ready() &&
+           transport_->writes_in_place();
+  }
+  /// Sends every unread byte of `buf` without copying them: one try_write,
+  /// then a Transport::write from the buffer itself, which is released when
+  /// written. For a frame of many MiB, whose copy into the queue would hold
+  /// the loop for tens of milliseconds. Only when can_write_buffer().
+  void write_buffer(ByteBuffer&& buf);
+  /// Hands over the input buffer with its unread bytes (a whole frame read
+  /// into a buffer of its own size) and forgets any pending frame.
+  ByteBuffer take_input();
+  /// Frames (prefix included) at least this large skip the output copy.
   static constexpr size_t kWriteThroughBytes = 16 * 1024;
   /// The next time the output queue empties after a write callback, call
   /// on_drained() even if the high watermark was never passed (once).
@@ -120,7 +148,7 @@ class Connection : private TransportUser {
     enforce_budget_ = enforce;
   }
   /// Buffer bytes this connection holds (input and output storage).
-  size_t held_bytes() const { return in_.capacity() + out_.capacity() + writing_.capacity(); }
+  size_t held_bytes() const { return input_held() + out_.capacity() + writing_.capacity(); }
 
   /// Total bytes read and written on this connection.
   uint64_t bytes_read() const { return bytes_read_; }
@@ -142,6 +170,10 @@ class Connection : private TransportUser {
   bool release_output_if_empty();
   /// Enforcing the buffer budget and over it: buffers must not grow.
   bool over_budget() const { return enforce_budget_ && budget_ != nullptr && budget_->exceeded(); }
+  /// Of a frame-sized input buffer, the bytes arrived plus one step.
+  size_t input_held() const {
+    return frame_buffer_ ? std::min(in_.capacity(), in_.size() + pending_step_) : in_.capacity();
+  }
   /// Reports the change in held_bytes() since the last report.
   void account() {
     if (budget_ == nullptr) return;
@@ -159,6 +191,10 @@ class Connection : private TransportUser {
   uint64_t bytes_accepted_ = 0;
   bool write_in_flight_ = false;
   bool reading_ = false;
+  bool paced_ = false;         // reads held by the pacer until its check phase
+  bool frame_buffer_ = false;  // in_ was sized for the pending frame
+  ReadPacer* pacer_ = nullptr;
+  size_t turn_bytes_ = 0;      // bytes read since the last yield
   bool closing_ = false;
   bool was_above_high_ = false;
   bool notify_written_ = false;

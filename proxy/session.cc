@@ -81,6 +81,7 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
   connect_timer_.data = this;
   list_.add(this);
   client_.set_budget(ctx.budget, true);
+  client_.set_pacer(ctx.pacer);
   last_activity_ns_ = now_ns();
   const auto& lim = ctx_.config->limits;
   client_.set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
@@ -157,6 +158,7 @@ void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
   upstream_ = std::move(conn);
   ++open_handles_;
   upstream_->set_budget(ctx_.budget, false);
+  upstream_->set_pacer(ctx_.pacer);
   const auto& lim = ctx_.config->limits;
   upstream_->set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
   upstream_name_ = targets_[index].to_string();
@@ -447,7 +449,7 @@ void Session::process_client_input() {
     }
     if (step == Step::kHold) break;
     forwarded_bytes += upstream_->bytes_accepted() - before;
-    in.consume(4 + s.size);
+    if (in.size() >= 4 + s.size) in.consume(4 + s.size);  // else it went upstream whole
     client_.clear_pending_frame();
   }
   if (in.empty()) {
@@ -656,7 +658,14 @@ Session::Step Session::handle_request(const uint8_t* frame, size_t size) {
   if (upstream_version != version) write_be16(own + 2, upstream_version);
   if (key == codec::kSaslHandshake)
     sasl_.on_handshake_request(version, handshake_mechanism(frame, size));
-  upstream_->write_through(own - 4, size + 4);
+  // A frame of a MiB or more that fills the client's input buffer goes
+  // upstream in that very buffer: copying it would hold the loop.
+  ByteBuffer& held = client_.input();
+  if (size + 4 >= ReadPacer::kBytesPerTurn && held.size() == size + 4 && held.begin() == own - 4 &&
+      upstream_->can_write_buffer())
+    upstream_->write_buffer(client_.take_input());
+  else
+    upstream_->write_through(own - 4, size + 4);
   if (expects_response) {
     InFlightEntry& e = in_flight_.push(corr, key, version, now);
     e.upstream_version = upstream_version;

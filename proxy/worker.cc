@@ -15,6 +15,8 @@ Worker::Worker(int index, WorkerContext ctx_template, std::atomic<uint32_t>& con
   uv_loop_init(&loop_);
   ctx_.loop = &loop_;
   ctx_.worker_index = index;
+  pacer_ = std::make_unique<ReadPacer>(&loop_);
+  ctx_.pacer = pacer_.get();
   uv_async_init(&loop_, &async_, &Worker::on_async);
   async_.data = this;
   uv_timer_init(&loop_, &sweep_);
@@ -138,6 +140,7 @@ void Worker::stop_and_join() {
     uv_close(reinterpret_cast<uv_handle_t*>(&sweep_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&budget_timer_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
+    pacer_->close();
   });
   if (thread_.joinable()) thread_.join();
   uv_run(&loop_, UV_RUN_NOWAIT);

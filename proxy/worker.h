@@ -59,6 +59,7 @@ class Worker {
   std::atomic<uint32_t>& connections_;
   uv_loop_t loop_;
   uv_async_t async_;
+  std::unique_ptr<ReadPacer> pacer_;  // closed with the loop's other handles
   uv_timer_t sweep_;
   uv_timer_t budget_timer_;  // runs only while sessions wait for the buffer budget
   std::thread thread_;

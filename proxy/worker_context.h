@@ -16,6 +16,7 @@
 #include "proxy/buffer_budget.h"
 #include "proxy/buffer_pool.h"
 #include "proxy/endpoint_mapper.h"
+#include "proxy/read_pacer.h"
 
 namespace epochgate::metrics {
 class ProxyMetrics;
@@ -49,6 +50,7 @@ struct WorkerContext {
   UpstreamDirectory* upstreams = nullptr;
   FencingHooks* fencing = nullptr;  ///< null: policy not wired (pass-through proxy)
   BufferBudget* budget = nullptr;   ///< process-wide buffer memory budget (may be null)
+  ReadPacer* pacer = nullptr;       ///< this loop's read fairness (may be null)
   /// Asks the worker to re-check sessions paused by the budget soon.
   std::function<void()> budget_recheck;
 };
