@@ -168,6 +168,11 @@ class MetadataView {
   LearnReport learn_facts(const std::vector<detail::ResponseFact>& facts,
                           const std::vector<NodeInfo>& nodes, bool leader_only_api,
                           int32_t target_node, uint64_t now_ms);
+  /// Keeps the facts of one response that interesting() selects, then
+  /// learns them and `nodes` (learn_facts).
+  LearnReport learn_interesting(std::vector<detail::ResponseFact> all,
+                                const std::vector<NodeInfo>& nodes, bool leader_only_api,
+                                int32_t target_node, uint64_t now_ms);
   /// Read-only pre-scan: true when the partition needs learn_facts.
   bool interesting(const MetadataSnapshot& snap, const detail::ResponseFact& f,
                    bool leader_only_api, int32_t target_node) const;

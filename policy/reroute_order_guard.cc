@@ -112,13 +112,17 @@ std::vector<Released> RerouteOrderGuard::release_ready(const StreamKey& key, Str
   return out;
 }
 
-std::vector<Released> RerouteOrderGuard::reroute_answered(Ticket t, const StreamKey& stream) {
+std::vector<Released> RerouteOrderGuard::end_bounded(Ticket t, const StreamKey& stream, Kind kind) {
   auto it = streams_.find(stream);
-  if (it == streams_.end() || !erase(it->second, t, Kind::kRerouted)) return {};
+  if (it == streams_.end() || !erase(it->second, t, kind)) return {};
   --bounded_;
   std::vector<Released> out = release_ready(stream, it->second);
   forget_if_idle(stream);
   return out;
+}
+
+std::vector<Released> RerouteOrderGuard::reroute_answered(Ticket t, const StreamKey& stream) {
+  return end_bounded(t, stream, Kind::kRerouted);
 }
 
 ForwardVerdict RerouteOrderGuard::forward(Ticket t, const StreamKey& stream, int32_t node) {
@@ -158,12 +162,7 @@ void RerouteOrderGuard::direct_answered(Ticket t, const StreamKey& stream) {
 }
 
 std::vector<Released> RerouteOrderGuard::drop_held(Ticket t, const StreamKey& stream) {
-  auto it = streams_.find(stream);
-  if (it == streams_.end() || !erase(it->second, t, Kind::kHeld)) return {};
-  --bounded_;
-  std::vector<Released> out = release_ready(stream, it->second);
-  forget_if_idle(stream);
-  return out;
+  return end_bounded(t, stream, Kind::kHeld);
 }
 
 size_t RerouteOrderGuard::held() const {

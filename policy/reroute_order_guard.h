@@ -163,6 +163,9 @@ class RerouteOrderGuard {
   static void insert(Stream& st, Entry e);
   static bool erase(Stream& st, Ticket t, Kind kind);
   std::vector<Released> release_ready(const StreamKey& key, Stream& st);
+  /// Ends write `t` of `kind` (rerouted or held), which counted against the
+  /// bound, and releases what waited on it.
+  std::vector<Released> end_bounded(Ticket t, const StreamKey& stream, Kind kind);
   void forget_if_idle(const StreamKey& key);
 
   // Streams remembered as falling back cost a map entry each until their
