@@ -57,6 +57,8 @@ class FencingHooks {
     Action action = Action::kForward;
     std::vector<uint8_t> frame;
     std::unique_ptr<EntryContext> context;
+    /// kForwardRewritten of a split: `context` holds a part epochgate answered.
+    bool local_part = false;
     std::string reason;     ///< for the log line of kClose
     bool malformed = false; ///< kClose because the request did not decode
     /// Metric reason of a malformed kClose (`epochgate_frame_errors_total{reason}`).

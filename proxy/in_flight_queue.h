@@ -1,95 +1,96 @@
-// proxy/in_flight_queue.h: the per-connection record of requests waiting for
-// responses. Keeps two orders: the client's (responses must reach the client
-// in request order, including answers epochgate makes itself) and the
-// upstream's (a broker answers in the order it was sent requests). No I/O.
+// proxy/in_flight_queue.h: a client connection's requests in the client's
+// order, each an InFlightRequest (proxy/in_flight_request.h) with the parts
+// it waits for, and the answer order of each upstream connection they were
+// sent on (proxy/upstream_order.h). Responses reach the client in request
+// order, epochgate's own answers included: only the oldest request, once
+// assembled (ready), may be written. No I/O.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <vector>
 
+#include "proxy/in_flight_request.h"
+#include "proxy/upstream_order.h"
+
 namespace epochgate::proxy {
-
-/// Per-request state a session attaches to an entry (policy split state, etc.).
-struct EntryContext {
-  virtual ~EntryContext() = default;
-};
-
-/// One request that owes the client a response.
-struct InFlightEntry {
-  int32_t correlation_id = 0;
-  int16_t api_key = 0;
-  int16_t api_version = 0;        ///< version the client sent
-  int16_t upstream_version = 0;   ///< version sent upstream (differs when bridged)
-  bool awaiting_upstream = false; ///< forwarded, response not yet read
-  bool ready = false;             ///< `response` holds the whole frame for the client
-  bool raw_sasl_token = false;    ///< a SaslHandshake v0 raw token: its answer has no header
-  std::vector<uint8_t> response;  ///< size-prefixed frame, when not written straight through
-  uint64_t received_ns = 0;       ///< request frame complete (monotonic ns)
-  uint64_t forwarded_ns = 0;      ///< queued upstream (0: answered by epochgate)
-  uint64_t answered_ns = 0;       ///< broker response read
-  /// Longest the broker may take by the request's own terms (Produce
-  /// timeout_ms, Fetch max_wait_ms; 0 for most APIs); -1: not watched.
-  int32_t own_wait_ms = 0;
-  bool overdue_reported = false;  ///< counted and logged as overdue once
-  std::unique_ptr<EntryContext> context;
-};
-
-/// Result of matching an upstream response's correlation id.
-enum class MatchResult {
-  kMatched,        ///< `entry` is the request this response answers
-  kNoResponseDue,  ///< answers a request that expects none (acks=0): drop it
-  kUnknown,        ///< no request with this id is pending: drop it
-  kOutOfOrder,     ///< an earlier request still waits: protocol violation
-};
 
 /// In-flight bookkeeping of one client connection.
 class InFlightQueue {
  public:
-  /// Cap on remembered acks=0 requests (a real broker never answers them).
-  static constexpr size_t kMaxNoResponseSlots = 4096;
+  /// Cap on remembered acks=0 requests per upstream connection.
+  static constexpr size_t kMaxNoResponseSlots = UpstreamOrder::kMaxNoResponseSlots;
+
+  InFlightQueue() : upstreams_(1) {}
 
   /// Appends a request that expects a response; returns it for filling in.
-  InFlightEntry& push(int32_t correlation_id, int16_t api_key, int16_t api_version,
-                      uint64_t now_ns);
-  /// Marks `e` as forwarded upstream (its response will come from the broker).
-  void mark_forwarded(InFlightEntry& e, uint64_t now_ns);
+  /// Its address stays valid until pop_front() drops it.
+  InFlightRequest& push(int32_t correlation_id, int16_t api_key, int16_t api_version,
+                        uint64_t now_ns);
+  /// Adds a part epochgate answers itself (answered at once: its answer is
+  /// in the request's `response` or `context`).
+  void add_local_part(InFlightRequest& r) { r.add_part(RequestPart::Source::kLocal); }
+  /// Marks `r` as forwarded on the session's own upstream connection (its
+  /// response will come from the broker there).
+  void mark_forwarded(InFlightRequest& r, uint64_t now_ns);
+  /// Extension point for a request answered by more than one upstream
+  /// connection (a Produce partition rerouted to another broker): adds a part
+  /// of `r` sent under `correlation_id` on upstream connection `upstream`
+  /// (opened with add_upstream()) and returns its index, or -1 when `r` has
+  /// kMaxParts parts already. That connection's answers are matched with
+  /// upstream(upstream).match(), which marks the part answered; once
+  /// r.outstanding() is 0 the caller assembles the parts' answers (kept in
+  /// r.context) into r.response and sets r.ready. The client order needs
+  /// nothing more: front(), is_front() and pop_front() look only at the
+  /// oldest request and whether it is ready, so a part answered early on a
+  /// fast connection waits behind older requests without any change here.
+  int add_upstream_part(InFlightRequest& r, uint16_t upstream, int32_t correlation_id,
+                        uint64_t now_ns);
   /// Records a forwarded request that expects no response (Produce acks=0).
-  void forwarded_without_response(int32_t correlation_id);
+  void forwarded_without_response(int32_t correlation_id) {
+    upstreams_[0].push_no_response(correlation_id);
+  }
 
-  /// Matches a broker response by correlation id; on kMatched `*out` is set.
-  MatchResult match_upstream(int32_t correlation_id, InFlightEntry** out);
-  /// Takes the oldest forwarded request that owes a response, whatever the
-  /// response says (a raw SASL token answer carries no correlation id);
-  /// nullptr when none is pending.
-  InFlightEntry* match_next_owed();
+  /// Opens the answer order of one more upstream connection; returns its
+  /// index for add_upstream_part() and upstream().
+  uint16_t add_upstream() {
+    upstreams_.emplace_back();
+    return static_cast<uint16_t>(upstreams_.size() - 1);
+  }
+  /// The answer order of upstream connection `index` (0: the session's own).
+  UpstreamOrder& upstream(uint16_t index = 0) { return upstreams_[index]; }
 
-  /// True when `e` is the oldest request owed to the client.
-  bool is_front(const InFlightEntry& e) const { return !client_.empty() && &client_.front() == &e; }
-  InFlightEntry* front() { return client_.empty() ? nullptr : &client_.front(); }
-  /// Drops the oldest entry (after its response was written).
+  /// Matches an answer on the session's own upstream connection by
+  /// correlation id; on kMatched `*out` is set.
+  MatchResult match_upstream(int32_t correlation_id, InFlightRequest** out) {
+    size_t part = 0;
+    return upstreams_[0].match(correlation_id, out, &part);
+  }
+  /// Takes the oldest forwarded request that owes a response on the
+  /// session's own upstream, whatever the response says (a raw SASL token
+  /// answer carries no correlation id); nullptr when none is pending.
+  InFlightRequest* match_next_owed() { return upstreams_[0].match_next_owed(); }
+
+  /// True when `r` is the oldest request owed to the client.
+  bool is_front(const InFlightRequest& r) const { return !client_.empty() && &client_.front() == &r; }
+  InFlightRequest* front() { return client_.empty() ? nullptr : &client_.front(); }
+  /// Drops the oldest request (after its response was written).
   void pop_front() { client_.pop_front(); }
 
-  /// The oldest forwarded request that owes a response and is not yet
-  /// answered (the one the broker must answer next), or nullptr.
-  InFlightEntry* oldest_awaiting_upstream();
+  /// The request the session's own broker must answer next, or nullptr.
+  InFlightRequest* oldest_awaiting_upstream() { return upstreams_[0].oldest_owed(); }
 
   /// Requests owed to the client.
   size_t size() const { return client_.size(); }
-  /// Requests forwarded and not yet answered by the broker (with or without response due).
-  size_t upstream_pending() const { return upstream_.size(); }
+  /// Requests forwarded on the session's own upstream and not yet answered
+  /// (with or without response due).
+  size_t upstream_pending() const { return upstreams_[0].pending(); }
   bool empty() const { return client_.empty(); }
 
  private:
-  struct UpstreamSlot {
-    int32_t correlation_id;
-    InFlightEntry* entry;  // nullptr: no response due
-  };
-  std::deque<InFlightEntry> client_;
-  std::deque<UpstreamSlot> upstream_;
-  size_t no_response_slots_ = 0;
+  std::deque<InFlightRequest> client_;
+  std::vector<UpstreamOrder> upstreams_;
 };
 
 }  // namespace epochgate::proxy

@@ -251,6 +251,7 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
       split->charge = std::move(charge);
       drop_record_views(split->request);
       plan.context = std::move(split);
+      plan.local_part = true;
       plan.action = RequestPlan::Action::kForwardRewritten;
       return plan;
     }

@@ -21,6 +21,7 @@
 #include "proxy/api_version_ranges.h"
 #include "proxy/buffer_pool.h"
 #include "proxy/connection.h"
+#include "proxy/dialer.h"
 #include "proxy/tcp_transport.h"
 
 namespace epochgate::proxy {
@@ -28,44 +29,15 @@ namespace epochgate::proxy {
 /// Dials a broker connection: resolve, connect and an answered ApiVersions
 /// (Kafka protocol, KIP-35; v0, which every broker since 0.10 answers), each
 /// target within `timeout_ms`. All calls and callbacks on the loop thread.
-class UpstreamDialer : public ConnectionOwner {
+class UpstreamDialer : public Dialer, public ConnectionOwner {
  public:
-  /// Where an attempt failed.
-  enum class Stage {
-    kResolve,  ///< getaddrinfo failed or timed out
-    kConnect,  ///< TCP connect refused, failed or timed out
-    kAnswer,   ///< connected, but no (valid) answer to ApiVersions in time
-  };
+  /// Where an attempt failed (proxy/dialer.h).
+  using Stage = DialStage;
   static const char* stage_name(Stage s);
-
-  /// One failed attempt: target `index` of the list, uv error (UV_ETIMEDOUT
-  /// when the deadline passed, UV_EOF when the broker closed, 0 for a bad answer).
-  struct Failure {
-    size_t index = 0;
-    config::HostPort target;
-    Stage stage = Stage::kConnect;
-    int status = 0;
-    uint64_t elapsed_ms = 0;  ///< since this target's attempt started
-  };
-
-  /// Receives the dialer's results. The dialer may be destroyed only after
-  /// on_dialer_closed(); it never calls back after that.
-  class Owner {
-   public:
-    virtual ~Owner() = default;
-    /// An attempt failed; the dialer goes on with the next target.
-    virtual void on_dial_attempt_failed(const Failure& f) = 0;
-    /// Target `index` is connected and answered. `conn` reads nothing until
-    /// its new owner starts it (Connection::set_owner first); bytes the
-    /// broker sent after the answer are still in its input. `versions` is
-    /// the broker's [min, max] per API key from that answer.
-    virtual void on_dialed(std::unique_ptr<Connection> conn, size_t index,
-                           const ApiVersionRanges& versions) = 0;
-    /// Every target failed (after its on_dial_attempt_failed()).
-    virtual void on_dial_failed() = 0;
-    /// close() finished: no handle or callback of the dialer is left.
-    virtual void on_dialer_closed() {}
-  };
+  /// One failed attempt (proxy/dialer.h).
+  using Failure = DialFailure;
+  /// Receives the dialer's results (proxy/dialer.h).
+  using Owner = DialerOwner;
 
   UpstreamDialer(uv_loop_t* loop, BufferPool& pool, Owner& owner);
   ~UpstreamDialer() override;
@@ -75,18 +47,18 @@ class UpstreamDialer : public ConnectionOwner {
   /// Starts dialing `targets` in order, giving each `timeout_ms` (resolve,
   /// connect and answer together). `client_id` names epochgate in the
   /// ApiVersions request. Cancels a dial in progress.
-  void dial(std::vector<config::HostPort> targets, uint32_t timeout_ms, std::string client_id);
+  void dial(std::vector<config::HostPort> targets, uint32_t timeout_ms,
+            std::string client_id) override;
   /// Builds the byte stream over each attempt's TCP socket (before it
   /// connects), e.g. TLS wrapping the TcpTransport for `target`; the probe
   /// and everything after it go through it. Unset: the TcpTransport itself.
-  using TransportWrapper =
-      std::function<std::unique_ptr<Transport>(std::unique_ptr<TcpTransport>, const config::HostPort&)>;
-  void set_transport_wrapper(TransportWrapper wrap) { wrap_ = std::move(wrap); }
+  using TransportWrapper = Dialer::TransportWrapper;
+  void set_transport_wrapper(TransportWrapper wrap) override { wrap_ = std::move(wrap); }
   /// Stops dialing; the current attempt's socket closes.
-  void cancel();
+  void cancel() override;
   /// Cancels and closes the timer; on_dialer_closed() follows once every
   /// socket is closed. Idempotent.
-  void close();
+  void close() override;
   bool dialing() const { return attempt_ != nullptr; }
   /// Correlation id of the probe (epochgate's own; never a client's).
   static constexpr int32_t kProbeCorrelationId = 0x45470001;

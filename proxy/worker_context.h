@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/buffer_pool.h"
+#include "proxy/dialer.h"
 #include "proxy/endpoint_mapper.h"
 #include "proxy/read_pacer.h"
 
@@ -53,6 +54,9 @@ struct WorkerContext {
   ReadPacer* pacer = nullptr;       ///< this loop's read fairness (may be null)
   /// Asks the worker to re-check sessions paused by the budget soon.
   std::function<void()> budget_recheck;
+  /// Makes a session's upstream dialer; unset: UpstreamDialer over TCP.
+  /// Unit tests hand sessions in-memory connections through it.
+  std::function<std::unique_ptr<Dialer>(DialerOwner&)> make_dialer;
 };
 
 }  // namespace epochgate::proxy

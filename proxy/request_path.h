@@ -1,0 +1,60 @@
+// proxy/request_path.h: a session's client-to-broker direction for one whole
+// request frame at a time: SASL framing, locally answered ApiVersions, the
+// checks a request must pass before it may be forwarded, the policy's plan
+// (hold, rewrite, split, answer, close), KIP-951 version bridging, and the
+// in-flight record of what the client is owed. Forwards unchanged frames
+// from the buffer they were read into. Never reads a socket and never
+// writes to the client (answers wait in the in-flight queue for the
+// response path); never answers an acks=0 Produce.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "proxy/connection.h"
+#include "proxy/in_flight_queue.h"
+#include "proxy/sasl_framing.h"
+#include "proxy/session_host.h"
+#include "proxy/worker_context.h"
+
+namespace epochgate::proxy {
+
+/// Handles the client's requests for one session (loop thread only).
+class RequestPath {
+ public:
+  RequestPath(WorkerContext& ctx, int32_t node_id, Connection& client, InFlightQueue& in_flight,
+              SaslFraming& sasl, const BrokerBridging& bridging, SessionHost& host);
+
+  /// The upstream connection the requests go to, once it is open.
+  void attach_upstream(Connection& upstream) { upstream_ = &upstream; }
+
+  /// What became of a request frame.
+  enum class Step {
+    kConsumed,  ///< forwarded or answered: the caller drops the frame
+    kClosed,    ///< the session closed (bad request, fenced acks=0)
+    kHold,      ///< held for a metadata refresh: keep it, offer it again later
+  };
+  /// One whole request: `frame` is the payload after the 4-byte size
+  /// prefix, which must precede it in the same buffer (the frame is
+  /// forwarded from there, its version patched in place when bridged).
+  Step handle(uint8_t* frame, size_t size);
+
+ private:
+  /// Forwards a raw SASL token (SaslHandshake v0 framing) as it is.
+  Step forward_raw_sasl_token(uint8_t* frame, size_t size);
+  /// A client SaslHandshake while epochgate logs in for the client:
+  /// answered ILLEGAL_SASL_STATE.
+  void refuse_client_sasl(int32_t corr, int16_t version);
+
+  WorkerContext& ctx_;
+  int32_t node_id_;
+  Connection& client_;
+  Connection* upstream_ = nullptr;
+  InFlightQueue& in_flight_;
+  SaslFraming& sasl_;
+  const BrokerBridging& bridging_;
+  SessionHost& host_;
+  uint64_t hold_started_ns_ = 0;  // the held request's first offer; 0: none held
+};
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,268 @@
+// proxy/response_path.cc
+#include "proxy/response_path.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <type_traits>
+
+#include "codec/api_table.h"
+#include "codec/api_versions_io.h"
+#include "codec/message_io.h"
+#include "codec/messages/api_traits.h"
+#include "metrics/proxy_metrics.h"
+#include "proxy/address_rewriter.h"
+#include "proxy/api_versions_filter.h"
+#include "proxy/fencing_hooks.h"
+#include "proxy/log_limited.h"
+#include "proxy/wire_ints.h"
+
+namespace epochgate::proxy {
+
+namespace {
+
+uint64_t now_ns() { return uv_hrtime(); }
+
+// Encodes `header` + `msg` at `version` as a size-prefixed frame into `out`.
+// Bytes a peer sent after the body (brokers ignore them) are kept, so an
+// unchanged message re-encodes byte-identical.
+template <typename M>
+void encode_response_frame(const codec::ResponseHeader& header, const M& msg, int16_t version,
+                           std::vector<uint8_t>& out, const codec::Bytes& trailing) {
+  out.clear();
+  codec::encode_frame(out, header, msg, version);
+  if (trailing.size > 0) {
+    out.insert(out.end(), trailing.data, trailing.data + trailing.size);
+    write_be32(out.data(), static_cast<uint32_t>(out.size() - 4));
+  }
+}
+
+}  // namespace
+
+ResponsePath::ResponsePath(WorkerContext& ctx, int32_t node_id, Connection& client,
+                           InFlightQueue& in_flight, SaslFraming& sasl, BrokerBridging& bridging,
+                           const std::string& upstream_name, SessionHost& host)
+    : ctx_(ctx),
+      node_id_(node_id),
+      client_(client),
+      in_flight_(in_flight),
+      sasl_(sasl),
+      bridging_(bridging),
+      upstream_name_(upstream_name),
+      host_(host) {}
+
+bool ResponsePath::deliver_raw_sasl_token(const uint8_t* frame, size_t size) {
+  InFlightRequest* e = in_flight_.match_next_owed();
+  if (e == nullptr || !e->raw_sasl_token) {
+    host_.frame_error("unexpected_sasl_token",
+                "upstream " + upstream_name_ + " answered a SASL token out of turn");
+    return false;
+  }
+  e->answered_ns = now_ns();
+  deliver(*e, frame - 4, size + 4);
+  sasl_.on_broker_token(size);
+  host_.sasl_answered();
+  return true;
+}
+
+bool ResponsePath::handle(const uint8_t* frame, size_t size) {
+  if (sasl_.broker_sends_raw_token()) return deliver_raw_sasl_token(frame, size);
+  if (size < 4) {
+    host_.frame_error("truncated", "response shorter than a correlation id from " + upstream_name_);
+    return false;
+  }
+  int32_t corr = read_be32(frame);
+  InFlightRequest* e = nullptr;
+  switch (in_flight_.match_upstream(corr, &e)) {
+    case MatchResult::kMatched:
+      break;
+    case MatchResult::kNoResponseDue:
+      // The librdkafka mock cluster answers acks=0 Produce; a client must
+      // never see that (Java treats an unexpected correlation id as fatal).
+      if (ctx_.metrics) ctx_.metrics->unexpected_response();
+      return true;
+    case MatchResult::kUnknown:
+      if (ctx_.metrics) ctx_.metrics->unexpected_response();
+      spdlog::debug("upstream {}: dropped response with unknown correlation id {}",
+                    upstream_name_, corr);
+      return true;
+    case MatchResult::kOutOfOrder:
+      host_.frame_error("unexpected_correlation_id",
+                  "upstream " + upstream_name_ + " answered " + std::to_string(corr) +
+                      " before an earlier request");
+      return false;
+  }
+  uint64_t now = now_ns();
+  e->answered_ns = now;
+  if (e->api_key == codec::kSaslHandshake) {
+    // Response header v0 (correlation id), then ErrorCode.
+    int16_t error_code = size >= 6 ? static_cast<int16_t>((frame[4] << 8) | frame[5]) : -1;
+    host_.count_client_login(sasl_.on_handshake_response(error_code));
+    host_.sasl_answered();
+  } else if (e->api_key == codec::kSaslAuthenticate) {
+    codec::ResponseHeader h;
+    if (codec::parse_response_header(frame, size,
+                                     codec::response_header_version(e->api_key, e->upstream_version),
+                                     h).ok() &&
+        size >= h.size + 2)
+      host_.count_client_login(sasl_.on_authenticate_response(
+          static_cast<int16_t>((frame[h.size] << 8) | frame[h.size + 1])));
+  }
+  if (ctx_.metrics) {
+    ctx_.metrics->response(e->api_key);
+    ctx_.metrics->upstream_latency(e->api_key, static_cast<double>(now - e->forwarded_ns) / 1e9);
+  }
+  // Responses the API table marks decoded (addresses, ApiVersions capping,
+  // what the policy learns from); everything else passes as its bytes.
+  const codec::ApiInfo* info = codec::api_info(e->api_key);
+  if ((info != nullptr && info->response_decoded(e->api_version, ctx_.fencing != nullptr)) ||
+      e->context) {
+    std::vector<uint8_t> rewritten;
+    bool changed = false;
+    if (!transform_response(*e, frame, size, rewritten, changed)) return false;
+    if (changed) {
+      deliver(*e, rewritten.data(), rewritten.size());
+      return true;
+    }
+  }
+  deliver(*e, frame - 4, size + 4);
+  return true;
+}
+
+void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len) {
+  if (in_flight_.is_front(e)) {
+    client_.write_through(frame_with_prefix, len);
+    record_proxy_latency(e);
+    in_flight_.pop_front();
+    return;
+  }
+  e.response.assign(frame_with_prefix, frame_with_prefix + len);
+  e.ready = true;
+}
+
+void ResponsePath::record_proxy_latency(const InFlightRequest& e) {
+  if (!ctx_.metrics) return;
+  // Time epochgate held the request before forwarding plus the time it held
+  // the response after the broker's answer; the broker's own time excluded.
+  uint64_t now = now_ns();
+  uint64_t held = e.forwarded_ns ? (e.forwarded_ns - e.received_ns) + (now - e.answered_ns)
+                                 : now - e.received_ns;
+  ctx_.metrics->proxy_latency(static_cast<double>(held) / 1e9);
+}
+
+void ResponsePath::flush_ready() {
+  while (InFlightRequest* f = in_flight_.front()) {
+    if (!f->ready) break;
+    client_.queue(f->response.data(), f->response.size());
+    record_proxy_latency(*f);
+    in_flight_.pop_front();
+  }
+}
+
+bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, size_t size,
+                                 std::vector<uint8_t>& out, bool& changed) {
+  const int16_t key = e.api_key;
+  const int16_t up_version = e.upstream_version;
+  const int16_t client_version = e.api_version;
+  codec::ResponseHeader h;
+  codec::Status st =
+      codec::parse_response_header(frame, size, codec::response_header_version(key, up_version), h);
+  if (!st.ok()) {
+    host_.frame_error(codec::errc_name(st.code), "response header from " + upstream_name_);
+    return false;
+  }
+  const uint8_t* body = frame + h.size;
+  size_t body_len = size - h.size;
+  // The client gets the header version of the version it asked for.
+  h.header_version = codec::response_header_version(key, client_version);
+  switch (key) {
+    case codec::kApiVersions: {
+      codec::ApiVersionsResponse m;
+      int16_t used_version = up_version;
+      codec::Status s =
+          codec::decode_api_versions_response(body, body_len, up_version, m, used_version);
+      // A broker refusing the version (error 35, body in v0) or a body that
+      // decodes in neither version: the client handles it as from the broker.
+      if (!s.ok() || m.error_code != 0) return true;
+      for (const auto& k : m.api_keys) {
+        if (k.api_key == codec::kProduce) broker_max_produce_ = k.max_version;
+        if (k.api_key == codec::kFetch) broker_max_fetch_ = k.max_version;
+      }
+      bool bridge = ctx_.config->policy.kip951_bridge && ctx_.fencing != nullptr;
+      if (cap_api_versions(m, bridge) > 0) {
+        bridging_.produce = bridge && broker_max_produce_ == 9;
+        bridging_.fetch = bridge && broker_max_fetch_ == 15;
+        if (ctx_.metrics) ctx_.metrics->api_versions_capped();
+        encode_response_frame(h, m, used_version, out, codec::Bytes{});
+        changed = true;
+      }
+      return true;
+    }
+    default:
+      break;
+  }
+  // Responses that carry broker addresses: decode, learn, rewrite, amend.
+  enum class Done { kOk, kFailed, kNotAddressed };
+  Done done = codec::with_api(key, Done::kNotAddressed, [&](auto api) {
+    using M = typename decltype(api)::Response;
+    if constexpr (codec::kCarriesAddresses<M>)
+      return rewrite_response<M>(e, h, body, body_len, out, changed) ? Done::kOk : Done::kFailed;
+    else
+      return Done::kNotAddressed;
+  });
+  if (done != Done::kNotAddressed) return done == Done::kOk;
+  if (ctx_.fencing) {
+    std::string error;
+    if (!ctx_.fencing->on_other_response(e, node_id_, h, body, body_len, out, changed, error)) {
+      host_.frame_error("malformed_response", error + " from " + upstream_name_);
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename M>
+bool ResponsePath::rewrite_response(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
+                               size_t body_len, std::vector<uint8_t>& out, bool& changed) {
+  M m;
+  codec::Bytes trailing;
+  codec::Status s =
+      codec::decode_body_allow_trailing(body, body_len, e.upstream_version, m, trailing);
+  if (!s.ok()) {
+    host_.frame_error(codec::errc_name(s.code),
+                std::string(M::kName) + " from " + upstream_name_ + ": " + s.message());
+    return false;
+  }
+  constexpr bool kHinted = codec::kCarriesHints<M>;
+  // Learn first (upstream addresses), then rewrite what the broker sent, then
+  // let the policy add what it adds (epochgate addresses only).
+  if (ctx_.fencing) {
+    if constexpr (std::is_same_v<M, codec::MetadataResponse>) {
+      ctx_.fencing->learn_metadata(m, e.upstream_version);
+    } else if constexpr (kHinted) {
+      ctx_.fencing->learn_response(&m, e.upstream_version, node_id_);
+    }
+  }
+  RewriteResult r = rewrite_addresses(m, e.api_version, *ctx_.endpoints);
+  if (r.failed) {
+    host_.frame_error("endpoint_unmapped", "no listener for a broker node id in a response");
+    return false;
+  }
+  if (r.rewritten > 0 && ctx_.metrics) {
+    ctx_.metrics->addresses_rewritten(e.api_key, r.rewritten);
+    // A broker's own KIP-951 hint, now pointing at epochgate.
+    if constexpr (kHinted)
+      for (int i = 0; i < r.rewritten; ++i) ctx_.metrics->hint("rewritten");
+  }
+  bool touched = e.upstream_version != e.api_version || r.rewritten > 0;
+  if constexpr (kHinted) {
+    if (ctx_.fencing) touched |= ctx_.fencing->amend_response(e, &m, e.api_version, node_id_);
+  }
+  if (touched) {
+    encode_response_frame(h, m, e.api_version, out, trailing);
+    changed = true;
+  }
+  return true;
+}
+
+}  // namespace epochgate::proxy

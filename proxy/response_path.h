@@ -1,0 +1,70 @@
+// proxy/response_path.h: a session's broker-to-client direction for one
+// whole response frame at a time: matches it to the request it answers (the
+// upstream's order), learns from it and rewrites broker addresses to
+// epochgate's, caps ApiVersions (and decides KIP-951 bridging from it),
+// lets the policy merge a split request's parts, and writes responses to the
+// client in the client's request order. Never reads a socket, never lets an
+// upstream address reach the client, never answers an acks=0 Produce.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codec/header.h"
+#include "proxy/connection.h"
+#include "proxy/in_flight_queue.h"
+#include "proxy/sasl_framing.h"
+#include "proxy/session_host.h"
+#include "proxy/worker_context.h"
+
+namespace epochgate::proxy {
+
+/// Handles the broker's responses for one session (loop thread only).
+class ResponsePath {
+ public:
+  /// `upstream_name` names the broker in log lines (kept up to date by the session).
+  ResponsePath(WorkerContext& ctx, int32_t node_id, Connection& client, InFlightQueue& in_flight,
+               SaslFraming& sasl, BrokerBridging& bridging, const std::string& upstream_name,
+               SessionHost& host);
+
+  /// One whole response: `frame` is the payload after the 4-byte size
+  /// prefix, which must precede it in the same buffer (an unchanged
+  /// response goes to the client from there). False when the session closed.
+  bool handle(const uint8_t* frame, size_t size);
+  /// Queues to the client every response at the head of the client order
+  /// that is ready (answered locally, or answered while older ones waited).
+  void flush_ready();
+
+ private:
+  /// Delivers the broker's raw answer to a SASL token; false to close.
+  bool deliver_raw_sasl_token(const uint8_t* frame, size_t size);
+  /// Decodes, learns from and rewrites a response that needs it. Returns false
+  /// when the session closed; sets `out` and `changed` when the bytes changed.
+  bool transform_response(InFlightRequest& e, const uint8_t* frame, size_t size,
+                          std::vector<uint8_t>& out, bool& changed);
+  /// Responses that carry broker addresses: decode, learn, rewrite, let the
+  /// policy amend (merge, backfill hints), re-encode only if something changed.
+  template <typename M>
+  bool rewrite_response(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
+                        size_t body_len, std::vector<uint8_t>& out, bool& changed);
+  /// The response of `e` (all parts answered): written now when `e` is the
+  /// oldest request owed, else kept until the older ones are written.
+  void deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len);
+  void record_proxy_latency(const InFlightRequest& e);
+
+  WorkerContext& ctx_;
+  int32_t node_id_;
+  Connection& client_;
+  InFlightQueue& in_flight_;
+  SaslFraming& sasl_;
+  BrokerBridging& bridging_;
+  const std::string& upstream_name_;
+  SessionHost& host_;
+  // Broker limits seen in this connection's ApiVersions, for KIP-951 bridging.
+  int16_t broker_max_produce_ = -1;
+  int16_t broker_max_fetch_ = -1;
+};
+
+}  // namespace epochgate::proxy

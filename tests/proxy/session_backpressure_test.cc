@@ -1,0 +1,68 @@
+// tests/proxy/session_backpressure_test.cc: watermark backpressure in both
+// directions, seen from the sockets: while the broker side cannot take more
+// (output over limits.high_watermark_bytes) the session stops reading the
+// client, and reads again once that output drained to the low watermark;
+// likewise it stops reading the broker while the client is slow.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/proxy/session_rig.h"
+
+namespace epochgate::proxy::testing {
+namespace {
+
+config::Config small_watermarks() {
+  config::Config cfg;
+  cfg.limits.low_watermark_bytes = 1000;
+  cfg.limits.high_watermark_bytes = 4000;
+  return cfg;
+}
+
+TEST(SessionBackpressure, ClientReadsPauseWhileTheBrokerSideIsFull) {
+  SessionRig rig(small_watermarks());
+  rig.connect();
+  rig.broker->set_try_write_limit(0);  // the broker's socket takes nothing at once
+  rig.broker->set_auto_complete(false);
+  std::string big;
+  for (int32_t c = 1; c <= 3; ++c) big += request_frame(kHeartbeat, 3, c, std::string(3000, 'x'));
+  rig.client->peer_sends(big);
+  rig.pump();
+  EXPECT_FALSE(rig.client->reading()) << "the client is still read while 9000 bytes wait upstream";
+  std::string later = request_frame(kHeartbeat, 3, 4);
+  rig.client->peer_sends(later);
+  rig.pump();
+  EXPECT_FALSE(rig.client->reading());
+  EXPECT_EQ(rig.broker->sent(), "");
+  rig.broker->complete_write(0);  // the socket took the 9000 bytes
+  rig.pump();
+  EXPECT_TRUE(rig.client->reading()) << "reading did not resume once the output drained";
+  rig.broker->complete_write(0);  // the request read after the resume
+  EXPECT_EQ(rig.broker->sent(), big + later);
+}
+
+TEST(SessionBackpressure, BrokerReadsPauseWhileTheClientIsSlow) {
+  SessionRig rig(small_watermarks());
+  rig.connect();
+  rig.client->set_try_write_limit(0);
+  rig.client->set_auto_complete(false);
+  std::string requests, answers;
+  for (int32_t c = 1; c <= 3; ++c) {
+    requests += request_frame(kHeartbeat, 3, c);
+    answers += response_frame(c, std::string(3000, 'r'));
+  }
+  rig.client->peer_sends(requests);
+  rig.pump();
+  rig.broker->peer_sends(answers);
+  rig.pump();
+  EXPECT_FALSE(rig.broker->reading()) << "the broker is still read while the client is slow";
+  rig.client->complete_write(0);
+  rig.pump();
+  rig.client->complete_write(0);
+  rig.pump();
+  EXPECT_TRUE(rig.broker->reading());
+  EXPECT_EQ(rig.client->sent(), answers);
+}
+
+}  // namespace
+}  // namespace epochgate::proxy::testing
