@@ -14,6 +14,11 @@ InFlightRequest& InFlightQueue::push(int32_t correlation_id, int16_t api_key, in
   return r;
 }
 
+uint16_t InFlightQueue::add_upstream() {
+  upstreams_.emplace_back();
+  return static_cast<uint16_t>(upstreams_.size() - 1);
+}
+
 void InFlightQueue::mark_forwarded(InFlightRequest& r, uint64_t now_ns) {
   add_upstream_part(r, 0, r.correlation_id, now_ns);
 }

@@ -54,10 +54,7 @@ class InFlightQueue {
 
   /// Opens the answer order of one more upstream connection; returns its
   /// index for add_upstream_part() and upstream().
-  uint16_t add_upstream() {
-    upstreams_.emplace_back();
-    return static_cast<uint16_t>(upstreams_.size() - 1);
-  }
+  uint16_t add_upstream();
   /// The answer order of upstream connection `index` (0: the session's own).
   UpstreamOrder& upstream(uint16_t index = 0) { return upstreams_[index]; }
 
