@@ -4,6 +4,7 @@
 // response_learning.cc). Must never: move an epoch backwards on one report,
 // store a -1 leader or epoch as a hint, or block readers.
 #include "policy/metadata_view.h"
+#include "policy/replica_set_interner.h"
 
 #include "policy/epoch_dispute.h"
 
@@ -68,7 +69,7 @@ LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, in
   Editor ed(current_.load());
   const bool has_epochs = version >= 7;
   const bool has_ids = version >= 10;
-
+  ReplicaSetInterner replica_sets;  // partitions with equal lists share one set
   for (const auto& b : resp.brokers) {
     const auto& nodes = ed.nodes();
     auto it = nodes.find(b.node_id);
@@ -122,10 +123,7 @@ LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, in
           e->replica_set->isr == p.isr_nodes) {
         in.replicas = e->replica_set;  // unchanged: keep sharing it
       } else {
-        auto rs = std::make_shared<ReplicaSet>();
-        rs->replicas = p.replica_nodes;
-        rs->isr = p.isr_nodes;
-        in.replicas = std::move(rs);
+        in.replicas = replica_sets.get(p.replica_nodes, p.isr_nodes);  // shared by content
       }
       in.ids_verified = ids_verified;
       bool advanced = false;
