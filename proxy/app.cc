@@ -187,8 +187,7 @@ void App::check_fd_budget(unsigned workers) {
   uint64_t need = fds_needed(c.limits.max_connections, c.broker_ports.max_listeners, workers,
                              c.admin.enabled ? c.admin.max_connections : 0);
   listener_metrics_->set_fd_limit(lim.soft, need);
-  if (lim.raised)
-    spdlog::info("descriptor limit raised from {} to {} (the hard limit)", lim.soft_before, lim.soft);
+  spdlog::info("{}", fd_budget_statement(lim, need));
   if (lim.soft < need) {
     uint64_t fit = lim.soft > need - 2 * uint64_t{c.limits.max_connections}
                        ? (lim.soft - (need - 2 * uint64_t{c.limits.max_connections})) / 2

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace epochgate::proxy {
 
@@ -18,6 +19,17 @@ uint64_t fds_needed(uint64_t max_connections, uint64_t max_listeners, uint64_t w
                     uint64_t admin_max_connections) {
   return 2 * max_connections + 1 + max_listeners + kPerLoop * (workers + 1) +
          admin_max_connections + 1 + kReserve;
+}
+
+std::string fd_budget_statement(const FdLimit& lim, uint64_t need) {
+  auto num = [](uint64_t v) { return v == UINT64_MAX ? std::string("unlimited") : std::to_string(v); };
+  std::string out = "descriptors: limit " + num(lim.soft);
+  out += lim.raised ? " (raised from " + num(lim.soft_before) + " to the hard limit)"
+                    : " (hard " + num(lim.hard) + ")";
+  out += "; the configured limits can use up to " + std::to_string(need) +
+         " (2 per client connection, 1 per listener, the event loops, admin connections and a "
+         "reserve)";
+  return out;
 }
 
 FdLimit raise_fd_limit() {

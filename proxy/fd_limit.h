@@ -27,6 +27,11 @@ struct FdLimit {
   std::string error;         ///< why getrlimit/setrlimit failed, if it did
 };
 
+/// The start-up line that states the descriptor budget whether or not it
+/// suffices: the soft limit in force (and what it was raised from), the hard
+/// limit, and `need` (fds_needed() of the configured limits).
+std::string fd_budget_statement(const FdLimit& lim, uint64_t need);
+
 /// Raises the soft RLIMIT_NOFILE of this process to its hard limit
 /// (bounded by /proc/sys/fs/nr_open when the hard limit is infinite).
 FdLimit raise_fd_limit();

@@ -272,6 +272,9 @@ def test_descriptor_limit_warns_and_accept_backs_off(h):
         h.epochgate_path = real
     warn = _log_lines(gate, "descriptor limit %d" % limit)
     assert warn and "limits.max_connections 10000" in warn[0], warn
+    # The budget is stated at start whether or not it suffices.
+    stated = _log_lines(gate, "descriptors: limit %d" % limit)
+    assert stated and "up to %d" % metric_of(gate, "epochgate_fds_needed") in stated[0], stated
     assert metric_of(gate, "epochgate_fd_limit") == limit
     assert metric_of(gate, "epochgate_fds_needed") > limit
 

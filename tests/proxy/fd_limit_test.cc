@@ -44,5 +44,22 @@ TEST(FdLimit, SoftLimitIsRaisedToTheHardLimit) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+TEST(FdLimit, StatementNamesTheLimitAndTheNeed) {
+  FdLimit raised;
+  raised.soft_before = 1024;
+  raised.soft = 20000;
+  raised.hard = 20000;
+  raised.raised = true;
+  const std::string a = fd_budget_statement(raised, 20145);
+  EXPECT_NE(a.find("limit 20000 (raised from 1024"), std::string::npos) << a;
+  EXPECT_NE(a.find("up to 20145"), std::string::npos) << a;
+  FdLimit as_found;
+  as_found.soft_before = as_found.soft = 65536;
+  as_found.hard = UINT64_MAX;
+  const std::string b = fd_budget_statement(as_found, 100);
+  EXPECT_NE(b.find("limit 65536 (hard unlimited)"), std::string::npos) << b;
+  EXPECT_NE(b.find("up to 100 "), std::string::npos) << b;
+}
+
 }  // namespace
 }  // namespace epochgate::proxy
