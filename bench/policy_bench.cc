@@ -2,9 +2,14 @@
 // partition decisions per second on one core, for a Produce request naming
 // 1,000 partitions against a view of 10,000 partitions (100 topics x 100
 // partitions, 5 brokers), plus a Fetch with epoch injection and a split
-// Produce with its local answer. Prints figures, asserts nothing.
+// Produce with its local answer; and at scale, a Produce naming 10,000
+// partitions against a view of 100,000 (100 topics x 1,000), learning that
+// view, and the allocator's count of its memory. Prints figures, asserts
+// nothing.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,15 +44,15 @@ codec::Uuid topic_id(int t) {
   return u;
 }
 
-codec::MetadataResponse metadata_10000() {
+codec::MetadataResponse metadata_of(int topics, int partitions_per_topic) {
   codec::MetadataResponse md;
   for (int b = 1; b <= kBrokers; ++b)
     md.brokers.push_back({b, "broker-" + std::to_string(b), 9092, std::nullopt, {}});
-  for (int t = 0; t < kTopics; ++t) {
+  for (int t = 0; t < topics; ++t) {
     auto& mt = md.topics.emplace_back();
     mt.name = topic_name(t);
     mt.topic_id = topic_id(t);
-    for (int p = 0; p < kPartitionsPerTopic; ++p) {
+    for (int p = 0; p < partitions_per_topic; ++p) {
       auto& mp = mt.partitions.emplace_back();
       mp.partition_index = p;
       mp.leader_id = leader_of(t, p);
@@ -60,6 +65,8 @@ codec::MetadataResponse metadata_10000() {
   return md;
 }
 
+codec::MetadataResponse metadata_10000() { return metadata_of(kTopics, kPartitionsPerTopic); }
+
 /// The 10,000-partition view, learned once from one Metadata v12 response.
 policy::MetadataView& bench_view() {
   static policy::MetadataView* view = [] {
@@ -68,6 +75,41 @@ policy::MetadataView& bench_view() {
     return v;
   }();
   return *view;
+}
+
+constexpr int kScalePartitionsPerTopic = 1000;  // x kTopics = 100,000
+
+/// The 100,000-partition view (100 topics x 1,000), learned once.
+policy::MetadataView& bench_view_100k() {
+  static policy::MetadataView* view = [] {
+    auto* v = new policy::MetadataView();
+    v->learn_metadata(metadata_of(kTopics, kScalePartitionsPerTopic), 12, 1000,
+                      policy::Source::kRefresher);
+    return v;
+  }();
+  return *view;
+}
+
+/// A Produce v9 naming the `count` partitions broker 1 leads first, drawn
+/// from the 100,000-partition cluster.
+codec::ProduceRequest produce_led_by_1(int count) {
+  static const uint8_t kRecords[64] = {};
+  codec::ProduceRequest r;
+  r.acks = -1;
+  r.timeout_ms = 30000;
+  int named = 0;
+  for (int t = 0; t < kTopics && named < count; ++t) {
+    auto& td = r.topic_data.emplace_back();
+    td.name = topic_name(t);
+    for (int p = 0; p < kScalePartitionsPerTopic && named < count; ++p) {
+      if (leader_of(t, p) != 1) continue;
+      auto& pd = td.partition_data.emplace_back();
+      pd.index = p;
+      pd.records = codec::Bytes{kRecords, sizeof kRecords, false};
+      ++named;
+    }
+  }
+  return r;
 }
 
 /// A Produce v9 naming 1,000 partitions (10 topics x 100). `only_led_by`
@@ -111,8 +153,8 @@ codec::FetchRequest fetch_1000() {
 }
 
 template <class Request>
-void run_decisions(benchmark::State& state, const Request& req, int16_t version, int32_t target) {
-  auto& view = bench_view();
+void run_decisions(benchmark::State& state, const Request& req, int16_t version, int32_t target,
+                   policy::MetadataView& view = bench_view()) {
   const auto policy = policy::CompiledPolicy::compile(config::PolicyConfig{});
   policy::RequestDecision out;
   size_t partitions = 0;
@@ -134,6 +176,13 @@ void BM_DecideProduce1000_AllPass(benchmark::State& state) {
   run_decisions(state, produce_1000(1), 9, 1);
 }
 BENCHMARK(BM_DecideProduce1000_AllPass);
+
+// A Produce naming 10,000 partitions, all led by the target, against the
+// 100,000-partition view: the decision time per request at scale.
+void BM_DecideProduce10000_AllPass_View100000(benchmark::State& state) {
+  run_decisions(state, produce_led_by_1(10000), 9, 1, bench_view_100k());
+}
+BENCHMARK(BM_DecideProduce10000_AllPass_View100000);
 
 // 10 topics x 100 partitions to broker 1: 80% fenced (split).
 void BM_DecideProduce1000_Mixed(benchmark::State& state) {
@@ -187,6 +236,42 @@ void BM_LearnMetadata10000(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kTopics * kPartitionsPerTopic));
 }
 BENCHMARK(BM_LearnMetadata10000);
+
+// A refresher answer for the whole 100,000-partition cluster (nothing
+// changed): the view's share of one periodic refresh at scale.
+void BM_LearnMetadata100000(benchmark::State& state) {
+  policy::MetadataView view;
+  const auto md = metadata_of(kTopics, kScalePartitionsPerTopic);
+  uint64_t now = 1000;
+  view.learn_metadata(md, 12, now, policy::Source::kRefresher);
+  for (auto _ : state) view.learn_metadata(md, 12, ++now, policy::Source::kRefresher);
+  state.SetItemsProcessed(
+      static_cast<int64_t>(state.iterations() * kTopics * kScalePartitionsPerTopic));
+}
+BENCHMARK(BM_LearnMetadata100000)->Unit(benchmark::kMillisecond);
+
+// What the view holds for 100,000 partitions, by the allocator's count
+// (mallinfo2: bytes in use after learning minus before; the decoded response
+// is alive in both, so it is not counted): the bytes_per_partition counter.
+void BM_ViewMemory100000(benchmark::State& state) {
+  const auto md = metadata_of(kTopics, kScalePartitionsPerTopic);
+  double per_partition = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto view = std::make_unique<policy::MetadataView>();
+    malloc_trim(0);
+    const size_t before = mallinfo2().uordblks;
+    state.ResumeTiming();
+    view->learn_metadata(md, 12, 1000, policy::Source::kRefresher);
+    state.PauseTiming();
+    const size_t after = mallinfo2().uordblks;
+    per_partition = static_cast<double>(after - before) / (kTopics * kScalePartitionsPerTopic);
+    view.reset();
+    state.ResumeTiming();
+  }
+  state.counters["bytes_per_partition"] = per_partition;
+}
+BENCHMARK(BM_ViewMemory100000)->Iterations(3)->Unit(benchmark::kMillisecond);
 
 // A hint for one partition while the view holds 10,000 (copy-on-write cost).
 void BM_LearnOneHint(benchmark::State& state) {

@@ -56,7 +56,7 @@ CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release -DEPOCHGATE_BENCH=ON -DEPOCHGATE_PEERS=ON
 RDK=${EPOCHGATE_LIBRDKAFKA_PREFIX:-$HOME/.cache/epochgate/librdkafka-2.15.1}
 [[ -f $RDK/lib/librdkafka.so ]] && CMAKE_ARGS+=(-DEPOCHGATE_LIBRDKAFKA_PREFIX="$RDK")
 cmake -S "$SRC" -B "$BUILD" "${CMAKE_ARGS[@]}" >/dev/null
-nice cmake --build "$BUILD" --target epochgate epochgate-bench codec_bench policy_bench \
+nice cmake --build "$BUILD" --target epochgate epochgate-bench splice_relay codec_bench policy_bench \
   -j"$(nproc)" >&2
 
 REV=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -67,6 +67,7 @@ OUT=$BUILD/bench-results
 rm -rf "$OUT"
 mkdir -p "$OUT"
 BENCH=("$BUILD/bench/epochgate-bench" --epochgate "$BUILD/proxy/epochgate" --haproxy "$HAPROXY"
+       --splice-relay "$BUILD/bench/splice_relay"
        --codec-bench "$BUILD/bench/codec_bench" --policy-bench "$BUILD/bench/policy_bench"
        --out "$OUT" --source-rev "$REV")
 if [[ $QUICK -eq 1 ]]; then

@@ -13,10 +13,18 @@
 
 namespace epochgate::bench {
 
-/// The four configurations of issue 6, in report order.
-enum ConfigId { kDirect = 0, kHaproxy = 1, kEpochgateOff = 2, kEpochgateEnforce = 3, kConfigCount };
+/// The configurations, in report order: the four of issue 6 and (e), the
+/// splice(2) relay (bench/splice_relay.c) that is the floor for a proxy.
+enum ConfigId {
+  kDirect = 0,
+  kHaproxy = 1,
+  kEpochgateOff = 2,
+  kEpochgateEnforce = 3,
+  kSpliceRelay = 4,
+  kConfigCount
+};
 const char* config_label(int id);  // "a direct", ...
-const char* config_key(int id);    // "direct", "haproxy", "eg_off", "eg_enforce"
+const char* config_key(int id);    // "direct", "haproxy", "eg_off", "eg_enforce", "splice"
 
 /// Throughput runs of one workload for one configuration (one entry per round).
 struct ThroughputFigures {
@@ -61,6 +69,7 @@ struct MicroRow {
   double items_per_second = 0;
   double bytes_per_second = 0;
   std::string label;
+  std::map<std::string, double> counters;  ///< user counters (e.g. bytes_per_partition)
 };
 
 struct LeaderMoveFigures {
@@ -103,6 +112,8 @@ struct BenchResults {
   double soak_minutes = 0;
   std::vector<SoakSample> soak;
   std::string soak_error;
+  std::string scale_sections;  ///< markdown from the scale scenarios (scale.h), or ""
+  double scale_seconds = 0;
   double wall_seconds = 0;
   std::vector<std::string> notes;
 };

@@ -80,4 +80,21 @@ bool EmbeddedCluster::create_topic(const std::string& topic, int partitions) {
          RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
+void EmbeddedCluster::start_request_tracking() {
+  rd_kafka_mock_clear_requests(mock_);
+  rd_kafka_mock_start_request_tracking(mock_);
+}
+
+std::vector<int64_t> EmbeddedCluster::request_times_us(int16_t api_key) {
+  size_t n = 0;
+  std::vector<int64_t> times;
+  rd_kafka_mock_request_t** reqs = rd_kafka_mock_get_requests(mock_, &n);
+  for (size_t i = 0; i < n; ++i) {
+    if (rd_kafka_mock_request_api_key(reqs[i]) == api_key)
+      times.push_back(rd_kafka_mock_request_timestamp(reqs[i]));
+  }
+  rd_kafka_mock_request_destroy_array(reqs, n);
+  return times;
+}
+
 }  // namespace epochgate::bench

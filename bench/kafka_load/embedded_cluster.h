@@ -37,6 +37,11 @@ class EmbeddedCluster {
   bool set_leader(int32_t partition, int32_t broker);
   /// Creates another topic on the same brokers.
   bool create_topic(const std::string& topic, int partitions);
+  /// Starts the mock's request log afresh (rd_kafka_mock_start_request_tracking).
+  void start_request_tracking();
+  /// Arrival times (µs, the mock's clock) of the requests of `api_key` the
+  /// brokers received since start_request_tracking().
+  std::vector<int64_t> request_times_us(int16_t api_key);
 
  private:
   EmbeddedCluster() = default;

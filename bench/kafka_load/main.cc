@@ -2,7 +2,8 @@
 // librdkafka 2.15.1 mock clusters (in process), HAProxy and epochgate (child
 // processes) and the load (librdkafka clients and raw sockets in process),
 // alternating the configurations (a) direct, (b) HAProxy TCP mode,
-// (c) epochgate policy off, (d) epochgate enforcing, and writes RESULTS.md
+// (c) epochgate policy off, (d) epochgate enforcing, (e) the splice relay
+// (bench/splice_relay.c, a child process), and writes RESULTS.md
 // plus plot data. A benchmark, not a test: it asserts nothing about speed.
 #include <signal.h>
 #include <sys/resource.h>
@@ -34,6 +35,7 @@
 #include "embedded_cluster.h"
 #include "leader_move.h"
 #include "proxy_process.h"
+#include "scale.h"
 #include "wire_client.h"
 
 namespace epochgate::bench {
@@ -42,6 +44,7 @@ namespace {
 struct Options {
   std::string epochgate;
   std::string haproxy = "/usr/sbin/haproxy";
+  std::string splice_relay;  ///< default: splice_relay beside this program
   std::string codec_bench, policy_bench;
   std::string out = "bench-out";
   std::string command;
@@ -57,14 +60,20 @@ struct Options {
   std::string profile_cmd;
   double profile_seconds = 20;
   std::string profile_workload = "produce";  ///< produce (acks=1) | consume
+  bool scale = false;  ///< also the scale scenarios (scale.h); or --only scale
+  ScaleContext scale_ctx;
 };
 
 void usage() {
   std::fprintf(stderr,
-               "usage: epochgate-bench --epochgate BIN [--haproxy BIN] [--codec-bench BIN]\n"
+               "usage: epochgate-bench --epochgate BIN [--haproxy BIN] [--splice-relay BIN]\n"
+               "         [--codec-bench BIN]\n"
                "         [--policy-bench BIN] [--out DIR] [--rounds N] [--seconds S]\n"
                "         [--latency-rate MSG_PER_S] [--idle-connections N] [--ping-count N]\n"
                "         [--soak-minutes N]\n"
+               "         [--scale [--scale-topics N] [--scale-partitions N]\n"
+               "          [--scale-idle-connections N] [--scale-sidecars N]\n"
+               "          [--scale-window S]]\n"
                "         [--only produce,consume,latency,pingpong,idle,leader,micro,soak]\n"
                "         [--profile-cmd 'perf record ... -p {pid}' [--profile-seconds S]\n"
                "          [--profile-workload produce|consume]]\n"
@@ -77,6 +86,7 @@ bool parse(int argc, char** argv, Options* o) {
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--epochgate") o->epochgate = next();
     else if (a == "--haproxy") o->haproxy = next();
+    else if (a == "--splice-relay") o->splice_relay = next();
     else if (a == "--codec-bench") o->codec_bench = next();
     else if (a == "--policy-bench") o->policy_bench = next();
     else if (a == "--out") o->out = next();
@@ -91,6 +101,13 @@ bool parse(int argc, char** argv, Options* o) {
     else if (a == "--profile-cmd") o->profile_cmd = next();
     else if (a == "--profile-seconds") o->profile_seconds = std::atof(next().c_str());
     else if (a == "--profile-workload") o->profile_workload = next();
+    else if (a == "--scale") o->scale = true;
+    else if (a == "--scale-topics") o->scale_ctx.topics = std::atoi(next().c_str());
+    else if (a == "--scale-partitions") o->scale_ctx.partitions = std::atoi(next().c_str());
+    else if (a == "--scale-idle-connections")
+      o->scale_ctx.idle_connections = std::atoi(next().c_str());
+    else if (a == "--scale-sidecars") o->scale_ctx.sidecars = std::atoi(next().c_str());
+    else if (a == "--scale-window") o->scale_ctx.sidecar_window_s = std::atof(next().c_str());
     else if (a == "--only") {
       std::stringstream list(next());
       for (std::string item; std::getline(list, item, ',');) o->only.insert(item);
@@ -143,8 +160,9 @@ struct Rig {
   std::unique_ptr<EmbeddedCluster> cluster[kConfigCount];
   ProxyProcess haproxy;
   ProxyProcess eg_off, eg_enforce;
+  ProxyProcess splice_relay;
   std::string bootstrap[kConfigCount];
-  pid_t pid[kConfigCount] = {-1, -1, -1, -1};
+  pid_t pid[kConfigCount] = {-1, -1, -1, -1, -1};
 };
 
 bool write_file(const std::string& path, const std::string& text) {
@@ -216,6 +234,27 @@ bool start_rig(const Options& o, Rig& rig, std::string* error) {
                        rig.eg_enforce, &rig.bootstrap[kEpochgateEnforce], error))
     return false;
   rig.pid[kEpochgateEnforce] = rig.eg_enforce.pid();
+
+  // (e): one relay listener per broker, advertised by its own cluster like
+  // HAProxy's.
+  std::vector<std::string> relay_argv = {o.splice_relay};
+  for (int port : rig.cluster[kSpliceRelay]->ports())
+    relay_argv.push_back("127.0.0.1:" + std::to_string(port));
+  if (!rig.splice_relay.start(relay_argv, o.out + "/splice-relay.log", "splice-relay ready",
+                              10000, error))
+    return false;
+  std::stringstream listen(rig.splice_relay.ready_field("listen"));
+  int32_t broker = 1;
+  for (std::string item; std::getline(listen, item, ','); ++broker) {
+    rig.cluster[kSpliceRelay]->advertise_port(broker, std::atoi(item.c_str() + item.rfind(':') + 1));
+    if (broker == 1) rig.bootstrap[kSpliceRelay] = item;
+  }
+  if (broker - 1 != static_cast<int32_t>(rig.cluster[kSpliceRelay]->ports().size())) {
+    *error = "splice relay ready line does not list one port per broker: " +
+             rig.splice_relay.ready_line();
+    return false;
+  }
+  rig.pid[kSpliceRelay] = rig.splice_relay.pid();
   return true;
 }
 
@@ -291,7 +330,7 @@ void run_consume_scenario(const Options& o, Rig& rig, BenchResults& r) {
   }
 }
 
-// All four configurations at once, each with its own producer and consumer
+// All configurations at once, each with its own producer and consumer
 // at the same low rate: the machine is far from saturated, and a burst of
 // noise on the shared machine lands on every configuration alike.
 void run_latency_scenario(const Options& o, Rig& rig, BenchResults& r) {
@@ -420,7 +459,7 @@ void run_ping_pong_scenario(const Options& o, Rig& rig, BenchResults& r) {
 
 void run_idle_scenario(const Options& o, Rig& rig, BenchResults& r, IdleFigures* figures) {
   r.idle_connections_target = o.idle_connections;
-  for (int c : {kHaproxy, kEpochgateOff, kEpochgateEnforce}) {
+  for (int c : {kHaproxy, kEpochgateOff, kEpochgateEnforce, kSpliceRelay}) {
     std::string host;
     int port = 0;
     host_and_port(rig.bootstrap[c], &host, &port);
@@ -540,9 +579,12 @@ std::vector<MicroRow> run_micro(const std::string& bin, std::string* error) {
       run_capture(bin + " --benchmark_format=csv --benchmark_min_time=0.3 2>/dev/null");
   std::istringstream in(out);
   bool header = false;
+  std::vector<std::string> columns;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("name,", 0) == 0) {
       header = true;
+      std::stringstream names(line);
+      for (std::string col; std::getline(names, col, ',');) columns.push_back(col);
       continue;
     }
     if (!header || line.empty()) continue;
@@ -567,6 +609,10 @@ std::vector<MicroRow> run_micro(const std::string& bin, std::string* error) {
     row.bytes_per_second = std::atof(f[5].c_str());
     row.items_per_second = std::atof(f[6].c_str());
     row.label = f[7];
+    // User counters follow the ten standard columns (name .. error_message).
+    for (size_t i = 10; i < f.size() && i < columns.size(); ++i) {
+      if (!f[i].empty()) row.counters[columns[i]] = std::atof(f[i].c_str());
+    }
     rows.push_back(row);
   }
   if (rows.empty()) *error += "no results from " + bin + "; ";
@@ -685,10 +731,18 @@ std::string machine_load() { return first_line(read_first_line("/proc/loadavg"))
 
 int main(int argc, char** argv) {
   using namespace epochgate::bench;
+  if (argc == 4 && std::string(argv[1]) == "--serve-mock")
+    return serve_mock_main(std::atoi(argv[2]), std::atoi(argv[3]));
   Options o;
   if (!parse(argc, argv, &o)) {
     usage();
     return 2;
+  }
+  if (o.splice_relay.empty()) {
+    const std::string self = argv[0];
+    const auto slash = self.rfind('/');
+    o.splice_relay = (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) +
+                     "/splice_relay";
   }
   signal(SIGPIPE, SIG_IGN);
   // 1,000 client sockets here plus the mock's accepted ones.
@@ -731,9 +785,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!o.profile_cmd.empty()) return run_profile(o, rig);
-  log_line("bootstraps: direct %s, haproxy %s, epochgate off %s, epochgate enforce %s",
+  log_line("bootstraps: direct %s, haproxy %s, epochgate off %s, epochgate enforce %s, "
+           "splice relay %s",
            rig.bootstrap[0].c_str(), rig.bootstrap[1].c_str(), rig.bootstrap[2].c_str(),
-           rig.bootstrap[3].c_str());
+           rig.bootstrap[3].c_str(), rig.bootstrap[4].c_str());
 
   // Idle connections first on fresh processes (a clean per-connection
   // figure), and again after all the load (what a long-running proxy holds).
@@ -752,6 +807,16 @@ int main(int argc, char** argv) {
     r.policy_micro = run_micro(o.policy_bench, &r.micro_error);
   }
   if (o.soak_minutes > 0 && want("soak")) run_soak(o, rig, r);
+  if (o.scale || o.only.count("scale") > 0) {
+    o.scale_ctx.epochgate = o.epochgate;
+    o.scale_ctx.self = argv[0];
+    o.scale_ctx.out = o.out;
+    const auto s0 = std::chrono::steady_clock::now();
+    r.scale_sections = run_scale_metadata_and_sidecars(o.scale_ctx);
+    r.scale_sections += run_scale_idle(o.scale_ctx);
+    r.scale_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+    log_line("scale scenarios took %.0f s", r.scale_seconds);
+  }
   r.load_after = machine_load();
   r.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

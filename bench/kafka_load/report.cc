@@ -15,12 +15,12 @@ namespace epochgate::bench {
 
 const char* config_label(int id) {
   static const char* const kLabels[] = {"(a) direct", "(b) HAProxy TCP", "(c) epochgate off",
-                                        "(d) epochgate enforce"};
+                                        "(d) epochgate enforce", "(e) splice relay"};
   return id >= 0 && id < kConfigCount ? kLabels[id] : "?";
 }
 
 const char* config_key(int id) {
-  static const char* const kKeys[] = {"direct", "haproxy", "eg_off", "eg_enforce"};
+  static const char* const kKeys[] = {"direct", "haproxy", "eg_off", "eg_enforce", "splice"};
   return id >= 0 && id < kConfigCount ? kKeys[id] : "?";
 }
 
@@ -128,7 +128,7 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
 
   // ---- targets ----
   auto& pd = r.produce;
-  md << "## Targets (issue 6)\n\n";
+  md << "## Targets (issue 6; the (d)/(e) rows are issue 16's)\n\n";
   md << "| Target | Figure | Required | Result |\n|---|---|---|---|\n";
   for (const char* acks : {"acks=1", "acks=all"}) {
     const double d = pd[kEpochgateEnforce][acks].median_msgs();
@@ -177,6 +177,26 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
          << fmt("%.2f", dcc) << " vs " << fmt("%.2f", bcc) << " s/GB) | <= 1.3 | "
          << verdict(dcc / bcc, 1.3, true, "%.3f") << " |\n";
   }
+  // Against the splice relay (e): throughput at least 0.95 of it, CPU per
+  // GB at most 1.5 times its own, produce and consume, policy enforcing.
+  {
+    auto floor_rows = [&](const std::string& name, const ThroughputFigures& d,
+                          const ThroughputFigures& e) {
+      const double dt = d.median_msgs(), et = e.median_msgs();
+      if (dt > 0 && et > 0)
+        md << "| Throughput " << name << ", (d)/(e) splice relay | " << fmt("%.3f", dt / et)
+           << " | >= 0.95 | " << verdict(dt / et, 0.95, false, "%.3f") << " |\n";
+      const double dc = d.cpu_seconds_per_gb(), ec = e.cpu_seconds_per_gb();
+      if (dc > 0 && ec > 0)
+        md << "| CPU seconds per GB " << name << ", (d)/(e) splice relay | " << fmt("%.3f", dc / ec)
+           << " (" << fmt("%.2f", dc) << " vs " << fmt("%.2f", ec) << " s/GB) | <= 1.5 | "
+           << verdict(dc / ec, 1.5, true, "%.3f") << " |\n";
+    };
+    for (const char* acks : {"acks=1", "acks=all"})
+      floor_rows(std::string("produce ") + acks, pd[kEpochgateEnforce][acks],
+                 pd[kSpliceRelay][acks]);
+    floor_rows("consume", r.consume[kEpochgateEnforce], r.consume[kSpliceRelay]);
+  }
   for (int c : {kEpochgateEnforce, kEpochgateOff}) {
     for (int pass = 0; pass < 2; ++pass) {
       const IdleFigures& f = pass == 0 ? r.idle[c] : r.idle_after_load[c];
@@ -211,6 +231,18 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
          << si(dps) << "partitions/s | >= 10 M/s | " << verdict(dps / 1e6, 10, false, "%.2f M/s")
          << " |\n";
   }
+  for (const auto& row : r.policy_micro) {
+    if (row.name == "BM_ViewMemory100000" && row.counters.count("bytes_per_partition")) {
+      const double b = row.counters.at("bytes_per_partition");
+      md << "| View memory per partition at 100,000 partitions (allocator's count, policy_bench "
+            "BM_ViewMemory100000) | " << fmt("%.0f", b) << " bytes | < 200 bytes | "
+         << verdict(b, 200, true, "%.0f bytes") << " |\n";
+    }
+    if (row.name == "BM_DecideProduce10000_AllPass_View100000")
+      md << "| Decision time for a Produce naming 10,000 partitions, view of 100,000 "
+            "(policy_bench) | " << fmt("%.1f µs", row.real_ns / 1e3) << " per request | "
+            "(no target) | - |\n";
+  }
   md << "\nWhere a target is missed, [PROFILE.md](PROFILE.md) shows where epochgate's cycles go "
         "and the changes to proxy/ it suggests.\n\n";
 
@@ -241,11 +273,19 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
          << (cpu > 0 ? fmt("%.2f", cpu) : std::string("-")) << errors_of(f.errors) << " |\n";
     }
   }
-  md << "\nRatios (median throughput; CPU per GB for the proxies):\n\n";
-  md << "| Workload | (c)/(a) | (d)/(a) | (d)/(b) | CPU/GB (d)/(b) | CPU/GB (c)/(b) |\n"
-        "|---|---|---|---|---|---|\n";
+  md << "\nRatios (median throughput; CPU per GB for the proxies). The headline ratios are "
+        "against (e), the splice relay: the floor a proxy that moves bytes reaches here.\n\n";
+  md << "| Workload | **(d)/(e)** | **CPU/GB (d)/(e)** | (c)/(e) | CPU/GB (c)/(e) | (e)/(a) | "
+        "(c)/(a) | (d)/(a) | (d)/(b) | CPU/GB (d)/(b) | CPU/GB (c)/(b) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
   auto ratio_row = [&](const std::string& name, ThroughputFigures* f) {
-    md << "| " << name << " | " << ratio(f[kEpochgateOff].median_msgs(), f[kDirect].median_msgs())
+    md << "| " << name << " | **"
+       << ratio(f[kEpochgateEnforce].median_msgs(), f[kSpliceRelay].median_msgs()) << "** | **"
+       << ratio(f[kEpochgateEnforce].cpu_seconds_per_gb(), f[kSpliceRelay].cpu_seconds_per_gb())
+       << "** | " << ratio(f[kEpochgateOff].median_msgs(), f[kSpliceRelay].median_msgs()) << " | "
+       << ratio(f[kEpochgateOff].cpu_seconds_per_gb(), f[kSpliceRelay].cpu_seconds_per_gb())
+       << " | " << ratio(f[kSpliceRelay].median_msgs(), f[kDirect].median_msgs());
+    md << " | " << ratio(f[kEpochgateOff].median_msgs(), f[kDirect].median_msgs())
        << " | " << ratio(f[kEpochgateEnforce].median_msgs(), f[kDirect].median_msgs()) << " | "
        << ratio(f[kEpochgateEnforce].median_msgs(), f[kHaproxy].median_msgs()) << " | "
        << ratio(f[kEpochgateEnforce].cpu_seconds_per_gb(), f[kHaproxy].cpu_seconds_per_gb())
@@ -283,8 +323,8 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
   if (!r.ping_api_versions[kDirect].rtt.empty()) {
     md << "## Added latency (ping-pong)\n\n";
     md << "One request at a time on one raw connection per configuration (TCP_NODELAY), the "
-          "four connections taking turns one round trip each (so a burst of noise on the shared "
-          "machine hits all four alike); "
+          "connections (one per configuration) taking turns one round trip each (so a burst of noise on the shared "
+          "machine hits all of them alike); "
        << r.ping_count << " measured round trips per configuration per run after 200 warm-up, "
        << r.rounds << " runs merged. \"Added\" is the configuration's percentile minus "
           "direct's. Through epochgate both requests are decoded and re-encoded (ApiVersions "
@@ -336,12 +376,12 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
   // ---- fixed rate ----
   if (!r.fixed_rate_produce[kDirect].latency.empty()) {
     md << "## Latency at low load\n\n";
-    md << "All four configurations at the same time, each with its own producer (acks=1, "
+    md << "All configurations at the same time, each with its own producer (acks=1, "
        << fmt("%.0f", r.latency_rate) << " messages/s, `linger.ms=0`, "
        << fmt("%.0f", r.latency_seconds)
        << " s per run) and its own consumer reading the same messages "
           "(`fetch.wait.max.ms=10`), so the machine is far from saturated and its noise falls on "
-          "all four alike. Produce is produce() to delivery report. End-to-end is send to "
+          "all of them alike. Produce is produce() to delivery report. End-to-end is send to "
           "receipt; the mock cluster answers a Fetch that finds no data only after its MaxWait "
           "(new data does not wake it), so end-to-end is dominated by that wait in every "
           "configuration. See [latency.png](latency.png).\n\n";
@@ -463,13 +503,19 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
           "|---|---|---|---|---|---|\n";
     for (int k = 0; k < 2; ++k) {
       const auto& rows = k == 0 ? r.codec_micro : r.policy_micro;
-      for (const auto& row : rows)
+      for (const auto& row : rows) {
         md << "| " << (k == 0 ? "codec_bench" : "policy_bench") << " | " << row.name << " | "
            << (row.real_ns >= 1e6 ? fmt("%.2f ms", row.real_ns / 1e6)
                                   : fmt("%.2f µs", row.real_ns / 1e3))
            << " | " << (row.items_per_second > 0 ? si(row.items_per_second) + "/s" : "-") << " | "
            << (row.bytes_per_second > 0 ? si(row.bytes_per_second) + "B/s" : "-") << " | "
-           << row.label << " |\n";
+           << row.label;
+        for (const auto& [name, value] : row.counters) {
+          if (name == "partitions_per_request" || name == "fenced") continue;
+          md << (row.label.empty() ? "" : "; ") << name << "=" << fmt("%.1f", value);
+        }
+        md << " |\n";
+      }
     }
     md << "\n";
   }
@@ -487,6 +533,9 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
          << s.delivered << " |\n";
     md << "\n";
   }
+  if (!r.scale_sections.empty())
+    md << r.scale_sections << "(The scale scenarios took " << fmt("%.0f", r.scale_seconds)
+       << " s of this run.)\n\n";
   for (const auto& n : r.notes) md << "Note: " << n << "\n\n";
 
   // ---- plot data ----
@@ -508,7 +557,7 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
         "set xrange [1:10000]\n"
         "set xtics ('p0' 1, 'p50' 2, 'p90' 10, 'p99' 100, 'p99.9' 1000, 'p99.99' 10000)\n"
         "set xlabel 'percentile'\n";
-  const char* colors[] = {"#000000", "#1f77b4", "#2ca02c", "#d62728"};
+  const char* colors[kConfigCount] = {"#000000", "#1f77b4", "#2ca02c", "#d62728", "#9467bd"};
   for (int panel = 0; panel < 2; ++panel) {
     gp << "set title '"
        << (panel == 0 ? "Ping-pong round trip, ApiVersions v2, one at a time"

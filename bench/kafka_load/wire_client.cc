@@ -65,13 +65,15 @@ bool WireClient::connect(const std::string& host, int port) {
   return true;
 }
 
-bool WireClient::send_frame(int16_t api_key, int16_t version, const std::vector<uint8_t>& body) {
+bool WireClient::send_frame(int16_t api_key, int16_t version, const std::vector<uint8_t>& body,
+                            bool flexible_header) {
   scratch_.clear();
   put32(scratch_, 0);  // size, patched below
   put16(scratch_, api_key);
   put16(scratch_, version);
   put32(scratch_, next_corr_++);
   put_string(scratch_, kClientId);
+  if (flexible_header) scratch_.push_back(0);  // no tagged fields
   scratch_.insert(scratch_.end(), body.begin(), body.end());
   const auto size = static_cast<uint32_t>(scratch_.size() - 4);
   scratch_[0] = static_cast<uint8_t>(size >> 24);
@@ -97,6 +99,29 @@ bool WireClient::send_metadata(const std::string& topic) {
   return send_frame(3, 4, body);
 }
 
+bool WireClient::send_metadata_all_v12() {
+  // topics: null compact array (varint 0); allow_auto_topic_creation,
+  // include_topic_authorized_operations: false; no tagged fields.
+  return send_frame(3, 12, {0, 0, 0, 0}, true);
+}
+
+bool WireClient::send_metadata_v12(const std::vector<std::string>& topics) {
+  std::vector<uint8_t> body;
+  auto varint = [&](uint32_t v) {
+    for (; v >= 0x80; v >>= 7) body.push_back(static_cast<uint8_t>(v | 0x80));
+    body.push_back(static_cast<uint8_t>(v));
+  };
+  varint(static_cast<uint32_t>(topics.size()) + 1);  // compact array
+  for (const auto& t : topics) {
+    body.insert(body.end(), 16, 0);  // topic_id: zero (by name)
+    varint(static_cast<uint32_t>(t.size()) + 1);  // compact nullable string
+    body.insert(body.end(), t.begin(), t.end());
+    body.push_back(0);  // no tagged fields
+  }
+  body.insert(body.end(), {0, 0, 0});  // two false bools, no tagged fields
+  return send_frame(3, 12, body, true);
+}
+
 bool WireClient::read_exact(uint8_t* out, size_t n) {
   size_t got = 0;
   while (got < n) {
@@ -113,6 +138,7 @@ bool WireClient::read_response() {
   const int32_t size = get32(head);
   if (size < 4 || size > (64 << 20)) return false;
   if (get32(head + 4) != expect_corr_) return false;
+  last_response_bytes_ = static_cast<size_t>(size);
   ++expect_corr_;
   std::vector<uint8_t>& rest = scratch_;
   rest.resize(static_cast<size_t>(size) - 4);

@@ -1,7 +1,7 @@
 // bench/kafka_load: a blocking raw-socket Kafka client for the ping-pong
 // latency probe (one small request at a time) and for holding many idle
-// connections. Speaks only ApiVersions v2 and Metadata v4 (non-flexible
-// headers, request header v1); never parses more of a response than its size
+// connections. Speaks only ApiVersions v2, Metadata v4 (request header v1)
+// and an all-topics Metadata v12 (request header v2); never parses more of a response than its size
 // and correlation id.
 #pragma once
 
@@ -31,18 +31,27 @@ class WireClient {
   bool send_api_versions();
   /// Sends Metadata v4 for one topic, no auto-creation.
   bool send_metadata(const std::string& topic);
+  /// Sends Metadata v12 (flexible, request header v2) for all topics (null
+  /// topic array), as librdkafka 2.15 asks a broker for the whole cluster.
+  bool send_metadata_all_v12();
+  /// Sends Metadata v12 for the named topics (by name, zero topic ids).
+  bool send_metadata_v12(const std::vector<std::string>& topics);
   /// Reads one whole response; false on error, timeout or a correlation id
   /// other than the oldest request's.
   bool read_response();
+  /// Size field of the last response read (bytes after the 4-byte size).
+  size_t last_response_bytes() const { return last_response_bytes_; }
   void close();
 
  private:
-  bool send_frame(int16_t api_key, int16_t version, const std::vector<uint8_t>& body);
+  bool send_frame(int16_t api_key, int16_t version, const std::vector<uint8_t>& body,
+                  bool flexible_header = false);
   bool read_exact(uint8_t* out, size_t n);
   int fd_ = -1;
   int32_t next_corr_ = 1;
   int32_t expect_corr_ = 1;
   std::vector<uint8_t> scratch_;
+  size_t last_response_bytes_ = 0;
 };
 
 /// What a ping-pong probe sends.
