@@ -2,7 +2,8 @@
 # bench/run.sh: the one command behind bench/RESULTS.md and bench/latency.png
 # (issue 6, and the issue-4 leader-move benchmark). Installs HAProxy and
 # gnuplot from Debian when missing, builds epochgate and the bench programs in
-# Release, runs epochgate-bench (about 8 minutes on 2 cores), draws the plot
+# Release, runs epochgate-bench (about 8 minutes on 2 cores, up to 13 on a
+# loaded machine; --scale adds 4-5), draws the plot
 # and copies the results into bench/. Never part of the test suite.
 #
 # usage: bench/run.sh [BUILD_DIR] [--soak-minutes N] [--profile] [--quick]
@@ -15,6 +16,8 @@
 #                    bench/PROFILE.md
 #   --profile-only   only the profile (RESULTS.md is left alone)
 #   --quick          1 round of 2 s runs: a smoke test, not for RESULTS.md
+#   --scale          also the scale scenarios (100,000 partitions, a sidecar
+#                    fleet, 10,000 idle connections; about 4-5 more minutes)
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -584,7 +584,10 @@ std::vector<MicroRow> run_micro(const std::string& bin, std::string* error) {
     if (line.rfind("name,", 0) == 0) {
       header = true;
       std::stringstream names(line);
-      for (std::string col; std::getline(names, col, ',');) columns.push_back(col);
+      for (std::string col; std::getline(names, col, ',');) {
+        col.erase(std::remove(col.begin(), col.end(), '"'), col.end());  // user counters are quoted
+        columns.push_back(col);
+      }
       continue;
     }
     if (!header || line.empty()) continue;
@@ -812,7 +815,8 @@ int main(int argc, char** argv) {
     o.scale_ctx.self = argv[0];
     o.scale_ctx.out = o.out;
     const auto s0 = std::chrono::steady_clock::now();
-    r.scale_sections = run_scale_metadata_and_sidecars(o.scale_ctx);
+    if (o.scale_ctx.topics > 0)  // --scale-topics 0: only the idle connections
+      r.scale_sections = run_scale_metadata_and_sidecars(o.scale_ctx);
     r.scale_sections += run_scale_idle(o.scale_ctx);
     r.scale_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
     log_line("scale scenarios took %.0f s", r.scale_seconds);
