@@ -199,8 +199,8 @@ std::string run_scale_metadata_and_sidecars(const ScaleContext& ctx) {
         "allocator keeps) | "
      << fmt("%.0f", per_partition) << " | (the view alone: the allocator's count below) |\n\n";
   md << "The allocator's own count of the view (no decode buffers, no RSS rounding) is "
-        "`policy_bench`'s `BM_ViewMemory100000` (bytes_per_partition counter, in the "
-        "microbenchmark table).\n\n";
+        "`policy_bench`'s `BM_ViewMemory100000` (bytes_per_partition, in the targets and "
+        "microbenchmark tables).\n\n";
 
   // Refresher cost: a second epochgate that refreshes every 2 s, so a short
   // window holds several periodic refreshes of the whole view (learned from
