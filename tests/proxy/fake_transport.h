@@ -32,6 +32,9 @@ class FakeTransport final : public Transport {
   void peer_closes() { peer_closed_ = true; }
   /// Bytes the user got onto the "wire" so far (completed writes only).
   const std::string& sent() const { return sent_; }
+  /// Also receives every byte sent; owned by the test, so it can still be
+  /// read after the user destroyed this transport.
+  std::string* sent_log = nullptr;
   std::string take_sent() { return std::exchange(sent_, {}); }
   /// How many bytes try_write() takes from now on (0: UV_EAGAIN).
   void set_try_write_limit(size_t n) { try_limit_ = n; }
@@ -44,7 +47,10 @@ class FakeTransport final : public Transport {
     if (!writing_) return;
     writing_ = false;
     if (status == 0)
-      for (const uv_buf_t& b : pending_) sent_.append(b.base, b.len);
+      for (const uv_buf_t& b : pending_) {
+        sent_.append(b.base, b.len);
+        if (sent_log) sent_log->append(b.base, b.len);
+      }
     pending_.clear();
     user_->on_transport_written(status);
   }
@@ -110,6 +116,7 @@ class FakeTransport final : public Transport {
     for (unsigned i = 0; i < nbufs && room > 0; ++i) {
       size_t n = std::min(room, bufs[i].len);
       sent_.append(bufs[i].base, n);
+      if (sent_log) sent_log->append(bufs[i].base, n);
       room -= n;
       took += n;
     }

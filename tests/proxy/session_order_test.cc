@@ -69,7 +69,7 @@ TEST(SessionOrder, BrokerAnsweringOutOfOrderClosesTheClient) {
   rig.pump();
   rig.broker->peer_sends(response_frame(2, std::string(2, '\0')));
   ASSERT_TRUE(rig.pump_until([&] { return rig.client_closed(); }));
-  EXPECT_EQ(rig.client->sent(), "") << "an answer out of order reached the client";
+  EXPECT_EQ(rig.client_sent(), "") << "an answer out of order reached the client";
 }
 
 TEST(SessionOrder, NothingIsForwardedBeforeTheBrokerIsDialed) {

@@ -144,6 +144,7 @@ class SessionRig {
     };
     auto t = std::make_unique<FakeTransport>();
     client = t.get();
+    client->sent_log = &client_sent_;
     session_ = new Session(ctx_, list_, -1, std::move(t));
     session_->start();
   }
@@ -188,6 +189,8 @@ class SessionRig {
   /// The client side closed (the session closed its connection).
   bool client_closed() const { return client_closed_ || !alive(); }
   WorkerContext& ctx() { return ctx_; }
+  /// Everything the session wrote to the client, readable after it closed.
+  const std::string& client_sent() const { return client_sent_; }
 
   FakeTransport* client = nullptr;  ///< the client's side of its connection
   FakeTransport* broker = nullptr;  ///< the broker's side, once connected
@@ -200,6 +203,7 @@ class SessionRig {
   Session* session_ = nullptr;
   FakeDialer* dialer_ = nullptr;
   bool client_closed_ = false;
+  std::string client_sent_;
 };
 
 }  // namespace epochgate::proxy::testing
