@@ -6,7 +6,8 @@ find_package(yaml-cpp REQUIRED)
 find_package(prometheus-cpp REQUIRED COMPONENTS core)
 find_package(GTest REQUIRED)
 find_package(Threads REQUIRED)
-# OpenSSL 3 (libssl-dev): SCRAM's PBKDF2 and HMAC for epochgate's own SASL logins.
+# OpenSSL 3 (libssl-dev): TLS on both sides (libssl), SCRAM's PBKDF2 and HMAC for
+# epochgate's own SASL logins (libcrypto).
 find_package(OpenSSL 3 REQUIRED)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 if(EPOCHGATE_BENCH)

@@ -70,6 +70,52 @@ struct UpstreamSaslConfig {
   bool enabled() const { return !mechanism.empty(); }
 };
 
+/// One-port SNI routing of client-facing TLS: every broker is advertised as
+/// a host name built from `broker_host_pattern` on the bootstrap listener's
+/// port, and each connection goes to the node its ClientHello's server name
+/// (RFC 6066 section 3) names. Off while `broker_host_pattern` is empty.
+struct TlsSniConfig {
+  /// Advertised host of node n: "$(nodeId)" replaced by n, for example
+  /// "b-$(nodeId).kafka.example.com". Must contain "$(nodeId)" exactly once.
+  std::string broker_host_pattern;
+  /// Server name that reaches the bootstrap brokers (any node the cluster
+  /// picks); empty: a ClientHello without a server name, or with the
+  /// bootstrap listener's advertised host, does.
+  std::string bootstrap_host;
+  bool enabled() const { return !broker_host_pattern.empty(); }
+};
+
+/// Client-facing TLS on the bootstrap and broker listeners; on while
+/// cert_file is set. PEM files, re-read on change and on SIGHUP.
+struct TlsConfig {
+  std::string cert_file;           ///< certificate chain (leaf first)
+  std::string key_file;            ///< its private key
+  std::string key_password_file;   ///< passphrase of an encrypted key_file ("" : none)
+  std::string client_ca_file;      ///< set: client certificates are verified against it
+  std::string client_auth = "none";  ///< none | requested | required
+  /// A handshake not finished this long after accept closes the connection.
+  uint32_t handshake_timeout_ms = 10000;
+  /// Who may speak plaintext on the TLS ports: "none", or "loopback"
+  /// (127.0.0.0/8 and ::1 peers whose first byte is not a TLS record, for
+  /// a sidecar's own pod). Same ports and advertised addresses either way.
+  std::string plaintext_clients = "none";
+  TlsSniConfig sni;
+  bool enabled() const { return !cert_file.empty(); }
+};
+
+/// TLS on every upstream connection epochgate opens (sessions and the
+/// refresher). The dial deadline (limits.upstream_connect_timeout_ms)
+/// covers the handshake too.
+struct UpstreamTlsConfig {
+  bool enabled = false;
+  std::string ca_file;            ///< PEM bundle or directory; empty: the system trust store
+  std::string cert_file;          ///< client certificate for mTLS ("" : none)
+  std::string key_file;
+  std::string key_password_file;  ///< passphrase of an encrypted key_file
+  /// The broker's certificate must name the host epochgate dialled (RFC 6125).
+  bool verify_hostname = true;
+};
+
 struct LimitsConfig {
   uint32_t max_frame_bytes = 104857600;        ///< Kafka's socket.request.max.bytes
   uint32_t max_in_flight_per_connection = 1000;
@@ -141,6 +187,8 @@ struct Config {
   PolicyConfig policy;
   RefresherConfig refresher;
   UpstreamSaslConfig upstream_sasl;
+  TlsConfig tls;
+  UpstreamTlsConfig upstream_tls;
   LoggingConfig logging;
   std::string source_file;                 ///< file it was loaded from, "" if none
 

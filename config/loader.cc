@@ -785,6 +785,33 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
     if (ck.usable(rp) && p.rules[i].topics.empty()) ck.report(rp, "must not be empty (use \"*\")");
   }
 
+  // TLS: file contents are checked when the contexts load (start and reload).
+  const TlsConfig& t = c.tls;
+  if (ck.usable("tls")) {
+    if (t.enabled() && t.key_file.empty()) ck.report("tls.key_file", "tls.cert_file needs a key_file");
+    if (!t.enabled()) {
+      for (const char* k : {"key_file", "key_password_file", "client_ca_file"})
+        if (ck.set_explicitly(std::string("tls.") + k))
+          ck.report(std::string("tls.") + k, "needs tls.cert_file (client-facing TLS is off)");
+      if (ck.set_explicitly("tls.sni.broker_host_pattern"))
+        ck.report("tls.sni.broker_host_pattern", "needs tls.cert_file (SNI routing is TLS)");
+    }
+    if (t.client_auth != "none" && t.client_ca_file.empty() && ck.usable("tls.client_auth"))
+      ck.report("tls.client_auth", t.client_auth + " needs tls.client_ca_file");
+    const std::string& pat = t.sni.broker_host_pattern;
+    if (!pat.empty()) {
+      const auto at = pat.find("$(nodeId)");
+      if (at == std::string::npos || pat.find("$(nodeId)", at + 1) != std::string::npos)
+        ck.report("tls.sni.broker_host_pattern", quoted(pat) + " must contain $(nodeId) once");
+      else if (pat.find_first_of(" :/*") != std::string::npos)
+        ck.report("tls.sni.broker_host_pattern", quoted(pat) + " is not a host name pattern");
+    }
+  }
+  const UpstreamTlsConfig& u = c.upstream_tls;
+  if (ck.usable("upstream_tls") && u.enabled && (u.cert_file.empty() != u.key_file.empty()))
+    ck.report(u.cert_file.empty() ? "upstream_tls.cert_file" : "upstream_tls.key_file",
+              "upstream_tls.cert_file and key_file go together (mTLS)");
+
   // Refresher.
   const auto& sasl = c.upstream_sasl;
   if (ck.usable("upstream_sasl.on_behalf_of_clients") && sasl.on_behalf_of_clients &&

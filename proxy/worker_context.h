@@ -18,6 +18,7 @@
 #include "proxy/dialer.h"
 #include "proxy/endpoint_mapper.h"
 #include "proxy/read_pacer.h"
+#include "proxy/tls/tls_services.h"
 
 namespace epochgate::metrics {
 class ProxyMetrics;
@@ -52,6 +53,7 @@ struct WorkerContext {
   FencingHooks* fencing = nullptr;  ///< null: policy not wired (pass-through proxy)
   BufferBudget* budget = nullptr;   ///< process-wide buffer memory budget (may be null)
   ReadPacer* pacer = nullptr;       ///< this loop's read fairness (may be null)
+  tls::TlsServices tls;             ///< client-facing and upstream TLS (all null: off)
   /// Asks the worker to re-check sessions paused by the budget soon.
   std::function<void()> budget_recheck;
   /// Makes a session's upstream dialer; unset: UpstreamDialer over TCP.

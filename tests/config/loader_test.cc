@@ -124,6 +124,24 @@ const BadCase kBadCases[] = {
      "broker_ports.map.1001: port clash: 19093 is node 1's broker port under broker_ports.base"},
     {"admin_in_base_range", "broker_ports:\n  base: 9600\n", 1, 1,
      "admin.listen: port clash: 9644 is node 44's broker port"},
+    // TLS.
+    {"tls_cert_without_key", "tls:\n  cert_file: /c.crt\n", 2, 3,
+     "tls.key_file: tls.cert_file needs a key_file"},
+    {"tls_client_auth_without_ca", "tls:\n  cert_file: /c\n  key_file: /k\n  client_auth: required\n",
+     4, 16, "tls.client_auth: required needs tls.client_ca_file"},
+    {"tls_client_auth_unknown", "tls:\n  client_auth: optional\n", 2, 16,
+     "'optional' is not one of"},
+    {"tls_key_without_cert", "tls:\n  key_file: /k\n", 2, 13,
+     "tls.key_file: needs tls.cert_file"},
+    {"tls_sni_pattern_without_id",
+     "tls:\n  cert_file: /c\n  key_file: /k\n  sni:\n    broker_host_pattern: b.kafka.example.com\n",
+     5, 26, "must contain $(nodeId) once"},
+    {"tls_unknown_sni_key", "tls:\n  sni:\n    pattern: x\n", 3, 5,
+     "unknown key 'pattern' in tls.sni"},
+    {"tls_handshake_timeout_range", "tls:\n  cert_file: /c\n  key_file: /k\n  handshake_timeout_ms: 10\n",
+     4, 25, "tls.handshake_timeout_ms: 10 is out of range"},
+    {"upstream_tls_cert_without_key", "upstream_tls:\n  enabled: true\n  cert_file: /c\n", 2, 3,
+     "upstream_tls.key_file: upstream_tls.cert_file and key_file go together"},
 };
 
 class BadConfigTest : public ::testing::TestWithParam<BadCase> {};
@@ -246,6 +264,34 @@ logging:
   EXPECT_EQ(c.logging.format, "json");
   EXPECT_EQ(c.logging.rate_limit_per_sec, 0u);
   EXPECT_EQ(c.source_file, "full.yaml");
+}
+
+TEST(LoaderTest, TlsSectionsAreRead) {
+  const LoadResult r = load_config_string(
+      "tls:\n  cert_file: /etc/t/tls.crt\n  key_file: /etc/t/tls.key\n"
+      "  key_password_file: /etc/t/pw\n  client_ca_file: /etc/t/ca.crt\n"
+      "  client_auth: requested\n  handshake_timeout_ms: 2s\n  plaintext_clients: loopback\n"
+      "  sni:\n    broker_host_pattern: b-$(nodeId).kafka.example.com\n"
+      "    bootstrap_host: bootstrap.kafka.example.com\n"
+      "upstream_tls:\n  enabled: true\n  ca_file: /etc/u/ca.crt\n  cert_file: /etc/u/c.crt\n"
+      "  key_file: /etc/u/c.key\n  verify_hostname: false\n",
+      "tls.yaml");
+  ASSERT_TRUE(r.problems.empty()) << r.problems.front().to_string();
+  const Config& c = r.config;
+  EXPECT_TRUE(c.tls.enabled());
+  EXPECT_EQ(c.tls.key_password_file, "/etc/t/pw");
+  EXPECT_EQ(c.tls.client_auth, "requested");
+  EXPECT_EQ(c.tls.handshake_timeout_ms, 2000u);
+  EXPECT_EQ(c.tls.plaintext_clients, "loopback");
+  EXPECT_EQ(c.tls.sni.broker_host_pattern, "b-$(nodeId).kafka.example.com");
+  EXPECT_EQ(c.tls.sni.bootstrap_host, "bootstrap.kafka.example.com");
+  EXPECT_TRUE(c.upstream_tls.enabled);
+  EXPECT_EQ(c.upstream_tls.ca_file, "/etc/u/ca.crt");
+  EXPECT_FALSE(c.upstream_tls.verify_hostname);
+  const Config d;
+  EXPECT_FALSE(d.tls.enabled());
+  EXPECT_FALSE(d.upstream_tls.enabled);
+  EXPECT_TRUE(d.upstream_tls.verify_hostname);
 }
 
 TEST(LoaderTest, EmptyDocumentGivesDefaults) {

@@ -1,0 +1,27 @@
+// proxy/tls/tls_services.h: what a worker's connections need to speak TLS,
+// as one small value the worker context, the upstream dialer and the
+// refresher carry: the contexts' source, the metrics, the SNI names and the
+// plaintext rule. Plain pointers owned by the App (proxy/tls/app_tls.h),
+// which outlives every loop; all null when TLS is off on both sides.
+#pragma once
+
+#include <cstdint>
+
+namespace epochgate::metrics {
+class TlsMetrics;
+}
+
+namespace epochgate::proxy::tls {
+
+class TlsReloader;
+class SniNames;
+
+struct TlsServices {
+  const TlsReloader* reloader = nullptr;  ///< current_server() / current_client()
+  metrics::TlsMetrics* metrics = nullptr;
+  const SniNames* sni = nullptr;          ///< one-port SNI routing (null: off)
+  bool plaintext_loopback = false;        ///< tls.plaintext_clients: loopback
+  uint32_t handshake_timeout_ms = 10000;  ///< tls.handshake_timeout_ms
+};
+
+}  // namespace epochgate::proxy::tls
