@@ -21,6 +21,7 @@
 #include "proxy/log_limited.h"
 #include "proxy/policy_fencing.h"
 #include "proxy/refresher.h"
+#include "proxy/tls/app_tls.h"
 #include "proxy/version.h"
 
 namespace epochgate::proxy {
@@ -36,7 +37,8 @@ App::App(config::Config config)
     : config_(std::make_shared<const config::Config>(std::move(config))),
       registry_(std::make_shared<prometheus::Registry>()),
       metrics_(std::make_unique<metrics::ProxyMetrics>(registry_)),
-      listener_metrics_(std::make_unique<metrics::ListenerMetrics>(registry_)) {
+      listener_metrics_(std::make_unique<metrics::ListenerMetrics>(registry_)),
+      tls_(std::make_unique<tls::AppTls>(registry_)) {
   uv_loop_init(&loop_);
   double start = std::chrono::duration<double>(
                      std::chrono::system_clock::now().time_since_epoch()).count();
@@ -58,6 +60,12 @@ void App::set_reload_source(std::string path, config::CliOverrides overrides) {
 bool App::advertise(int32_t node_id, std::string_view upstream_host, int32_t upstream_port,
                     AdvertisedAddress& out) {
   if (!listeners_) return false;
+  const int32_t boot_port = listeners_->port_of(kBootstrapNode).value_or(0);
+  if (tls_->sni_mode() && upstream_host == tls_->sni_address(node_id, boot_port).host &&
+      upstream_port == boot_port) {
+    out = tls_->sni_address(node_id, boot_port);  // a hint epochgate made
+    return true;
+  }
   if (upstream_host == advertise_host_ && upstream_port > 0 &&
       listeners_->port_of(node_id) == static_cast<uint16_t>(upstream_port)) {
     // Already epochgate's own address (a hint epochgate made): nothing to learn.
@@ -78,6 +86,8 @@ bool App::advertise(int32_t node_id, std::string_view upstream_host, int32_t ups
   // The node is learned (or named again) here: its listener is created now,
   // before this response reaches the client. Refused or failed nodes were
   // logged by the registry; the caller leaves them out of the answer.
+  // One-port SNI: every node is its host name on the bootstrap port.
+  if (tls_->sni_mode()) return (out = tls_->sni_address(node_id, boot_port)).port > 0;
   auto port = listeners_->ensure(node_id, now_ms());
   if (!port) return false;
   out.host = advertise_host_;
@@ -87,6 +97,10 @@ bool App::advertise(int32_t node_id, std::string_view upstream_host, int32_t ups
 
 std::optional<policy::AdvertisedEndpoint> App::advertised(int32_t node_id) const {
   if (!listeners_) return std::nullopt;
+  if (tls_->sni_mode()) {
+    const AdvertisedAddress a = tls_->sni_address(node_id, listeners_->port_of(kBootstrapNode).value_or(0));
+    return policy::AdvertisedEndpoint{a.host, static_cast<uint16_t>(a.port)};
+  }
   auto port = listeners_->port_of(node_id);
   if (!port) return std::nullopt;
   return policy::AdvertisedEndpoint{advertise_host_, *port};
@@ -180,28 +194,6 @@ ListenerRegistry::Events App::listener_events() {
   return ev;
 }
 
-void App::check_fd_budget(unsigned workers) {
-  const config::Config& c = *config_;
-  FdLimit lim = raise_fd_limit();
-  if (!lim.error.empty()) spdlog::warn("descriptor limit: {}", lim.error);
-  uint64_t need = fds_needed(c.limits.max_connections, c.broker_ports.max_listeners, workers,
-                             c.admin.enabled ? c.admin.max_connections : 0);
-  listener_metrics_->set_fd_limit(lim.soft, need);
-  spdlog::info("{}", fd_budget_statement(lim, need));
-  if (lim.soft < need) {
-    uint64_t fit = lim.soft > need - 2 * uint64_t{c.limits.max_connections}
-                       ? (lim.soft - (need - 2 * uint64_t{c.limits.max_connections})) / 2
-                       : 0;
-    spdlog::warn("descriptor limit {} (hard {}) is below the {} that limits.max_connections {} "
-                 "(2 each), broker_ports.max_listeners {} and {} workers can use: about {} client "
-                 "connections fit; past that, accepts fail with EMFILE (counted in "
-                 "epochgate_accept_errors_total) and wait. Raise the limit (ulimit -n, the "
-                 "container runtime) or lower limits.max_connections",
-                 lim.soft, lim.hard == UINT64_MAX ? std::string("unlimited") : std::to_string(lim.hard),
-                 need, c.limits.max_connections, c.broker_ports.max_listeners, workers, fit);
-  }
-}
-
 bool App::start(std::string& error) {
   const config::Config& c = *config_;
   if (c.bootstrap_servers.empty()) {
@@ -210,8 +202,9 @@ bool App::start(std::string& error) {
   }
   budget_.set_limit(c.limits.buffer_budget_bytes);
   unsigned n = c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
-  check_fd_budget(n);
+  check_fd_budget(c, n, *listener_metrics_);
   advertise_host_ = c.effective_advertise_host();
+  if (!tls_->start(&loop_, c, error)) return false;
   uv_async_init(&loop_, &control_async_, [](uv_async_t* a) { static_cast<App*>(a->data)->run_control(); });
   control_async_.data = this;
   control_started_ = true;
@@ -244,6 +237,7 @@ bool App::start(std::string& error) {
     ctx.upstreams = this;
     ctx.fencing = fencing_.get();
     ctx.budget = &budget_;
+    tls_->fill(ctx);
     workers_.push_back(std::make_unique<Worker>(static_cast<int>(i), std::move(ctx),
                                                 client_connections_));
   }
@@ -259,7 +253,7 @@ bool App::start(std::string& error) {
   if (!listeners_->bind_bootstrap(c.listen, error)) return false;
   // Nodes with explicit ports are bound up front so their addresses exist
   // even before metadata names them (a restarted proxy, clients reconnecting).
-  if (!listeners_->bind_pinned(error)) return false;
+  if (!tls_->sni_mode() && !listeners_->bind_pinned(error)) return false;
   for (auto& w : workers_) w->start();
   listeners_bound_ = true;
   uv_timer_init(&loop_, &listener_timer_);
@@ -272,8 +266,9 @@ bool App::start(std::string& error) {
     std::vector<int32_t> ids;
     ids.reserve(m.brokers.size());
     for (const auto& b : m.brokers) ids.push_back(b.node_id);
-    listeners_->observe_brokers(ids, now_ms());
+    if (!tls_->sni_mode()) listeners_->observe_brokers(ids, now_ms());
   });
+  refresher_->set_tls([this] { WorkerContext w; tls_->fill(w); return w.tls; }());
   fencing_->set_refresher(refresher_.get());
   if (c.refresher.enabled) {
     refresher_->start();
@@ -434,7 +429,7 @@ void App::apply_config(config::Config next) {
 
 std::string App::debug_config_json() const {
   std::lock_guard<std::mutex> lock(config_mu_);
-  return config::to_json(*config_);
+  return tls_->add_debug(config::to_json(*config_));
 }
 
 }  // namespace epochgate::proxy

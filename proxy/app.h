@@ -44,6 +44,9 @@ namespace epochgate::proxy {
 
 class Refresher;
 class PolicyFencing;
+namespace tls {
+class AppTls;
+}
 
 /// The application. Construct, then run() until a signal ends it.
 class App : public EndpointMapper, public UpstreamDirectory, public policy::EndpointResolver {
@@ -74,7 +77,6 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
  private:
   bool start(std::string& error);
   ListenerRegistry::Events listener_events();
-  void check_fd_budget(unsigned workers);
   /// Runs `fn` on the control loop (thread-safe, FIFO).
   void post_control(std::function<void()> fn);
   void run_control();
@@ -95,6 +97,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<metrics::ProxyMetrics> metrics_;
   std::unique_ptr<metrics::ListenerMetrics> listener_metrics_;
+  std::unique_ptr<tls::AppTls> tls_;  // contexts, reload, SNI names
   policy::MetadataView view_;
   std::unique_ptr<PolicyFencing> fencing_;
   std::unique_ptr<ListenerRegistry> listeners_;

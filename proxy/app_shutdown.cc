@@ -13,6 +13,7 @@
 #include "config/watcher.h"
 #include "proxy/app.h"
 #include "proxy/refresher.h"
+#include "proxy/tls/app_tls.h"
 
 namespace epochgate::proxy {
 
@@ -70,6 +71,7 @@ void App::finish() {
   if (refresher_) refresher_->stop([] {});
   if (admin_) admin_->close();
   if (watcher_) watcher_->close();
+  tls_->close(nullptr);
   auto close_if = [](uv_handle_t* h) {
     if (h->loop != nullptr && !uv_is_closing(h)) uv_close(h, nullptr);
   };

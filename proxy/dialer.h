@@ -20,6 +20,7 @@ namespace epochgate::proxy {
 enum class DialStage {
   kResolve,  ///< getaddrinfo failed or timed out
   kConnect,  ///< TCP connect refused, failed or timed out
+  kTls,      ///< connected, but the TLS handshake failed or timed out (upstream_tls)
   kAnswer,   ///< connected, but no (valid) answer to ApiVersions in time
 };
 

@@ -8,6 +8,10 @@
 #include <cstring>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
+#include "metrics/listener_metrics.h"
+
 namespace epochgate::proxy {
 
 namespace {
@@ -63,6 +67,27 @@ FdLimit raise_fd_limit() {
     }
   }
   return out;
+}
+
+void check_fd_budget(const config::Config& c, unsigned workers, metrics::ListenerMetrics& m) {
+  FdLimit lim = raise_fd_limit();
+  if (!lim.error.empty()) spdlog::warn("descriptor limit: {}", lim.error);
+  uint64_t need = fds_needed(c.limits.max_connections, c.broker_ports.max_listeners, workers,
+                             c.admin.enabled ? c.admin.max_connections : 0);
+  m.set_fd_limit(lim.soft, need);
+  spdlog::info("{}", fd_budget_statement(lim, need));
+  if (lim.soft < need) {
+    uint64_t fit = lim.soft > need - 2 * uint64_t{c.limits.max_connections}
+                       ? (lim.soft - (need - 2 * uint64_t{c.limits.max_connections})) / 2
+                       : 0;
+    spdlog::warn("descriptor limit {} (hard {}) is below the {} that limits.max_connections {} "
+                 "(2 each), broker_ports.max_listeners {} and {} workers can use: about {} client "
+                 "connections fit; past that, accepts fail with EMFILE (counted in "
+                 "epochgate_accept_errors_total) and wait. Raise the limit (ulimit -n, the "
+                 "container runtime) or lower limits.max_connections",
+                 lim.soft, lim.hard == UINT64_MAX ? std::string("unlimited") : std::to_string(lim.hard),
+                 need, c.limits.max_connections, c.broker_ports.max_listeners, workers, fit);
+  }
 }
 
 }  // namespace epochgate::proxy

@@ -8,6 +8,12 @@
 #include <cstdint>
 #include <string>
 
+#include "config/config.h"
+
+namespace epochgate::metrics {
+class ListenerMetrics;
+}
+
 namespace epochgate::proxy {
 
 /// Descriptors epochgate can use at most: two per client connection (the
@@ -35,5 +41,10 @@ std::string fd_budget_statement(const FdLimit& lim, uint64_t need);
 /// Raises the soft RLIMIT_NOFILE of this process to its hard limit
 /// (bounded by /proc/sys/fs/nr_open when the hard limit is infinite).
 FdLimit raise_fd_limit();
+
+/// Raises the limit and checks it against what `c` can use with `workers`
+/// loops: sets epochgate_fd_limit / epochgate_fds_needed and logs a warning
+/// with the numbers when the limit is short.
+void check_fd_budget(const config::Config& c, unsigned workers, metrics::ListenerMetrics& m);
 
 }  // namespace epochgate::proxy

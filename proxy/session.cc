@@ -36,7 +36,7 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
       dialer_(ctx.make_dialer
                   ? ctx.make_dialer(static_cast<DialerOwner&>(*this))
                   : std::make_unique<UpstreamDialer>(ctx.loop, ctx.pool,
-                                                     static_cast<DialerOwner&>(*this))),
+                                                     static_cast<DialerOwner&>(*this), ctx.tls)),
       flow_(ctx, client_, node_id),
       requests_(ctx, node_id, client_, in_flight_, sasl_, bridging_, *this),
       responses_(ctx, node_id, client_, in_flight_, sasl_, bridging_, upstream_name_, *this) {

@@ -10,6 +10,7 @@
 #include "codec/messages/api_versions_request.h"
 #include "codec/messages/api_versions_response.h"
 #include "proxy/tcp_transport.h"
+#include "proxy/tls/tls_wrap.h"
 
 namespace epochgate::proxy {
 
@@ -31,6 +32,7 @@ struct UpstreamDialer::Attempt {
   ResolveReq* resolve = nullptr;
   std::unique_ptr<Connection> conn;
   TcpTransport* tcp = nullptr;  // conn's transport, for the connect
+  tls::TlsTransport* tls = nullptr;  // over tcp when upstream_tls is on
 };
 
 const char* UpstreamDialer::stage_name(Stage s) {
@@ -39,14 +41,17 @@ const char* UpstreamDialer::stage_name(Stage s) {
       return "resolve";
     case Stage::kConnect:
       return "connect";
+    case Stage::kTls:
+      return "tls";
     case Stage::kAnswer:
       return "answer";
   }
   return "?";
 }
 
-UpstreamDialer::UpstreamDialer(uv_loop_t* loop, BufferPool& pool, Owner& owner)
-    : loop_(loop), pool_(pool), owner_(owner) {
+UpstreamDialer::UpstreamDialer(uv_loop_t* loop, BufferPool& pool, Owner& owner,
+                               tls::TlsServices tls)
+    : loop_(loop), pool_(pool), owner_(owner), tls_(tls) {
   uv_timer_init(loop_, &timer_);
   timer_.data = this;
 }
@@ -136,8 +141,12 @@ void UpstreamDialer::on_resolved(uv_getaddrinfo_t* req, int status, addrinfo* re
   d->attempt_->stage = Stage::kConnect;
   auto tcp = std::make_unique<TcpTransport>(d->loop_);
   d->attempt_->tcp = tcp.get();
+  // A caller's wrapper (KafkaClientOptions::transport) wins; otherwise
+  // upstream_tls, when on, wraps the socket for the target's host.
   std::unique_ptr<Transport> stream =
-      d->wrap_ ? d->wrap_(std::move(tcp), d->targets_[d->index_]) : std::move(tcp);
+      d->wrap_ ? d->wrap_(std::move(tcp), d->targets_[d->index_])
+               : tls::wrap_upstream(d->loop_, d->tls_, std::move(tcp), d->targets_[d->index_].host,
+                                    &d->attempt_->tls);
   d->attempt_->conn = std::make_unique<Connection>(std::move(stream), d->pool_, *d);
   // One request per attempt: a given-up attempt's callback still arrives
   // (UV_ECANCELED) when its socket closes, after the next one started.
@@ -218,7 +227,7 @@ void UpstreamDialer::on_readable(Connection& c) {
 
 void UpstreamDialer::on_read_error(Connection& c, int status) {
   if (!attempt_ || attempt_->conn.get() != &c) return;
-  attempt_failed(Stage::kAnswer, status);
+  attempt_failed(attempt_->tls && !attempt_->tls->ready() ? Stage::kTls : Stage::kAnswer, status);
 }
 
 void UpstreamDialer::on_write_error(Connection& c, int status) {
@@ -229,6 +238,12 @@ void UpstreamDialer::on_write_error(Connection& c, int status) {
 void UpstreamDialer::on_timeout(uv_timer_t* t) {
   auto* d = static_cast<UpstreamDialer*>(t->data);
   if (!d->attempt_) return;
+  if (d->attempt_->tls && !d->attempt_->tls->ready() && d->attempt_->stage == Stage::kAnswer) {
+    // Counted and logged as a TLS timeout; its failure ends the attempt.
+    Attempt* a = d->attempt_.get();
+    d->attempt_->tls->time_out(d->timeout_ms_);
+    if (d->attempt_.get() != a) return;
+  }
   d->attempt_failed(d->attempt_->stage, UV_ETIMEDOUT);
 }
 

@@ -23,6 +23,7 @@
 #include "proxy/connection.h"
 #include "proxy/dialer.h"
 #include "proxy/tcp_transport.h"
+#include "proxy/tls/tls_services.h"
 
 namespace epochgate::proxy {
 
@@ -39,7 +40,11 @@ class UpstreamDialer : public Dialer, public ConnectionOwner {
   /// Receives the dialer's results (proxy/dialer.h).
   using Owner = DialerOwner;
 
-  UpstreamDialer(uv_loop_t* loop, BufferPool& pool, Owner& owner);
+  /// With `tls` (upstream_tls on), each attempt speaks TLS to the target's
+  /// host (SNI, hostname check) before the ApiVersions probe.
+  UpstreamDialer(uv_loop_t* loop, BufferPool& pool, Owner& owner, tls::TlsServices tls = {});
+  /// Replaces the TLS services for later attempts.
+  void set_tls(const tls::TlsServices& tls) { tls_ = tls; }
   ~UpstreamDialer() override;
   UpstreamDialer(const UpstreamDialer&) = delete;
   UpstreamDialer& operator=(const UpstreamDialer&) = delete;
@@ -89,6 +94,7 @@ class UpstreamDialer : public Dialer, public ConnectionOwner {
   TransportWrapper wrap_;
   BufferPool& pool_;
   Owner& owner_;
+  tls::TlsServices tls_;
   uv_timer_t timer_;
   std::vector<config::HostPort> targets_;
   size_t index_ = 0;

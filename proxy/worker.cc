@@ -7,6 +7,7 @@
 #include "metrics/proxy_metrics.h"
 #include "proxy/log_limited.h"
 #include "proxy/tcp_transport.h"
+#include "proxy/tls/tls_wrap.h"
 
 namespace epochgate::proxy {
 
@@ -73,14 +74,35 @@ void Worker::adopt(int32_t node_id, int fd) {
     ::close(fd);
     return;
   }
-  auto transport = std::make_unique<TcpTransport>(ctx_.loop);
-  TcpTransport* tcp = transport.get();
+  auto tcp = std::make_unique<TcpTransport>(ctx_.loop);
+  const int rc = tcp->open(fd);
+  std::unique_ptr<Transport> transport = std::move(tcp);
+  // Client TLS: the handshake finishes before a session (and its upstream
+  // dial) exists; past limits.max_connections the session refuses it as usual.
+  if (rc == 0 && connections_.load() + handshakes_.size() < ctx_.config->limits.max_connections) {
+    const std::string peer = transport->peer();
+    if (auto t = tls::wrap_client(ctx_.loop, ctx_.tls, transport, peer)) {
+      tls::ClientHandshake::start(handshakes_, std::move(t), node_id,
+                                  [this](int32_t node, std::unique_ptr<Transport> ready) {
+                                    start_session(node, std::move(ready), 0, -1);
+                                  });
+      return;
+    }
+  }
+  start_session(node_id, std::move(transport), rc, fd);
+}
+
+void Worker::start_session(int32_t node_id, std::unique_ptr<Transport> transport, int rc, int fd) {
   auto* s = new Session(ctx_, sessions_, node_id, std::move(transport));
-  if (int rc = tcp->open(fd); rc != 0) {
+  if (rc != 0) {
     ::close(fd);
     EPOCHGATE_PROXY_LOG(warn, "adopt_failed", "worker {}: cannot take a client connection on node {} listener: {}",
                         ctx_.worker_index, node_id, uv_strerror(rc));
     s->close("accept_failed");
+    return;
+  }
+  if (stopping_) {
+    s->close("shutdown");
     return;
   }
   uint32_t n = ++connections_;
@@ -136,6 +158,7 @@ void Worker::close_all_sessions(const char* reason) {
 void Worker::stop_and_join() {
   post([this] {
     stopping_ = true;
+    handshakes_.close_all();
     close_all_sessions("shutdown");
     uv_close(reinterpret_cast<uv_handle_t*>(&sweep_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&budget_timer_), nullptr);

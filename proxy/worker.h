@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "proxy/session.h"
+#include "proxy/tls/client_handshake.h"
 #include "proxy/worker_context.h"
 
 namespace epochgate::proxy {
@@ -50,6 +51,9 @@ class Worker {
   WorkerContext& context() { return ctx_; }
 
  private:
+  /// Starts a session on `transport` (open_rc: the TCP open's result; on
+  /// error `fd` is closed).
+  void start_session(int32_t node_id, std::unique_ptr<Transport> transport, int open_rc, int fd);
   static void on_async(uv_async_t* a);
   static void on_sweep(uv_timer_t* t);
   static void on_budget_timer(uv_timer_t* t);
@@ -66,6 +70,7 @@ class Worker {
   std::mutex mu_;
   std::vector<std::function<void()>> posted_;
   SessionList sessions_;
+  tls::HandshakeList handshakes_;  // client TLS handshakes not yet a session
   bool stopping_ = false;
 };
 

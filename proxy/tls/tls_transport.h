@@ -1,0 +1,116 @@
+// proxy/tls/tls_transport.h: TLS as a Transport (proxy/transport.h): a
+// TlsEngine (memory BIOs) over an inner Transport carrying the ciphertext
+// (TcpTransport). Drives the handshake, with its own deadline on the
+// client-facing side, and reports it once: a success is counted with its
+// duration; a failure closes this connection only, counted by reason in
+// epochgate_tls_handshakes_total and logged (rate-limited) with the peer
+// and the reason. Holds the ciphertext the socket has not taken yet; never
+// parses Kafka and never sees another connection's bytes.
+#pragma once
+
+#include <uv.h>
+
+#include <memory>
+#include <string>
+
+#include "proxy/tls/tls_engine.h"
+#include "proxy/transport.h"
+
+namespace epochgate::metrics {
+class TlsMetrics;
+}
+
+namespace epochgate::proxy::tls {
+
+/// A TLS session over another transport.
+class TlsTransport final : public Transport, private TransportUser {
+ public:
+  /// `side`: "client" (a client's connection to epochgate) or "upstream"
+  /// (epochgate's to a broker), for the metric and logs. `handshake_timeout_ms`
+  /// 0: no deadline of its own (the upstream dial has one). `metrics` may be null.
+  TlsTransport(uv_loop_t* loop, std::unique_ptr<Transport> inner,
+               std::unique_ptr<TlsEngine> engine, const char* side,
+               uint32_t handshake_timeout_ms, metrics::TlsMetrics* metrics);
+  ~TlsTransport() override;
+  TlsTransport(const TlsTransport&) = delete;
+  TlsTransport& operator=(const TlsTransport&) = delete;
+
+  /// Starts the handshake without delivering bytes to the user (SNI
+  /// routing waits for the server name before a session exists).
+  int start_handshake();
+  const TlsEngine& engine() const { return *engine_; }
+  /// tls.plaintext_clients: a connection whose first byte is not a TLS
+  /// record (0x16) carries plaintext from then on instead of failing
+  /// (`not_tls`). Call before reading starts, for loopback peers only.
+  void allow_plaintext() { allow_plaintext_ = true; }
+  /// Fails a handshake still running as timed out (the owner's deadline,
+  /// e.g. the upstream dial's): counted and logged as `timeout`.
+  void time_out(uint32_t after_ms);
+  /// True once the connection turned out to be plaintext.
+  bool plaintext() const { return plain_; }
+
+  void set_user(TransportUser& user) override { user_ = &user; }
+  int start_reading() override;
+  void stop_reading() override;
+  bool ready() const override { return plain_ || (engine_->handshake_done() && !failed_); }
+  ssize_t try_write(const uv_buf_t* bufs, unsigned nbufs) override;
+  int write(const uv_buf_t* bufs, unsigned nbufs) override;
+  bool writes_in_place() const override { return plain_; }
+  int shutdown() override;
+  void close() override;
+  std::string peer() const override { return inner_->peer(); }
+  bool peer_closed() const override { return inner_->peer_closed(); }
+
+ private:
+  // TransportUser of the inner transport (ciphertext).
+  void on_transport_alloc(uv_buf_t* buf) override;
+  void on_transport_read(ssize_t n) override;
+  void on_transport_written(int status) override;
+  void on_transport_ready(int) override {}
+  void on_transport_closed() override;
+
+  /// Encrypts `bufs`; false when the engine failed.
+  bool encrypt(const uv_buf_t* bufs, unsigned nbufs, size_t& total);
+  /// Moves the engine's ciphertext to the socket (try_write, then a write).
+  void flush_cipher();
+  /// After new ciphertext arrived or reading resumed: handshake, plaintext.
+  void progress();
+  void deliver_plain();
+  void deliver_stash();
+  void handshake_failed(Failure f, std::string detail);
+  void report_handshake(bool ok);
+  /// Runs progress() from the loop soon (never inside the user's call).
+  void kick();
+  static void on_timer(uv_timer_t* t);
+  static void on_kick(uv_timer_t* t);
+  void maybe_closed();
+
+  uv_loop_t* loop_;
+  std::unique_ptr<Transport> inner_;
+  std::unique_ptr<TlsEngine> engine_;
+  const char* side_;
+  uint32_t timeout_ms_;
+  metrics::TlsMetrics* metrics_;
+  TransportUser* user_ = nullptr;
+  uv_timer_t timer_;  // handshake deadline
+  uv_timer_t kick_;   // deferred progress()
+  std::string queue_;    // ciphertext not yet handed to the inner transport
+  std::string writing_;  // ciphertext of the inner write in flight
+  bool inner_writing_ = false;
+  bool user_write_pending_ = false;  // the user's write() completes when the cipher drains
+  bool user_reading_ = false;
+  bool started_ = false;
+  bool reported_ = false;  // handshake result counted
+  bool failed_ = false;
+  bool ready_told_ = false;
+  bool shutdown_pending_ = false;
+  bool closing_ = false;
+  bool allow_plaintext_ = false;
+  bool plain_ = false;       // plaintext peer (allow_plaintext): bytes pass through
+  bool seen_bytes_ = false;  // the first ciphertext byte arrived
+  std::string stash_;        // a plaintext peer's first bytes, not yet delivered
+  int open_handles_ = 0;  // inner + two timers while closing
+  uint64_t started_ns_ = 0;
+};
+
+}  // namespace epochgate::proxy::tls
