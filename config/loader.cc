@@ -790,10 +790,13 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
   if (ck.usable("tls")) {
     if (t.enabled() && t.key_file.empty()) ck.report("tls.key_file", "tls.cert_file needs a key_file");
     if (!t.enabled()) {
-      for (const char* k : {"key_file", "key_password_file", "client_ca_file"})
-        if (ck.set_explicitly(std::string("tls.") + k))
-          ck.report(std::string("tls.") + k, "needs tls.cert_file (client-facing TLS is off)");
-      if (ck.set_explicitly("tls.sni.broker_host_pattern"))
+      const std::pair<const char*, const std::string*> set[] = {
+          {"tls.key_file", &t.key_file},
+          {"tls.key_password_file", &t.key_password_file},
+          {"tls.client_ca_file", &t.client_ca_file}};
+      for (const auto& [k, v] : set)
+        if (!v->empty()) ck.report(k, "needs tls.cert_file (client-facing TLS is off)");
+      if (!t.sni.broker_host_pattern.empty())
         ck.report("tls.sni.broker_host_pattern", "needs tls.cert_file (SNI routing is TLS)");
     }
     if (t.client_auth != "none" && t.client_ca_file.empty() && ck.usable("tls.client_auth"))

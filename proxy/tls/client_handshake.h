@@ -42,6 +42,7 @@ class ClientHandshake final : private TransportUser {
                     int32_t listener_node, OnReady on_ready);
 
  private:
+  friend class HandshakeList;
   ClientHandshake(HandshakeList& list, std::unique_ptr<TlsTransport> t, int32_t node, OnReady r);
   void on_transport_alloc(uv_buf_t* buf) override;
   void on_transport_read(ssize_t) override {}
