@@ -534,6 +534,116 @@ def case_sasl_secret_mounted(ctx):
               "a Secret volume without sasl.existingSecret")
 
 
+def _tls_mounts(spec):
+    """{volume name: (Secret name, mount path)} of the epochgate container's
+    read-only Secret mounts, checked to be whole Secrets (no subPath, no
+    items: only then does the kubelet update the files when it rotates)."""
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    eg = [c for c in spec["containers"] + (spec.get("initContainers") or [])
+          if c["name"] == "epochgate"]
+    check(len(eg) == 1, "one epochgate container expected")
+    out = {}
+    for m in eg[0].get("volumeMounts", []):
+        secret = volumes.get(m["name"], {}).get("secret")
+        if not secret or m["name"] == "epochgate-sasl":
+            continue
+        check(m.get("readOnly") is True, f"{m['name']} mounted writable")
+        check("subPath" not in m and "items" not in secret,
+              f"{m['name']}: a subPath or items mount is never updated on rotation")
+        out[m["name"]] = (secret["secretName"], m["mountPath"])
+    return out
+
+
+def _in_mount(path, mounts, secret, key):
+    """The config names `key` of `secret` through its mount."""
+    for name, (sec, mpath) in mounts.items():
+        if sec == secret and path == f"{mpath}/{key}":
+            return True
+    return False
+
+
+def case_tls_secrets_mounted(ctx):
+    """tls and upstreamTls values: each Secret (cert-manager's layout: tls.crt,
+    tls.key, ca.crt) is a whole, read-only Secret volume, and the config's
+    tls / upstream_tls keys name its files, in the gateway, the sidecar and
+    the native sidecar. A rotation changes files only: nothing the chart
+    renders (annotations included) depends on a Secret's content, so the
+    pods are not rolled and epochgate reloads the files. SNI routing exposes
+    only the bootstrap port on the Service. Without the values, no TLS key
+    and no TLS volume."""
+    with tempfile.TemporaryDirectory() as tmp:
+        def values(name, text):
+            path = os.path.join(tmp, name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            return path
+        gateway = values("gateway.yaml", (
+            "tls:\n  existingSecret: gw-tls\n  clientAuth: required\n  clientCaSecret: client-ca\n"
+            "  sni:\n    brokerHostPattern: b-$(nodeId).kafka.example.com\n"
+            "    bootstrapHost: bootstrap.kafka.example.com\n"
+            "upstreamTls:\n  enabled: true\n  caSecret: kafka-cluster-ca\n"
+            "  clientSecret: gw-kafka-user\n"))
+        docs = ctx.manifests(ctx.chart, [gateway])
+        spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+        mounts = _tls_mounts(spec)
+        check({s for s, _ in mounts.values()} == {"gw-tls", "client-ca", "kafka-cluster-ca",
+                                                  "gw-kafka-user"}, f"TLS Secret mounts: {mounts}")
+        _, cfg = config_of(docs, spec["volumes"][0]["configMap"]["name"])
+        t, u = cfg["tls"], cfg["upstream_tls"]
+        check(_in_mount(t["cert_file"], mounts, "gw-tls", "tls.crt") and
+              _in_mount(t["key_file"], mounts, "gw-tls", "tls.key"), f"tls files: {t}")
+        check(t["client_auth"] == "required" and _in_mount(t["client_ca_file"], mounts, "client-ca",
+                                                            "ca.crt"), f"client CA: {t}")
+        check(t["sni"] == {"broker_host_pattern": "b-$(nodeId).kafka.example.com",
+                           "bootstrap_host": "bootstrap.kafka.example.com"}, f"sni: {t}")
+        check(u["enabled"] is True and u["verify_hostname"] is True and
+              _in_mount(u["ca_file"], mounts, "kafka-cluster-ca", "ca.crt") and
+              _in_mount(u["cert_file"], mounts, "gw-kafka-user", "tls.crt") and
+              _in_mount(u["key_file"], mounts, "gw-kafka-user", "tls.key"), f"upstream_tls: {u}")
+        svc = one(docs, "Service", "gateway")
+        check([p["name"] for p in svc["spec"]["ports"]] == ["bootstrap"],
+              f"SNI routing: the Service should expose only bootstrap: {svc['spec']['ports']}")
+        # No annotation follows a Secret: the only checksum is the config's.
+        annotations = one(docs, "Deployment")["spec"]["template"]["metadata"].get("annotations", {})
+        check(set(annotations) == {"checksum/epochgate-config"},
+              f"pod annotations {annotations}: a Secret rotation must not roll the pods")
+
+        # client CA from the same Secret (cert-manager's ca.crt), plain upstream CA only.
+        same = values("same.yaml", "tls:\n  existingSecret: gw-tls\n  clientAuth: requested\n"
+                                   "upstreamTls:\n  enabled: true\n  verifyHostname: false\n")
+        docs = ctx.manifests(ctx.chart, [same])
+        spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+        mounts = _tls_mounts(spec)
+        _, cfg = config_of(docs, spec["volumes"][0]["configMap"]["name"])
+        check(set(mounts) == {"epochgate-tls"}, f"mounts: {mounts}")
+        check(_in_mount(cfg["tls"]["client_ca_file"], mounts, "gw-tls", "ca.crt"), f"{cfg['tls']}")
+        check(cfg["upstream_tls"] == {"enabled": True, "verify_hostname": False},
+              f"system trust store expected: {cfg['upstream_tls']}")
+        check(len(one(docs, "Service", "gateway")["spec"]["ports"]) > 1,
+              "without SNI every broker port stays on the Service")
+
+        sidecar = values("sidecar.yaml", "epochgate:\n  upstreamTls:\n    enabled: true\n"
+                                         "    caSecret: kafka-cluster-ca\n    clientSecret: app-user\n")
+        for files in ([sidecar], [ctx.value_file("sidecar-native.yaml"), sidecar]):
+            docs = ctx.manifests(ctx.client_chart, files, release="shop", kube="v1.30.0")
+            spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+            mounts = _tls_mounts(spec)
+            check({s for s, _ in mounts.values()} == {"kafka-cluster-ca", "app-user"},
+                  f"sidecar TLS mounts: {mounts}")
+            cms = by_kind(docs, "ConfigMap")
+            _, cfg = config_of(docs, cms[0]["metadata"]["name"])
+            u = cfg["upstream_tls"]
+            check(_in_mount(u["ca_file"], mounts, "kafka-cluster-ca", "ca.crt") and
+                  _in_mount(u["key_file"], mounts, "app-user", "tls.key"), f"sidecar: {u}")
+            check("tls" not in cfg, "client-facing TLS rendered without tls.existingSecret")
+
+    docs = ctx.manifests(ctx.chart, [])
+    spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+    _, cfg = config_of(docs, spec["volumes"][0]["configMap"]["name"])
+    check(not _tls_mounts(spec) and "tls" not in cfg and "upstream_tls" not in cfg,
+          "TLS rendered without TLS values")
+
+
 def case_config_keys_known(ctx):
     """Every epochgate key the schema lets users set under config: renders, and
     (with the binary) epochgate accepts all of them at once."""

@@ -151,6 +151,7 @@ admin:
   {{- /* the admin port is on the pod address for probes and scraping; /debug stays loopback-only unless asked */}}
   expose_debug: {{ $admin.exposeDebug | default false }}
   idle_timeout_ms: {{ int ($admin.idleTimeoutMs | default 5000) }}
+{{- include "epochgate.tlsConfig" . }}
 {{- /* empty blocks (limits: {}) are left out: the defaults apply */}}
 {{- $cfg := dict -}}
 {{- range $k, $val := $v.config -}}
@@ -160,6 +161,92 @@ admin:
 {{- end }}
 {{ toYaml $cfg }}
 {{ end -}}
+
+{{/*
+The tls and upstream_tls blocks of the config, naming the files of the
+mounted Secrets (cert-manager's layout: tls.crt, tls.key, ca.crt). Only paths:
+a rotated Secret changes the files, not the config, so it rolls no pod;
+epochgate reloads the files itself.
+*/}}
+{{- define "epochgate.tlsConfig" -}}
+{{- $v := .Values -}}
+{{- $t := $v.tls | default dict -}}
+{{- $u := $v.upstreamTls | default dict -}}
+{{- if or (hasKey $v.config "tls") (hasKey $v.config "upstream_tls") -}}
+{{- fail "set TLS with the chart's tls and upstreamTls values, not config.tls / config.upstream_tls (the chart mounts the Secrets and writes the paths)" -}}
+{{- end -}}
+{{- $sni := $t.sni | default dict -}}
+{{- if and $sni.brokerHostPattern (not $t.existingSecret) -}}
+{{- fail "tls.sni.brokerHostPattern needs tls.existingSecret (SNI routing reads the TLS ClientHello)" -}}
+{{- end -}}
+{{- if and (ne ($t.clientAuth | default "none") "none") (not $t.existingSecret) -}}
+{{- fail "tls.clientAuth needs tls.existingSecret" -}}
+{{- end -}}
+{{- if $t.existingSecret }}
+tls:
+  cert_file: {{ printf "%s/tls.crt" $t.mountPath | quote }}
+  key_file: {{ printf "%s/tls.key" $t.mountPath | quote }}
+  client_auth: {{ $t.clientAuth | default "none" | quote }}
+  {{- if ne ($t.clientAuth | default "none") "none" }}
+  client_ca_file: {{ printf "%s/ca.crt" (ternary $t.clientCaMountPath $t.mountPath (not (empty $t.clientCaSecret))) | quote }}
+  {{- end }}
+  {{- if $sni.brokerHostPattern }}
+  sni:
+    broker_host_pattern: {{ $sni.brokerHostPattern | quote }}
+    {{- with $sni.bootstrapHost }}
+    bootstrap_host: {{ . | quote }}
+    {{- end }}
+  {{- end }}
+{{- end }}
+{{- if $u.enabled }}
+upstream_tls:
+  enabled: true
+  {{- if $u.caSecret }}
+  ca_file: {{ printf "%s/ca/ca.crt" $u.mountPath | quote }}
+  {{- end }}
+  {{- if $u.clientSecret }}
+  cert_file: {{ printf "%s/client/tls.crt" $u.mountPath | quote }}
+  key_file: {{ printf "%s/client/tls.key" $u.mountPath | quote }}
+  {{- end }}
+  verify_hostname: {{ ternary true $u.verifyHostname (not (hasKey $u "verifyHostname")) }}
+{{- else if or $u.caSecret $u.clientSecret -}}
+{{- fail "upstreamTls.caSecret / clientSecret are set but upstreamTls.enabled is false" -}}
+{{- end }}
+{{- end -}}
+
+{{/*
+The TLS Secrets as (volume name, Secret, mount path) rows, YAML
+"mounts: [...]"; shared by the pod's volumes and the container's mounts.
+*/}}
+{{- define "epochgate.tlsMountList" -}}
+{{- $t := .Values.tls | default dict -}}
+{{- $u := .Values.upstreamTls | default dict -}}
+mounts:
+{{- if $t.existingSecret }}
+  - {name: epochgate-tls, secret: {{ $t.existingSecret | quote }}, path: {{ $t.mountPath | quote }}}
+{{- if and $t.clientCaSecret (ne ($t.clientAuth | default "none") "none") }}
+  - {name: epochgate-tls-client-ca, secret: {{ $t.clientCaSecret | quote }}, path: {{ $t.clientCaMountPath | quote }}}
+{{- end }}
+{{- end }}
+{{- if $u.enabled }}
+{{- if $u.caSecret }}
+  - {name: epochgate-upstream-ca, secret: {{ $u.caSecret | quote }}, path: {{ printf "%s/ca" $u.mountPath | quote }}}
+{{- end }}
+{{- if $u.clientSecret }}
+  - {name: epochgate-upstream-client, secret: {{ $u.clientSecret | quote }}, path: {{ printf "%s/client" $u.mountPath | quote }}}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The TLS Secret volumes, as spec.volumes entries (whole Secrets, no
+subPath: only then does the kubelet update the files on rotation). */}}
+{{- define "epochgate.tlsVolumes" -}}
+{{- range (include "epochgate.tlsMountList" . | fromYaml).mounts }}
+- name: {{ .name }}
+  secret:
+    secretName: {{ .secret }}
+{{- end }}
+{{- end -}}
 
 {{/* Pod annotation that changes whenever the config does (rolls the pods). */}}
 {{- define "epochgate.configChecksum" -}}
@@ -253,6 +340,11 @@ volumeMounts:
 {{- if $v.sasl.existingSecret }}
   - name: epochgate-sasl
     mountPath: {{ $v.sasl.mountPath }}
+    readOnly: true
+{{- end }}
+{{- range (include "epochgate.tlsMountList" .ctx | fromYaml).mounts }}
+  - name: {{ .name }}
+    mountPath: {{ .path }}
     readOnly: true
 {{- end }}
 {{- end -}}

@@ -66,7 +66,7 @@ true
   value: "127.0.0.1:{{ int $ctx.Values.ports.bootstrap }}"
 {{- end -}}
 
-{{/* The config volume, as a list entry for spec.volumes. */}}
+{{/* The config volume and the Secret volumes (SASL, TLS), as list entries for spec.volumes. */}}
 {{- define "epochgate.sidecar.volumes" -}}
 {{- $ctx := include "epochgate.sidecar.context" . | fromJson -}}
 - name: epochgate-config
@@ -76,6 +76,9 @@ true
 - name: epochgate-sasl
   secret:
     secretName: {{ $ctx.Values.sasl.existingSecret }}
+{{- end }}
+{{- with include "epochgate.tlsVolumes" $ctx }}
+{{ . | trim }}
 {{- end }}
 {{- end -}}
 
