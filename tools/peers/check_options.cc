@@ -52,6 +52,8 @@ std::string check_usage() {
          "  --timeline FILE           per-message CSV (seq,partition,offset,broker,send_us,ack_us,error)\n"
          "  --client-id ID            client.id (default epochgate-rdkafka-check)\n"
          "  -X key=value              extra librdkafka property for every client\n"
+         "  --resolve NAME=ADDRESS    dial NAME (or every name under *.DOMAIN) at ADDRESS\n"
+         "                            (librdkafka's resolve_cb; TLS still uses NAME)\n"
          "Prints one JSON summary line on stdout; exit 0 only if the check passed.\n";
 }
 
@@ -130,6 +132,12 @@ bool parse_check_options(int argc, char** argv, CheckOptions* out, std::string* 
     } else if (arg == "--timeline") {
       if (!need()) return false;
       o.timeline_file = value;
+    } else if (arg == "--resolve") {
+      if (!need()) return false;
+      const auto eq = value.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+        return *error = "--resolve needs NAME=ADDRESS", false;
+      o.resolve.emplace_back(value.substr(0, eq), value.substr(eq + 1));
     } else if (arg == "--client-id") {
       if (!need()) return false;
       o.client_id = value;

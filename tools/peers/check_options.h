@@ -33,6 +33,10 @@ struct CheckOptions {
   std::string timeline_file;       ///< per-message CSV: seq,partition,offset,broker,send_us,ack_us,error
   std::string client_id = "epochgate-rdkafka-check";
   std::vector<std::pair<std::string, std::string>> properties;  ///< -X key=value for every client
+  /// --resolve NAME=ADDRESS: host names (NAME, or *.DOMAIN for every name
+  /// under DOMAIN) this process's clients dial at ADDRESS instead of asking
+  /// the system resolver; TLS still sends and verifies the name itself.
+  std::vector<std::pair<std::string, std::string>> resolve;
 };
 
 /// Parses argv into `out`. Returns false and fills `error` on bad input.

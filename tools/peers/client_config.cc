@@ -5,9 +5,12 @@
 #include "client_config.h"
 
 #include <librdkafka/rdkafka.h>
+#include <netdb.h>
+#include <strings.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -26,6 +29,35 @@ void log_line(const rd_kafka_t* rk, int level, const char* fac, const char* buf)
   FILE* out = g_log != nullptr ? g_log : stderr;
   std::fprintf(out, "%.6f %d %s %s: %s\n", t, level, rk != nullptr ? rd_kafka_name(rk) : "-",
                fac, buf);
+}
+
+// --resolve rules, shared by every client of the run (set before the first
+// client exists, read-only afterwards).
+const std::vector<std::pair<std::string, std::string>>* g_resolve = nullptr;
+
+bool name_matches(const std::string& pattern, const char* node) {
+  if (pattern.size() > 2 && pattern[0] == '*' && pattern[1] == '.') {
+    const size_t n = std::strlen(node), suffix = pattern.size() - 1;
+    return n > suffix && strcasecmp(node + n - suffix, pattern.c_str() + 1) == 0;
+  }
+  return strcasecmp(pattern.c_str(), node) == 0;
+}
+
+// librdkafka's resolve_cb: a name covered by a --resolve rule is looked up as
+// its rule's address; anything else as usual. Called with all of node,
+// service and hints null to free an earlier answer.
+int resolve(const char* node, const char* service, const struct addrinfo* hints,
+            struct addrinfo** res, void*) {
+  if (node == nullptr && service == nullptr && hints == nullptr) {
+    if (*res != nullptr) freeaddrinfo(*res);
+    return 0;
+  }
+  if (node != nullptr && g_resolve != nullptr) {
+    for (const auto& [pattern, address] : *g_resolve) {
+      if (name_matches(pattern, node)) return getaddrinfo(address.c_str(), service, hints, res);
+    }
+  }
+  return getaddrinfo(node, service, hints, res);
 }
 
 }  // namespace
@@ -90,6 +122,10 @@ rd_kafka_conf_s* make_client_conf(const CheckOptions& options, ClientRole role,
     }
   }
   rd_kafka_conf_set_log_cb(conf, log_line);
+  if (!options.resolve.empty()) {
+    g_resolve = &options.resolve;
+    rd_kafka_conf_set_resolve_cb(conf, resolve);
+  }
   return conf;
 }
 
