@@ -18,6 +18,9 @@
 #   --quick          1 round of 2 s runs: a smoke test, not for RESULTS.md
 #   --scale          also the scale scenarios (100,000 partitions, a sidecar
 #                    fleet, 10,000 idle connections; about 4-5 more minutes)
+#   --tls            also the TLS table (bench/tls_bench.py): TLS on both sides,
+#                    epochgate against HAProxy terminating and originating TLS,
+#                    written to BUILD_DIR/bench-results/TLS.md
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +32,7 @@ fi
 PROFILE=0
 PROFILE_ONLY=0
 QUICK=0
+TLS=0
 PASS=()
 CMDLINE="bench/run.sh"
 [[ $BUILD != "$SRC/build-bench" ]] && CMDLINE+=" ${BUILD#$SRC/}"
@@ -37,6 +41,7 @@ while [[ $# -gt 0 ]]; do
     --profile) PROFILE=1 ;;
     --profile-only) PROFILE=1; PROFILE_ONLY=1 ;;
     --quick) QUICK=1 ;;
+    --tls) TLS=1 ;;
     *) PASS+=("$1") ;;
   esac
   CMDLINE+=" $1"
@@ -61,6 +66,9 @@ RDK=${EPOCHGATE_LIBRDKAFKA_PREFIX:-$HOME/.cache/epochgate/librdkafka-2.15.1}
 cmake -S "$SRC" -B "$BUILD" "${CMAKE_ARGS[@]}" >/dev/null
 nice cmake --build "$BUILD" --target epochgate epochgate-bench splice_relay codec_bench policy_bench \
   -j"$(nproc)" >&2
+if [[ $TLS -eq 1 ]]; then
+  nice cmake --build "$BUILD" --target epochgate-mockcluster epochgate-rdkafka-check -j"$(nproc)" >&2
+fi
 
 REV=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [[ -n $(git -C "$SRC" status --porcelain -- proxy codec policy config metrics 2>/dev/null) ]]; then
@@ -148,4 +156,11 @@ _, tail = rest.split(end, 1)
 open(path, "w").write(head + begin + "\n" + top + end + tail)
 PY
   echo "run.sh: refreshed the profile tables in bench/PROFILE.md (raw data: $OUT/perf-*.data)" >&2
+fi
+
+if [[ $TLS -eq 1 ]]; then
+  TLS_ARGS=(--build-dir "$BUILD" --out "$OUT/TLS.md")
+  [[ $QUICK -eq 1 ]] && TLS_ARGS+=(--messages 20000 --rounds 1 --idle 200)
+  /usr/bin/python3 "$SRC/bench/tls_bench.py" "${TLS_ARGS[@]}"
+  echo "run.sh: TLS table in $OUT/TLS.md" >&2
 fi
