@@ -241,11 +241,15 @@ def response_body(frame, flexible_header=False):
 
 
 class Connection:
-    """Blocking client connection with a receive timeout (seconds)."""
+    """Blocking client connection with a receive timeout (seconds). With
+    `tls` (an ssl.SSLContext) the frames go over TLS, the handshake done
+    here with `server_name` (default: `host`) as SNI and verified name."""
 
-    def __init__(self, host, port, timeout=10.0):
+    def __init__(self, host, port, timeout=10.0, tls=None, server_name=None):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_hostname=server_name or host)
         self.timeout = timeout
         self.pending = b""
 

@@ -126,18 +126,19 @@ def start_gate(h, cluster, config=None, upstream=None, args=()):
     return h.start_gate(upstream or cluster.bootstrap, extra)
 
 
-def connect(address, timeout=10.0):
+def connect(address, timeout=10.0, tls=None):
     host, port = address if isinstance(address, tuple) else harness.parse_hostport(address)
-    return kw.Connection(host, port, timeout=timeout)
+    return kw.Connection(host, port, timeout=timeout, tls=tls)
 
 
 class GateClient:
     """Raw connections through epochgate: the bootstrap one, and one per node
     listener as a client finds them in Metadata through epochgate."""
 
-    def __init__(self, h, gate):
+    def __init__(self, h, gate, tls=None):
         self.h = h
         self.gate = gate
+        self.tls = tls  # ssl.SSLContext when epochgate's listeners speak TLS
         self.conns = {}
         self.brokers = {}
         self.corr = 1000
@@ -151,12 +152,12 @@ class GateClient:
         epochgate advertises for `node`."""
         if node not in self.conns:
             if node is None:
-                c = connect(self.gate.bootstrap_address)
+                c = connect(self.gate.bootstrap_address, tls=self.tls)
             else:
                 if node not in self.brokers:
                     self.metadata([])
                 host, port = self.brokers[node]
-                c = connect((host, port))
+                c = connect((host, port), tls=self.tls)
             self.h.on_close(c.close)
             self.conns[node] = c
         return self.conns[node]
