@@ -146,7 +146,7 @@ class Handshake:
 
 
 def s_client(h, port, ca=None, servername=None, cert=None, key=None, verify_host=None,
-             send=b"", timeout=20.0, extra=()):
+             send=b"", timeout=20.0, extra=(), linger_s=1.5):
     """One `openssl s_client` handshake to 127.0.0.1:port (-showcerts), then
     `send` on the TLS connection and EOF. Returns a Handshake."""
     argv = ["openssl", "s_client", "-connect", "%s:%d" % (harness.LOOPBACK, port),
@@ -162,8 +162,32 @@ def s_client(h, port, ca=None, servername=None, cert=None, key=None, verify_host
     if cert:
         argv += ["-cert", cert, "-key", key]
     argv += list(extra)
-    r = h.run(argv, input=send, timeout=timeout, check=False, name="s_client")
-    return Handshake(r)
+    # stdin stays open a moment after `send`: with TLS 1.3 the server judges
+    # the client's certificate after the client's Finished, so its alert
+    # arrives after s_client thinks the handshake is done.
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=False)
+    try:
+        try:
+            proc.stdin.write(send)
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # s_client already gave up: its output says why
+        try:
+            proc.wait(timeout=linger_s)
+        except subprocess.TimeoutExpired:
+            pass
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    with open(os.path.join(h.workdir, "commands.log"), "a") as f:
+        f.write("$ %s\n%s%s\n" % (" ".join(argv), out.decode(errors="replace"),
+                                   err.decode(errors="replace")))
+    return Handshake(subprocess.CompletedProcess(argv, proc.returncode,
+                                                 out.decode(errors="replace"),
+                                                 err.decode(errors="replace")))
 
 
 def metrics_value(gate, name, **labels):
