@@ -18,6 +18,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "scenario"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "tls"))
 import scenario_lib as sl  # noqa: E402
 from scenario_lib import harness  # noqa: E402
 
@@ -100,16 +101,23 @@ def run(options):
 
 
 def story(demo, options):
-    print("epochgate demo: a partition leader moves under a running producer and consumer")
+    print("epochgate demo: a partition leader moves under a running producer and consumer%s"
+          % (", TLS on both sides" if options.tls else ""))
     print("  logs: %s" % demo.workdir)
     cluster = harness.MockCluster(demo, 3, ["%s:3:3" % TOPIC], ["--rebalance-delay-ms", "0"])
     demo.on_close(cluster.stop)
     demo.say("cluster: 3 brokers (librdkafka 2.15.1 mock cluster) at %s, topic %s "
              "(3 partitions, 3 replicas)" % (cluster.bootstrap, TOPIC))
-    gate = harness.Epochgate(demo, cluster.bootstrap, [])
+    upstream_bootstrap, gate_args, client_tls, tls_ctx = cluster.bootstrap, [], [], None
+    if options.tls:
+        upstream_bootstrap, gate_args, client_tls, tls_ctx = tls_setup(demo, cluster)
+    gate = harness.Epochgate(demo, upstream_bootstrap, gate_args)
     demo.on_close(gate.stop)
-    demo.say("epochgate: clients bootstrap from %s; admin http://%s" % (gate.bootstrap, gate.admin))
-    gc = sl.GateClient(demo, gate)
+    demo.say("epochgate: clients bootstrap from %s%s; admin http://%s" % (
+        gate.bootstrap, " (TLS)" if options.tls else "", gate.admin))
+    if options.tls:
+        show_handshake(demo, gate)
+    gc = sl.GateClient(demo, gate, tls=tls_ctx)
     sl.open_node_connections(gc, [TOPIC])
 
     log = os.path.join(demo.workdir, "clients.rdkafka.log")
@@ -118,8 +126,8 @@ def story(demo, options):
         demo.tool("epochgate-rdkafka-check"), "--bootstrap", gate.bootstrap, "--topic", TOPIC,
         "--partitions-keyed", "--idempotent", "--acks", "all", "--duration-s", str(SECONDS),
         "--rate", str(RATE), "--concurrent", "--consume-group", "demo-group",
-        "--timeline", timeline, "--debug", "broker,metadata,msg,fetch", "--log-file", log],
-        "clients")
+        "--timeline", timeline, "--debug", "broker,metadata,msg,fetch", "--log-file", log]
+        + client_tls, "clients")
     demo.on_close(check.stop)
     demo.say("clients: librdkafka 2.15.1 idempotent producer (acks=all, %d msg/s for %d s, keyed "
              "over 3 partitions) and a consumer group, both given only %s"
@@ -144,6 +152,9 @@ def story(demo, options):
     print("\nAddresses the clients connected to (every one is epochgate's):")
     gc.metadata([])
     upstream = {port: node for node, port in enumerate(cluster.ports, start=1)}
+    if options.tls:  # the brokers' TLS listeners (HAProxy) are upstream ports too
+        for node, address in enumerate(upstream_bootstrap.split(","), start=1):
+            upstream[harness.parse_hostport(address)[1]] = node
     listeners = {gate.bootstrap_address[1]: "epochgate bootstrap listener"}
     for node, (host, port) in sorted(gc.brokers.items()):
         listeners[port] = "epochgate listener for broker %d   (the broker itself: %s:%d)" % (
@@ -212,7 +223,8 @@ def story(demo, options):
                                       % options.build_dir))
     print("  curl -s http://%s/metrics | grep '^epochgate_'" % gate.admin)
     print("  curl -s http://%s/debug/metadata" % gate.admin)
-    print("  kcat -b %s -L" % gate.bootstrap)
+    print("  kcat -b %s -L%s" % (gate.bootstrap, "".join(
+        " %s" % a for a in client_tls)))
     print("  logs: %s/{epochgate.log,clients.rdkafka.log,mockcluster.log}" % demo.workdir)
     if options.keep:
         print("\nThe cluster and epochgate keep running; Ctrl-C stops them.", flush=True)
@@ -222,6 +234,44 @@ def story(demo, options):
         while not stop and gate.proc.alive() and cluster.proc.alive():
             time.sleep(0.2)
     return 0 if ok else 1
+
+
+def tls_setup(demo, cluster):
+    """TLS on both sides: certificates from tools/tls/make-certs.sh, Debian's
+    HAProxy as each broker's TLS listener (the mock advertises HAProxy's
+    ports), epochgate with `tls` and `upstream_tls`. Returns (upstream
+    bootstrap, epochgate args, client librdkafka -X args, ssl context)."""
+    import json
+    import ssl
+    import tls_rig
+    certs = tls_rig.make_certs(os.path.join(demo.workdir, "certs"))
+    rig = tls_rig.broker_fronts(demo.workdir, certs, cluster.addresses)
+    demo.on_close(rig.stop)
+    for broker_id, (_, port) in enumerate(rig.addresses, start=1):
+        cluster.cmd("advertise %d 127.0.0.1 %d" % (broker_id, port))
+    upstream = ",".join("%s:%d" % a for a in rig.addresses)
+    demo.say("brokers' TLS listeners: HAProxy at %s (certificates by the openssl CLI in %s)"
+             % (upstream, certs.dir))
+    config = os.path.join(demo.workdir, "epochgate-tls.yaml")
+    with open(config, "w") as f:
+        json.dump({"tls": {"cert_file": certs.path("server", "crt"),
+                           "key_file": certs.path("server", "key")},
+                   "upstream_tls": {"enabled": True, "ca_file": certs.ca,
+                                    "verify_hostname": True}}, f, indent=2)
+    client = ["-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + certs.ca]
+    return upstream, ["--config", config], client, ssl.create_default_context(cafile=certs.ca)
+
+
+def show_handshake(demo, gate):
+    """What `openssl s_client` sees on epochgate's bootstrap listener."""
+    import subprocess
+    r = subprocess.run(["openssl", "s_client", "-connect", gate.bootstrap, "-brief",
+                        "-CAfile", os.path.join(demo.workdir, "certs", "ca.crt")],
+                       input=b"", capture_output=True, timeout=20)
+    lines = [l for l in r.stderr.decode(errors="replace").splitlines()
+             if l.startswith(("Protocol version", "Ciphersuite", "Peer certificate",
+                              "Verification"))]
+    demo.say("openssl s_client %s: %s" % (gate.bootstrap, "; ".join(lines) or "no handshake"))
 
 
 def demo_connected_ports(rdkafka_log):
@@ -237,6 +287,9 @@ def main():
     parser.add_argument("--build-dir", default="build")
     parser.add_argument("--keep", action="store_true",
                         help="leave the cluster and epochgate running until Ctrl-C")
+    parser.add_argument("--tls", action="store_true",
+                        help="the same story with TLS on both sides (HAProxy as the brokers' "
+                             "TLS listeners)")
     options = parser.parse_args()
     try:
         sys.exit(run(options))

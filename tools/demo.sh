@@ -2,10 +2,12 @@
 # The README's demo: epochgate in front of an embedded 3-broker cluster, a
 # librdkafka 2.15.1 producer and consumer through it, a partition leader
 # moving mid-stream, and what epochgate did about it.
-#   tools/demo.sh [build-dir] [--keep]
+#   tools/demo.sh [build-dir] [--keep] [--tls]
 # Needs a build from tools/setup.sh (or `make demo`, which runs it first).
 # Finishes by itself in about 20 s; --keep leaves the cluster and epochgate
-# running until Ctrl-C. Logs go to <build-dir>/demo/.
+# running until Ctrl-C; --tls (make demo TLS=1) tells the same story with TLS
+# on both sides (Debian's HAProxy as the brokers' TLS listeners, certificates
+# from tools/tls/make-certs.sh). Logs go to <build-dir>/demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build
@@ -13,7 +15,8 @@ args=()
 for a in "$@"; do
   case "$a" in
     --keep|-k) args+=(--keep) ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --tls) args+=(--tls) ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "demo: unknown option $a (try --help)" >&2; exit 2 ;;
     *) build=$a ;;
   esac
