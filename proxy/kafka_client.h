@@ -185,6 +185,9 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   /// Replaces every option (a reloaded config); the next dial and login use
   /// them, the current connection and its requests keep theirs.
   void set_options(KafkaClientOptions options) { options_ = std::move(options); }
+  /// upstream_tls for later dials (SNI and hostname check against each
+  /// target's host) when `options.transport` is unset; all null: plain TCP.
+  void set_tls(const tls::TlsServices& tls) { dialer_.set_tls(tls); }
   /// Dials now without a request (warming a connection); no-op when
   /// connected or dialing.
   void connect();

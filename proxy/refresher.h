@@ -42,7 +42,7 @@ class Refresher : private KafkaClientObserver {
   /// First refresh now (all topics), then every interval_ms.
   void start();
   /// TLS for the refresher's broker connections (upstream_tls); before start().
-  void set_tls(const tls::TlsServices& tls) { dialer_.set_tls(tls); }
+  void set_tls(const tls::TlsServices& tls) { client_.set_tls(tls); }
   /// Asks for a refresh soon for `topics` (empty: the known topics). Thread-safe.
   void request_urgent(std::vector<std::string> topics, const char* trigger);
   /// Applies a reloaded config (interval, rate limit, enabled).
