@@ -1,4 +1,4 @@
-// bench/policy_bench.cc: cost of the fencing decision (issue 4 benchmark):
+// bench/policy_bench.cc: cost of the fencing decision:
 // partition decisions per second on one core, for a Produce request naming
 // 1,000 partitions against a view of 10,000 partitions (100 topics x 100
 // partitions, 5 brokers), plus a Fetch with epoch injection and a split

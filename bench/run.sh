@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run.sh: the one command behind bench/RESULTS.md and bench/latency.png
-# (issue 6, and the issue-4 leader-move benchmark). Installs HAProxy and
+# (throughput, and the leader-move benchmark). Installs HAProxy and
 # gnuplot from Debian when missing, builds epochgate and the bench programs in
 # Release, runs epochgate-bench (about 8 minutes on 2 cores, up to 13 on a
 # loaded machine; --scale adds 4-5), draws the plot
@@ -10,7 +10,7 @@
 #                     [any other epochgate-bench option, e.g. --rounds 5]
 #   BUILD_DIR        build tree to (re)use, default <repo>/build-bench
 #   --soak-minutes N also run epochgate for N minutes under steady load and
-#                    report its RSS over time (issue 6 asks for 10)
+#                    report its RSS over time (the target asks for 10)
 #   --profile        also profile epochgate with perf (Debian linux-perf)
 #                    during produce and consume runs and refresh the tables in
 #                    bench/PROFILE.md

@@ -1,4 +1,4 @@
-// proxy/api_versions_filter.h: ApiVersions handling (issue 3 item 6). The
+// proxy/api_versions_filter.h: ApiVersions handling. The
 // advertised max version of every API the codec decodes is capped at the
 // codec's own max, so a client never speaks a version epochgate cannot read;
 // APIs it does not decode pass through unchanged.

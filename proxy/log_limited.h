@@ -1,8 +1,8 @@
 // proxy/log_limited.h: log lines written once per connection event (a frame
 // error, a refused or timed-out connection, an upstream that cannot be
 // reached, a limit reached) go through a rate-limited site per call site, so
-// thousands of hostile or failing connections cannot flood the log (issue 5:
-// at most logging.rate_limit_per_sec lines per site and second; the count of
+// thousands of hostile or failing connections cannot flood the log (at
+// most logging.rate_limit_per_sec lines per site and second; the count of
 // suppressed lines is written when lines pass again).
 #pragma once
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/ci-extra.sh: the robustness gate .ci/run calls after the main tests
-# (issue 7): every libFuzzer target for a short fixed budget, the whole test
+# tools/ci-extra.sh: the robustness gate .ci/run calls after the main tests:
+# every libFuzzer target for a short fixed budget, the whole test
 # suite under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer
 # on), and the 1-minute soak through epochgate. Exits non-zero if any part fails; runs
 # every part even after one failed, and prints a line per part with its time.

@@ -13,7 +13,7 @@
 
 namespace epochgate::bench {
 
-/// The configurations, in report order: the four of issue 6 and (e), the
+/// The configurations, in report order: the four of the throughput target and (e), the
 /// splice(2) relay (bench/splice_relay.c) that is the floor for a proxy.
 enum ConfigId {
   kDirect = 0,

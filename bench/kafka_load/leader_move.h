@@ -1,4 +1,4 @@
-// bench/kafka_load: the issue-4 benchmark. Under steady idempotent acks=all
+// bench/kafka_load: the leader-move benchmark. Under steady idempotent acks=all
 // produce, moves partition leaders on the embedded cluster and measures how
 // long the producer takes to succeed on the new leader and the produce
 // latency around each move. Moves leaders only through rdkafka_mock.h.

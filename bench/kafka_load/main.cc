@@ -1,4 +1,4 @@
-// epochgate-bench: the issue-6 benchmark driver. In one process tree it runs
+// epochgate-bench: the throughput benchmark driver. In one process tree it runs
 // librdkafka 2.15.1 mock clusters (in process), HAProxy and epochgate (child
 // processes) and the load (librdkafka clients and raw sockets in process),
 // alternating the configurations (a) direct, (b) HAProxy TCP mode,

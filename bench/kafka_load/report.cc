@@ -128,7 +128,7 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
 
   // ---- targets ----
   auto& pd = r.produce;
-  md << "## Targets (issue 6; the (d)/(e) rows are issue 16's)\n\n";
+  md << "## Targets (throughput and CPU per GB; the (d)/(e) rows are the zero-copy floor's)\n\n";
   md << "| Target | Figure | Required | Result |\n|---|---|---|---|\n";
   for (const char* acks : {"acks=1", "acks=all"}) {
     const double d = pd[kEpochgateEnforce][acks].median_msgs();
@@ -432,7 +432,7 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
 
   // ---- leader move ----
   if (!r.leader_moves.empty()) {
-    md << "## Recovery from a leader move (issue 4)\n\n";
+    md << "## Recovery from a leader move\n\n";
     md << "Idempotent producer, acks=all, 1,000 messages/s over 16 partitions of topic `m`; "
           "every 2 s one partition's leader moves to another broker "
           "(`rd_kafka_mock_partition_set_leader`, which bumps the epoch), 3 moves per run. "

@@ -1,4 +1,4 @@
-"""Resource limits (issue 7 item 3), each through a real epochgate in front of
+"""Resource limits, each through a real epochgate in front of
 the mock cluster, each asserting what closes (only the offending connection),
 the metric an operator would watch, and a log line that names the limit:
 

@@ -1,4 +1,4 @@
-"""Security properties (issue 7 item 5) through a real epochgate:
+"""Security properties through a real epochgate:
 
 - it connects only to the configured bootstrap brokers and the brokers they
   advertise, never to an address a client names (a canary listener whose

@@ -1,4 +1,4 @@
-"""Upstream faults (issue 7 item 4) on the embedded mock cluster, with a
+"""Upstream faults on the embedded mock cluster, with a
 fault-injecting relay (fault_relay.py) where the mock cannot misbehave:
 
 - broker down at connect: the client gets a closed connection, counted in

@@ -1,4 +1,4 @@
-"""Operating epochgate under traffic (issue 5): a config reload while a
+"""Operating epochgate under traffic: a config reload while a
 librdkafka producer runs loses nothing and drops no connection; an invalid
 reload is refused and the running config stays; SIGTERM drains: readiness
 turns false, no new connections, an in-flight request still gets its answer,

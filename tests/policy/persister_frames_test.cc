@@ -1,4 +1,4 @@
-// tests/policy/persister_frames_test.cc: issue 4 scenario 12. No real peer
+// tests/policy/persister_frames_test.cc: the share-group persister fencing scenario. No real peer
 // sends the share-group persister APIs (keys 83-87) through a proxy, so each
 // is encoded as a whole frame with the generated encoder, split and decoded as
 // the session would, decided against the view, and answered.

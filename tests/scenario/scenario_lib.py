@@ -1,4 +1,4 @@
-"""Shared pieces of the fencing scenarios (issue 4): epochgate's metrics and
+"""Shared pieces of the fencing scenarios: epochgate's metrics and
 view as a user reads them (/metrics, /debug/metadata), epochgate started
 from a YAML file, raw connections through epochgate, and what a librdkafka
 debug log says about leader hints.

@@ -1,4 +1,4 @@
-"""Scenarios 3 and 4 of issue 4: consumers and leader epochs.
+"""Consumer fencing scenarios: consumers and leader epochs.
 
 3. A Fetch carrying a stale CurrentLeaderEpoch is answered
    FENCED_LEADER_EPOCH by epochgate itself (it never reaches the broker: a

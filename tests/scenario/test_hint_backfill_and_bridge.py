@@ -1,4 +1,4 @@
-"""Scenario 10 of issue 4: hints for clients of brokers that send none.
+"""Hint backfill and the KIP-951 bridge: hints for clients of brokers that send none.
 
 The cluster's ApiVersions are capped at Produce v9 / Fetch v15 (Kafka
 3.0-3.6, before KIP-951). epochgate offers Produce v10 / Fetch v16 to

@@ -1,4 +1,4 @@
-"""Large frames through epochgate's write-through path (issue 6).
+"""Large frames through epochgate's write-through path.
 
 Unchanged frames of 16 KiB and more go from the buffer they were read into
 straight to the other socket (proxy/connection.h write_through); smaller ones

@@ -1,4 +1,4 @@
-"""Scenario 9 of issue 4: metadata that must not make epochgate fence a good
+"""Metadata oddities: metadata that must not make epochgate fence a good
 request or hint a wrong leader.
 
 - Same epoch, two leaders (librdkafka PR 5593): a Metadata answer names

@@ -1,4 +1,4 @@
-"""Scenarios 7 and 8 of issue 4.
+"""Observe mode and a view that is behind the cluster.
 
 7. Observe mode (a config rule for topics `watch*`): requests epochgate would
    fence cross to the broker byte-identical and the broker's answers come

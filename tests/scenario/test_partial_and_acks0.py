@@ -1,4 +1,4 @@
-"""Scenarios 5 and 6 of issue 4, with raw Produce frames on the listener of
+"""Partial fencing and acks=0 Produce, with raw Produce frames on the listener of
 one broker:
 
 5. Partial fencing: one Produce for 3 partitions of which 1 is led by

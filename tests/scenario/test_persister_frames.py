@@ -1,4 +1,4 @@
-"""Scenario 12 of issue 4: the share-group persister APIs (keys 83-87).
+"""The share-group persister APIs (keys 83-87).
 
 No client sends these (a broker's share-partition leader sends them to the
 share coordinator), so the decision table is pinned down from encoded frames

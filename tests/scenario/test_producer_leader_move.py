@@ -1,4 +1,4 @@
-"""Scenarios 1 and 2 of issue 4: a partition's leader moves under steady
+"""Producer fencing scenarios: a partition's leader moves under steady
 produce through epochgate.
 
 1. librdkafka 2.15.1, idempotent, acks=all (epochgate-rdkafka-check with a

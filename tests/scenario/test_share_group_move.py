@@ -1,4 +1,4 @@
-"""Scenario 11 of issue 4: a librdkafka 2.15.1 share consumer (KIP-932,
+"""Share-group leader move: a librdkafka 2.15.1 share consumer (KIP-932,
 rd_kafka_share_* against the mock cluster's share groups) reads a topic
 through epochgate while a partition's leader moves. ShareFetch and
 ShareAcknowledge to the old leader are answered NOT_LEADER_OR_FOLLOWER with a

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Soak test (issue 7 item 6): steady produce and consume through epochgate
+"""Soak test: steady produce and consume through epochgate
 while the cluster is disturbed, then an independent audit of every record.
 
 - librdkafka 2.15.1 (epochgate-rdkafka-check): idempotent acks=all producer at
