@@ -16,8 +16,9 @@ namespace {
 // Every reason a handshake can fail with (proxy/tls/tls_engine.h failure_name()).
 const char* const kReasons[] = {"not_tls",         "unknown_ca",          "expired",
                                 "not_yet_valid",   "hostname_mismatch",   "no_client_certificate",
-                                "bad_certificate", "unknown_server_name", "peer_alert",
-                                "closed",          "timeout",             "protocol"};
+                                "bad_certificate", "unknown_server_name", "unknown_node",
+                                "peer_alert",      "closed",              "timeout",
+                                "protocol"};
 }  // namespace
 
 struct TlsMetrics::Impl {
@@ -40,8 +41,14 @@ struct TlsMetrics::Impl {
                     .Name("epochgate_tls_reloads_total")
                     .Help("Certificate, key and CA reloads by result (refused: the old "
                           "material stays in use).")
-                    .Register(r)) {
+                    .Register(r)),
+        renegotiations(prometheus::BuildCounter()
+                           .Name("epochgate_tls_renegotiations_refused_total")
+                           .Help("TLS 1.2 renegotiations a peer asked for and epochgate "
+                                 "refused (no_renegotiation alert), by side.")
+                           .Register(r)) {
     for (const char* side : {"client", "upstream"}) {
+      renegotiations.Add({{"side", side}});
       handshakes.Add({{"side", side}, {"result", "ok"}, {"reason", "ok"}});
       for (const char* reason : kReasons)
         handshakes.Add({{"side", side}, {"result", "failed"}, {"reason", reason}});
@@ -56,6 +63,7 @@ struct TlsMetrics::Impl {
   prometheus::Family<prometheus::Histogram>& duration;
   prometheus::Family<prometheus::Gauge>& expiry;
   prometheus::Family<prometheus::Counter>& reloads;
+  prometheus::Family<prometheus::Counter>& renegotiations;
   std::mutex mu;
   std::map<std::string, std::map<std::string, int64_t>> files;  // owner -> file -> notAfter
   std::set<std::string> shown;  // files with a gauge child
@@ -101,6 +109,10 @@ void TlsMetrics::refresh_expiry(int64_t now) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (const auto& [o, files] : impl_->files)
     for (const auto& [f, t] : files) impl_->expiry.Add({{"file", f}}).Set(double(t - now));
+}
+
+void TlsMetrics::renegotiation_refused(std::string_view side) {
+  impl_->renegotiations.Add({{"side", std::string(side)}}).Increment();
 }
 
 void TlsMetrics::reload(bool ok) { impl_->reloads.Add({{"result", ok ? "ok" : "refused"}}).Increment(); }

@@ -1,6 +1,6 @@
 // metrics/tls_metrics.h: the `epochgate_tls_*` families: handshakes by side,
 // result and reason, handshake duration, loaded certificates' time to
-// expiry, and certificate reloads. Label values are bounded: side is
+// expiry, certificate reloads and refused renegotiations. Label values are bounded: side is
 // "client" (connections clients opened to epochgate) or "upstream"
 // (epochgate's to brokers); reason is one of the TLS engine's failure names
 // (proxy/tls/tls_engine.h); file is a configured path. Never a peer address.
@@ -38,6 +38,9 @@ class TlsMetrics {
   void refresh_expiry(int64_t now_unix);
   /// epochgate_tls_reloads_total{result="ok"|"refused"}.
   void reload(bool ok);
+  /// epochgate_tls_renegotiations_refused_total{side}: a TLS 1.2 peer asked
+  /// to renegotiate (RFC 5746) and was answered no_renegotiation.
+  void renegotiation_refused(std::string_view side);
 
  private:
   struct Impl;

@@ -204,6 +204,8 @@ bool App::start(std::string& error) {
   unsigned n = c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
   check_fd_budget(c, n, *listener_metrics_);
   advertise_host_ = c.effective_advertise_host();
+  // SNI names route only to nodes the cluster has (the view is thread-safe).
+  tls_->set_node_exists([this](int32_t id) { return view_.snapshot()->find_node(id) != nullptr; });
   if (!tls_->start(&loop_, c, error)) return false;
   uv_async_init(&loop_, &control_async_, [](uv_async_t* a) { static_cast<App*>(a->data)->run_control(); });
   control_async_.data = this;

@@ -80,8 +80,9 @@ class Transport {
   /// True when try_write() hands the caller's bytes to the kernel without
   /// keeping a reference, so the user may send a large frame straight from
   /// the buffer it was read into (Connection::write_through) and copy only
-  /// what was not taken. False for a transport that must transform bytes
-  /// (TLS records): the user then copies into its own queue first.
+  /// what was not taken. TLS qualifies too: it encrypts before returning.
+  /// False for a transport that would keep a reference to the caller's
+  /// bytes after the call: the user then copies into its own queue first.
   virtual bool writes_in_place() const = 0;
 
   /// Half-closes the sending side once the writes in flight are done (TCP

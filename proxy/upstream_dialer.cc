@@ -239,10 +239,11 @@ void UpstreamDialer::on_timeout(uv_timer_t* t) {
   auto* d = static_cast<UpstreamDialer*>(t->data);
   if (!d->attempt_) return;
   if (d->attempt_->tls && !d->attempt_->tls->ready() && d->attempt_->stage == Stage::kAnswer) {
-    // Counted and logged as a TLS timeout; its failure ends the attempt.
-    Attempt* a = d->attempt_.get();
+    // Counted and logged as a TLS timeout; the attempt ends here, which
+    // closes the transport before its deferred callback would run.
     d->attempt_->tls->time_out(d->timeout_ms_);
-    if (d->attempt_.get() != a) return;
+    d->attempt_failed(Stage::kTls, UV_ETIMEDOUT);
+    return;
   }
   d->attempt_failed(d->attempt_->stage, UV_ETIMEDOUT);
 }

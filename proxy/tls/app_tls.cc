@@ -35,6 +35,7 @@ void AppTls::fill(WorkerContext& ctx) const {
   ctx.tls.reloader = reloader_.get();
   ctx.tls.metrics = metrics_.get();
   ctx.tls.sni = sni_ ? &*sni_ : nullptr;
+  ctx.tls.node_exists = node_exists_;
   ctx.tls.plaintext_loopback = plaintext_loopback_;
   ctx.tls.handshake_timeout_ms = handshake_timeout_ms_;
 }

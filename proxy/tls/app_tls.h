@@ -7,6 +7,7 @@
 
 #include <uv.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,11 @@ class AppTls {
   /// Closes the watches; `done` runs when they are closed.
   void close(std::function<void()> done);
 
+  /// SNI mode: how a routed broker name is checked against the cluster
+  /// (called on worker threads, so it must be thread-safe). Before start().
+  void set_node_exists(std::function<bool(int32_t node_id)> exists) {
+    node_exists_ = std::move(exists);
+  }
   /// What workers need: contexts, metrics, SNI names, plaintext rule.
   void fill(WorkerContext& ctx) const;
   /// The reloader (null before start or without any TLS).
@@ -60,6 +66,7 @@ class AppTls {
   std::unique_ptr<metrics::TlsMetrics> metrics_;
   std::unique_ptr<TlsReloader> reloader_;
   std::optional<SniNames> sni_;
+  std::function<bool(int32_t)> node_exists_;
   bool plaintext_loopback_ = false;
   uint32_t handshake_timeout_ms_ = 0;
 };

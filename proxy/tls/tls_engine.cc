@@ -6,6 +6,8 @@
 
 #include <arpa/inet.h>
 
+#include <cstring>
+
 namespace epochgate::proxy::tls {
 
 namespace {
@@ -52,6 +54,7 @@ const char* failure_name(Failure f) {
     case Failure::kNoClientCertificate: return "no_client_certificate";
     case Failure::kBadCertificate: return "bad_certificate";
     case Failure::kUnknownServerName: return "unknown_server_name";
+    case Failure::kUnknownNode: return "unknown_node";
     case Failure::kPeerAlert: return "peer_alert";
     case Failure::kClosed: return "closed";
     case Failure::kTimeout: return "timeout";
@@ -62,13 +65,21 @@ const char* failure_name(Failure f) {
 
 TlsEngine::TlsEngine(std::shared_ptr<const TlsContext> ctx, SSL* ssl)
     : ctx_(std::move(ctx)), ssl_(ssl) {
-  rbio_ = BIO_new(BIO_s_mem());
-  wbio_ = BIO_new(BIO_s_mem());
-  // An empty input BIO means "wait for more", never end of stream: the
-  // transport reports the socket's EOF itself.
-  BIO_set_mem_eof_return(rbio_, -1);
-  SSL_set_bio(ssl_, rbio_, wbio_);
+  // One BIO both ways (one reference, which SSL_set_bio takes). Empty input
+  // means "wait for more", never end of stream: the transport reports the
+  // socket's EOF itself.
+  BIO* bio = new_cipher_bio(&cipher_);
+  SSL_set_bio(ssl_, bio, bio);
   SSL_set_app_data(ssl_, this);
+  SSL_set_info_callback(ssl_, &TlsEngine::on_info);
+}
+
+void TlsEngine::on_info(const SSL* ssl, int where, int ret) {
+  // The only trace OpenSSL leaves of a refused renegotiation is the alert
+  // it sends (SSL_CB_WRITE_ALERT: ret is level << 8 | description).
+  if ((where & SSL_CB_WRITE_ALERT) == 0 || (ret & 0xff) != SSL_AD_NO_RENEGOTIATION) return;
+  auto* e = static_cast<TlsEngine*>(SSL_get_app_data(ssl));
+  if (e != nullptr) ++e->renegotiations_refused_;
 }
 
 TlsEngine::~TlsEngine() { SSL_free(ssl_); }
@@ -92,12 +103,13 @@ std::unique_ptr<TlsEngine> TlsEngine::client(std::shared_ptr<const TlsContext> c
 }
 
 std::unique_ptr<TlsEngine> TlsEngine::server(std::shared_ptr<const TlsContext> ctx,
-                                             SniRoute route) {
+                                             SniRoute route, NodeExists exists) {
   SSL* ssl = SSL_new(ctx->ctx());
   std::unique_ptr<TlsEngine> e(new TlsEngine(ctx, ssl));
   SSL_set_accept_state(ssl);
   e->server_ = true;
   e->route_ = std::move(route);
+  e->exists_ = std::move(exists);
   return e;
 }
 
@@ -114,17 +126,40 @@ int TlsEngine::on_server_name(SSL* ssl, int* alert, void*) {
     *alert = SSL_AD_UNRECOGNIZED_NAME;
     return SSL_TLSEXT_ERR_ALERT_FATAL;
   }
+  // The pattern makes a name for every id; only the cluster's nodes are
+  // brokers. Asked per handshake, so a node a refresh adds routes at once.
+  if (*e->routed_ >= 0 && e->exists_ && !e->exists_(*e->routed_)) {
+    e->failure_ = Failure::kUnknownNode;
+    e->detail_ = "server name \"" + e->server_name_ + "\" names node " +
+                 std::to_string(*e->routed_) + ", which is not in the cluster's metadata";
+    e->routed_.reset();
+    *alert = SSL_AD_UNRECOGNIZED_NAME;
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+  }
   return SSL_TLSEXT_ERR_OK;
 }
 
-void TlsEngine::receive(const uint8_t* data, size_t n) {
-  if (n == 0 || failure_ != Failure::kNone) return;
+bool TlsEngine::accept_first_bytes(const uint8_t* data, size_t n) {
+  if (n == 0 || failure_ != Failure::kNone) return false;
   if (server_ && !first_bytes_seen_ && data[0] != kHandshakeRecord) {
     fail(Failure::kNotTls, "the first byte is not a TLS handshake record (plaintext on a TLS port?)");
-    return;
+    return false;
   }
   first_bytes_seen_ = true;
-  BIO_write(rbio_, data, static_cast<int>(n));
+  return true;
+}
+
+void TlsEngine::receive(const uint8_t* data, size_t n) {
+  if (!accept_first_bytes(data, n)) return;
+  cipher_.keep_lent();
+  cipher_.kept.append(reinterpret_cast<const char*>(data), n);
+}
+
+void TlsEngine::lend(const uint8_t* data, size_t n) {
+  cipher_.keep_lent();  // a loan never outlives the call it was made for
+  if (!accept_first_bytes(data, n)) return;
+  cipher_.lent = data;
+  cipher_.lent_len = n;
 }
 
 void TlsEngine::fail(Failure f, std::string detail) {
@@ -198,7 +233,7 @@ long TlsEngine::read(uint8_t* out, size_t cap) {
 }
 
 bool TlsEngine::has_buffered_plain() const {
-  return SSL_pending(ssl_) > 0 || BIO_ctrl_pending(rbio_) > 0;
+  return SSL_pending(ssl_) > 0 || cipher_.in_pending() > 0;
 }
 
 bool TlsEngine::advance(const std::function<void(const uint8_t*, size_t)>& on_plain) {
@@ -233,12 +268,13 @@ bool TlsEngine::send(const uint8_t* data, size_t n) {
   return true;
 }
 
-size_t TlsEngine::pending_output() const { return BIO_ctrl_pending(wbio_); }
+size_t TlsEngine::pending_output() const { return cipher_.out.size(); }
 
 size_t TlsEngine::take_output(uint8_t* out, size_t cap) {
-  if (cap == 0) return 0;
-  int r = BIO_read(wbio_, out, static_cast<int>(std::min<size_t>(cap, 1 << 30)));
-  return r > 0 ? static_cast<size_t>(r) : 0;
+  const size_t n = std::min(cap, cipher_.out.size());
+  std::memcpy(out, cipher_.out.data(), n);
+  cipher_.out.erase(0, n);
+  return n;
 }
 
 void TlsEngine::shutdown() {

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/tls/cipher_bio.h"
 #include "proxy/tls/tls_context.h"
 
 namespace epochgate::proxy::tls {
@@ -31,7 +32,8 @@ enum class Failure {
   kHostnameMismatch,     ///< the broker's certificate does not name the dialled host
   kNoClientCertificate,  ///< client_auth: required and the client sent none
   kBadCertificate,       ///< any other verification failure
-  kUnknownServerName,    ///< SNI routing: no node has that name
+  kUnknownServerName,    ///< SNI routing: the name fits no broker name nor the bootstrap's
+  kUnknownNode,          ///< SNI routing: a broker name whose node the cluster's metadata lacks
   kPeerAlert,            ///< the peer refused the handshake (alert received)
   kClosed,               ///< the peer closed before the handshake finished
   kTimeout,              ///< not finished within the deadline (set by the transport)
@@ -45,6 +47,9 @@ class TlsEngine {
  public:
   /// Server name -> node id for one-port SNI routing (nullopt: refuse).
   using SniRoute = std::function<std::optional<int32_t>(std::string_view name)>;
+  /// Whether broker node `node_id` exists now (the cluster's current
+  /// metadata); asked for every routed name except the bootstrap's.
+  using NodeExists = std::function<bool(int32_t node_id)>;
 
   /// Client side: SNI `host` (DNS names only, RFC 6066), and with the
   /// context's verify_hostname the certificate must name `host` (a DNS name
@@ -53,15 +58,23 @@ class TlsEngine {
                                            const std::string& host);
   /// Server side; with `route`, the ClientHello's server name must map to a
   /// node (routed_node() then says which), else the handshake fails with an
-  /// unrecognized_name alert.
+  /// unrecognized_name alert (RFC 6066 section 3): `unknown_server_name`;
+  /// with `exists` too, a broker node (id >= 0) must exist at that moment,
+  /// else the same alert and `unknown_node`.
   static std::unique_ptr<TlsEngine> server(std::shared_ptr<const TlsContext> ctx,
-                                           SniRoute route = nullptr);
+                                           SniRoute route = nullptr, NodeExists exists = nullptr);
   ~TlsEngine();
   TlsEngine(const TlsEngine&) = delete;
   TlsEngine& operator=(const TlsEngine&) = delete;
 
-  /// Hands bytes read from the socket to TLS. Then call advance().
+  /// Hands bytes read from the socket to TLS (copied). Then call advance().
   void receive(const uint8_t* data, size_t n);
+  /// Lends bytes read from the socket to TLS without copying them: they
+  /// must stay valid until keep_lent(), which copies whatever handshake(),
+  /// read() and advance() left unread. The transport's hot path.
+  void lend(const uint8_t* data, size_t n);
+  /// Ends a loan from lend() (see there).
+  void keep_lent() { cipher_.keep_lent(); }
   /// Runs the handshake and decrypts what arrived: every plaintext byte is
   /// passed to `on_plain` (possibly several calls). False when the
   /// connection failed (failure()/detail() say why) or the peer sent
@@ -85,6 +98,10 @@ class TlsEngine {
   size_t pending_output() const;
   /// Moves up to `cap` ciphertext bytes into `out`; returns how many.
   size_t take_output(uint8_t* out, size_t cap);
+  /// Moves all ciphertext to the end of `dst` without copying when `dst` is empty.
+  void move_output(std::string& dst) { cipher_.move_out(dst); }
+  /// Before send()ing `plain_bytes`: room for their records in one piece.
+  void reserve_output(size_t plain_bytes) { cipher_.reserve_out(plain_bytes); }
   /// Queues close_notify (best effort) for a clean close.
   void shutdown();
 
@@ -99,6 +116,10 @@ class TlsEngine {
   std::optional<int32_t> routed_node() const { return routed_; }
   /// The ClientHello's server name ("" if none) once received.
   const std::string& server_name() const { return server_name_; }
+  /// How many times the peer asked to renegotiate (a TLS 1.2 ClientHello
+  /// or HelloRequest after the handshake) and OpenSSL answered with a
+  /// no_renegotiation alert (SSL_OP_NO_RENEGOTIATION); the connection goes on.
+  int renegotiations_refused() const { return renegotiations_refused_; }
   /// Negotiated protocol ("TLSv1.3") once done.
   std::string protocol() const;
   /// Peer certificate subject (RFC 2253), "" if none.
@@ -110,19 +131,23 @@ class TlsEngine {
  private:
   TlsEngine(std::shared_ptr<const TlsContext> ctx, SSL* ssl);
   void classify(int ssl_error);
+  static void on_info(const SSL* ssl, int where, int ret);
 
   std::shared_ptr<const TlsContext> ctx_;
   SSL* ssl_;
-  BIO* rbio_;  // network -> SSL
-  BIO* wbio_;  // SSL -> network
+  CipherBuffers cipher_;  // ciphertext both ways, behind the SSL's BIO
   SniRoute route_;
+  NodeExists exists_;
   std::string pending_plain_;  // sent before the handshake finished
   std::optional<int32_t> routed_;
   std::string server_name_;
   bool server_ = false;
   bool first_bytes_seen_ = false;
+  /// The first-byte check of a server (not_tls); false when it failed.
+  bool accept_first_bytes(const uint8_t* data, size_t n);
   bool done_ = false;
   bool peer_closed_ = false;
+  int renegotiations_refused_ = 0;
   Failure failure_ = Failure::kNone;
   std::string detail_;
 };

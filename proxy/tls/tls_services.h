@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace epochgate::metrics {
 class TlsMetrics;
@@ -20,6 +21,9 @@ struct TlsServices {
   const TlsReloader* reloader = nullptr;  ///< current_server() / current_client()
   metrics::TlsMetrics* metrics = nullptr;
   const SniNames* sni = nullptr;          ///< one-port SNI routing (null: off)
+  /// SNI routing: whether a broker node exists in the current metadata
+  /// (thread-safe; unset: every name the pattern makes routes).
+  std::function<bool(int32_t node_id)> node_exists;
   bool plaintext_loopback = false;        ///< tls.plaintext_clients: loopback
   uint32_t handshake_timeout_ms = 10000;  ///< tls.handshake_timeout_ms
 };

@@ -12,19 +12,13 @@ namespace {
 // Ciphertext is read into one buffer per loop thread and handed to the
 // engine's BIO at once, so an idle connection holds no read buffer.
 constexpr size_t kScratchBytes = 64 * 1024;
-// Ciphertext buffers larger than this are given back once drained (idle
-// connections keep little memory).
-constexpr size_t kKeepCapacity = 16 * 1024;
 
 uint8_t* scratch() {
   thread_local std::unique_ptr<uint8_t[]> buf(new uint8_t[kScratchBytes]);
   return buf.get();
 }
 
-void release(std::string& s) {
-  s.clear();
-  if (s.capacity() > kKeepCapacity) std::string().swap(s);
-}
+void release(std::string& s) { release_cipher(s); }
 
 int uv_status_of(Failure f) {
   switch (f) {
@@ -139,8 +133,11 @@ void TlsTransport::on_transport_read(ssize_t n) {
     }
     return;
   }
-  engine_->receive(scratch(), static_cast<size_t>(n));
+  // Decrypted straight from the loop's read buffer; what TLS leaves unread
+  // (a partial record, reading paused) is kept by the engine.
+  engine_->lend(scratch(), static_cast<size_t>(n));
   progress();
+  engine_->keep_lent();
 }
 
 void TlsTransport::progress() {
@@ -167,7 +164,24 @@ void TlsTransport::progress() {
     }
   }
   deliver_plain();
-  flush_cipher();  // TLS 1.3 tickets and key updates answer from inside reads
+  report_renegotiation();
+  flush_cipher();  // TLS 1.3 tickets, key updates and no_renegotiation answer from inside reads
+}
+
+void TlsTransport::report_renegotiation() {
+  const int n = engine_->renegotiations_refused();
+  if (n == renegotiations_seen_) return;
+  renegotiations_seen_ = n;
+  if (metrics_) metrics_->renegotiation_refused(side_);
+  if (side_[0] == 'c') {
+    EPOCHGATE_PROXY_LOG(warn, "tls_client_renegotiation",
+                        "TLS client {} asked to renegotiate: refused (no_renegotiation alert)",
+                        peer());
+  } else {
+    EPOCHGATE_PROXY_LOG(warn, "tls_upstream_renegotiation",
+                        "TLS broker {} asked to renegotiate: refused (no_renegotiation alert)",
+                        peer());
+  }
 }
 
 void TlsTransport::deliver_plain() {
@@ -223,7 +237,7 @@ void TlsTransport::deliver_stash() {
   if (user_reading_ && stash_.empty() && !closing_) inner_->start_reading();
 }
 
-void TlsTransport::handshake_failed(Failure f, std::string detail) {
+void TlsTransport::handshake_failed(Failure f, std::string detail, bool defer) {
   if (failed_) return;
   engine_->fail(f, std::move(detail));
   failed_ = true;
@@ -233,6 +247,11 @@ void TlsTransport::handshake_failed(Failure f, std::string detail) {
   report_handshake(false);
   if (user_ && !ready_told_) {
     ready_told_ = true;
+    if (defer) {
+      ready_deferred_ = uv_status_of(engine_->failure());
+      uv_timer_start(&kick_, &TlsTransport::on_kick, 0, 0);
+      return;
+    }
     user_->on_transport_ready(uv_status_of(engine_->failure()));
   }
 }
@@ -259,6 +278,9 @@ void TlsTransport::report_handshake(bool ok) {
 
 bool TlsTransport::encrypt(const uv_buf_t* bufs, unsigned nbufs, size_t& total) {
   total = 0;
+  size_t plain = 0;
+  for (unsigned i = 0; i < nbufs; ++i) plain += bufs[i].len;
+  if (engine_->handshake_done()) engine_->reserve_output(plain);
   for (unsigned i = 0; i < nbufs; ++i) {
     if (!engine_->send(reinterpret_cast<const uint8_t*>(bufs[i].base), bufs[i].len)) return false;
     total += bufs[i].len;
@@ -291,13 +313,7 @@ int TlsTransport::write(const uv_buf_t* bufs, unsigned nbufs) {
 }
 
 void TlsTransport::flush_cipher() {
-  while (size_t pending = engine_->pending_output()) {
-    const size_t at = queue_.size();
-    queue_.resize(at + pending);
-    const size_t got = engine_->take_output(reinterpret_cast<uint8_t*>(queue_.data() + at), pending);
-    queue_.resize(at + got);
-    if (got == 0) break;
-  }
+  engine_->move_output(queue_);
   if (closing_ || inner_writing_ || queue_.empty()) return;
   uv_buf_t b = uv_buf_init(queue_.data(), static_cast<unsigned>(queue_.size()));
   ssize_t r = inner_->try_write(&b, 1);
@@ -352,6 +368,12 @@ void TlsTransport::kick() {
 void TlsTransport::on_kick(uv_timer_t* t) {
   auto* self = static_cast<TlsTransport*>(t->data);
   if (self->closing_) return;
+  if (self->ready_deferred_ != 0) {
+    const int status = self->ready_deferred_;
+    self->ready_deferred_ = 0;
+    if (self->user_) self->user_->on_transport_ready(status);
+    return;
+  }
   self->progress();
   if (self->closing_) return;
   if (self->user_write_pending_ && !self->inner_writing_ && self->queue_.empty() && self->user_) {
@@ -362,13 +384,17 @@ void TlsTransport::on_kick(uv_timer_t* t) {
 
 void TlsTransport::on_timer(uv_timer_t* t) {
   auto* self = static_cast<TlsTransport*>(t->data);
-  self->time_out(self->timeout_ms_);
+  // Our own timer: already a loop callback, so the user hears it directly.
+  if (self->engine_->handshake_done() || self->failed_ || self->closing_ || self->plain_) return;
+  self->handshake_failed(Failure::kTimeout,
+                         "no finished handshake within " + std::to_string(self->timeout_ms_) + " ms");
 }
 
 void TlsTransport::time_out(uint32_t after_ms) {
   if (engine_->handshake_done() || failed_ || closing_ || plain_) return;
   handshake_failed(Failure::kTimeout,
-                   "no finished handshake within " + std::to_string(after_ms) + " ms");
+                   "no finished handshake within " + std::to_string(after_ms) + " ms",
+                   /*defer=*/true);
 }
 
 void TlsTransport::close() {

@@ -1,5 +1,5 @@
 // proxy/tls/tls_transport.h: TLS as a Transport (proxy/transport.h): a
-// TlsEngine (memory BIOs) over an inner Transport carrying the ciphertext
+// TlsEngine (its cipher BIO) over an inner Transport carrying the ciphertext
 // (TcpTransport). Drives the handshake, with its own deadline on the
 // client-facing side, and reports it once: a success is counted with its
 // duration; a failure closes this connection only, counted by reason in
@@ -44,7 +44,10 @@ class TlsTransport final : public Transport, private TransportUser {
   /// (`not_tls`). Call before reading starts, for loopback peers only.
   void allow_plaintext() { allow_plaintext_ = true; }
   /// Fails a handshake still running as timed out (the owner's deadline,
-  /// e.g. the upstream dial's): counted and logged as `timeout`.
+  /// e.g. the upstream dial's): counted and logged as `timeout` now; the
+  /// user hears on_transport_ready(UV_ETIMEDOUT) later from the loop, like
+  /// every other callback (never from inside this call), unless it closes
+  /// the transport first.
   void time_out(uint32_t after_ms);
   /// True once the connection turned out to be plaintext.
   bool plaintext() const { return plain_; }
@@ -55,7 +58,9 @@ class TlsTransport final : public Transport, private TransportUser {
   bool ready() const override { return plain_ || (engine_->handshake_done() && !failed_); }
   ssize_t try_write(const uv_buf_t* bufs, unsigned nbufs) override;
   int write(const uv_buf_t* bufs, unsigned nbufs) override;
-  bool writes_in_place() const override { return plain_; }
+  /// TLS encrypts what try_write()/write() get before they return, keeping
+  /// no reference to it, so users may write straight from their buffers.
+  bool writes_in_place() const override { return true; }
   int shutdown() override;
   void close() override;
   std::string peer() const override { return inner_->peer(); }
@@ -77,8 +82,11 @@ class TlsTransport final : public Transport, private TransportUser {
   void progress();
   void deliver_plain();
   void deliver_stash();
-  void handshake_failed(Failure f, std::string detail);
+  /// Counts, logs and tells the user (`defer`: from the loop via kick()).
+  void handshake_failed(Failure f, std::string detail, bool defer = false);
   void report_handshake(bool ok);
+  /// Counts and logs renegotiations the engine refused since the last call.
+  void report_renegotiation();
   /// Runs progress() from the loop soon (never inside the user's call).
   void kick();
   static void on_timer(uv_timer_t* t);
@@ -103,12 +111,14 @@ class TlsTransport final : public Transport, private TransportUser {
   bool reported_ = false;  // handshake result counted
   bool failed_ = false;
   bool ready_told_ = false;
+  int ready_deferred_ = 0;  // a failed handshake's status the user hears on the next kick
   bool shutdown_pending_ = false;
   bool closing_ = false;
   bool allow_plaintext_ = false;
   bool plain_ = false;       // plaintext peer (allow_plaintext): bytes pass through
   bool seen_bytes_ = false;  // the first ciphertext byte arrived
   std::string stash_;        // a plaintext peer's first bytes, not yet delivered
+  int renegotiations_seen_ = 0;
   int open_handles_ = 0;  // inner + two timers while closing
   uint64_t started_ns_ = 0;
 };

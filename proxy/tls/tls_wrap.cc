@@ -17,10 +17,13 @@ std::unique_ptr<TlsTransport> wrap_client(uv_loop_t* loop, const TlsServices& tl
   std::shared_ptr<const TlsContext> ctx = tls.reloader->current_server();
   if (!ctx) return nullptr;
   TlsEngine::SniRoute route;
-  if (const SniNames* names = tls.sni)
+  TlsEngine::NodeExists exists;
+  if (const SniNames* names = tls.sni) {
     route = [names](std::string_view name) { return names->node_of(name); };
-  auto t = std::make_unique<TlsTransport>(loop, std::move(tcp),
-                                          TlsEngine::server(std::move(ctx), std::move(route)),
+    exists = tls.node_exists;
+  }
+  auto t = std::make_unique<TlsTransport>(
+      loop, std::move(tcp), TlsEngine::server(std::move(ctx), std::move(route), std::move(exists)),
                                           "client", tls.handshake_timeout_ms, tls.metrics);
   if (tls.plaintext_loopback && is_loopback_peer(peer)) t->allow_plaintext();
   return t;
