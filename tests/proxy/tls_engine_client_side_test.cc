@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <set>
+
 #include "proxy/tls/sni_names.h"
 #include "proxy/tls/tls_context.h"
 #include "proxy/tls/tls_engine.h"
@@ -38,7 +40,7 @@ struct Accepted {
 };
 
 Accepted serve(std::shared_ptr<const TlsContext> ctx, std::vector<std::string> client_args,
-               TlsEngine::SniRoute route = nullptr) {
+               TlsEngine::SniRoute route = nullptr, TlsEngine::NodeExists exists = nullptr) {
   int port = 0;
   int lfd = test::listen_loopback(port);
   std::vector<std::string> argv = {"openssl", "s_client", "-connect", "127.0.0.1:" + std::to_string(port),
@@ -49,7 +51,7 @@ Accepted serve(std::shared_ptr<const TlsContext> ctx, std::vector<std::string> c
   Accepted a;
   int fd = test::accept_within(lfd, 5000);
   EXPECT_GE(fd, 0);
-  auto e = TlsEngine::server(std::move(ctx), std::move(route));
+  auto e = TlsEngine::server(std::move(ctx), std::move(route), std::move(exists));
   a.result = test::pump(*e, fd, "answer\n", 6, 5000);
   a.node = e->routed_node();
   a.peer_subject = e->peer_subject();
@@ -132,6 +134,29 @@ TEST(TlsClientSide, UnknownServerNameFailsTheHandshake) {
   EXPECT_EQ(a.result.failure, Failure::kUnknownServerName);
   EXPECT_NE(a.result.detail.find("evil.kafka.example.com"), std::string::npos) << a.result.detail;
   EXPECT_NE(a.client_output.find("unrecognized name"), std::string::npos) << a.client_output;
+}
+
+TEST(TlsClientSide, PatternNameOfANodeTheClusterLacksFailsTheHandshake) {
+  SniNames names("b-$(nodeId).kafka.example.com", "bootstrap.kafka.example.com", "127.0.0.1");
+  std::set<int32_t> nodes = {1, 2, 3};
+  auto route = [&](std::string_view n) { return names.node_of(n); };
+  auto exists = [&](int32_t id) { return nodes.count(id) > 0; };
+  auto a = serve(server_ctx(), {"-servername", "b-99.kafka.example.com"}, route, exists);
+  EXPECT_FALSE(a.result.handshake_done);
+  EXPECT_EQ(a.result.failure, Failure::kUnknownNode);
+  EXPECT_FALSE(a.node.has_value());
+  EXPECT_NE(a.result.detail.find("b-99.kafka.example.com"), std::string::npos) << a.result.detail;
+  EXPECT_NE(a.result.detail.find("node 99"), std::string::npos) << a.result.detail;
+  EXPECT_NE(a.client_output.find("unrecognized name"), std::string::npos) << a.client_output;
+  // The bootstrap is no node: it stays reachable.
+  auto b = serve(server_ctx(), {"-servername", "bootstrap.kafka.example.com"}, route, exists);
+  ASSERT_TRUE(b.result.handshake_done) << b.result.detail;
+  EXPECT_EQ(b.node, kSniBootstrapNode);
+  // A node the metadata gains later routes from the next handshake on.
+  nodes.insert(99);
+  auto c = serve(server_ctx(), {"-servername", "b-99.kafka.example.com"}, route, exists);
+  ASSERT_TRUE(c.result.handshake_done) << c.result.detail;
+  EXPECT_EQ(c.node, 99);
 }
 
 TEST(TlsClientSide, Tls11ClientIsRefused) {

@@ -136,3 +136,36 @@ TEST(TlsUpstream, PlaintextServerIsNotTls) {
 
 }  // namespace
 }  // namespace epochgate::proxy::tls
+
+namespace epochgate::proxy::tls {
+namespace {
+
+// A TLS 1.2 broker asking to renegotiate (s_server's `r` command sends a
+// HelloRequest) is answered no_renegotiation and counted; what came before
+// was carried. OpenSSL's s_server then gives up on that connection itself.
+TEST(TlsUpstream, BrokerRenegotiationIsRefusedAndCounted) {
+  test::Child srv({"openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", cert("server.crt"),
+                   "-key", cert("server.key"), "-tls1_2"});
+  ASSERT_TRUE(srv.wait_for("ACCEPT 127.0.0.1:", 5000)) << srv.output();
+  const std::string o = srv.output();
+  const int port = std::atoi(o.c_str() + o.find("ACCEPT 127.0.0.1:") + 17);
+  int fd = test::connect_loopback(port);
+  ASSERT_GE(fd, 0);
+  auto e = TlsEngine::client(client_ctx(), "localhost");
+  test::PumpResult r = test::pump(*e, fd, "epochgate\n", 0, 5000);
+  ASSERT_TRUE(r.handshake_done) << r.detail;
+  EXPECT_EQ(e->protocol(), "TLSv1.2");
+  ASSERT_TRUE(srv.wait_for("epochgate", 5000)) << srv.output();
+  srv.write_stdin("before\n");
+  r = test::pump(*e, fd, "", 7, 5000);
+  EXPECT_EQ(r.received, "before\n");
+  EXPECT_EQ(e->renegotiations_refused(), 0);
+  srv.write_stdin("r\n");  // s_server's stdout is buffered: nothing to wait for there
+  r = test::pump(*e, fd, "", 1, 3000);  // reads the HelloRequest, answers the alert
+  EXPECT_EQ(e->renegotiations_refused(), 1) << srv.output();
+  EXPECT_TRUE(srv.wait_for("no renegotiation", 5000)) << srv.output();
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace epochgate::proxy::tls
