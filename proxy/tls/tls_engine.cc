@@ -77,7 +77,10 @@ TlsEngine::TlsEngine(std::shared_ptr<const TlsContext> ctx, SSL* ssl)
 void TlsEngine::on_info(const SSL* ssl, int where, int ret) {
   // The only trace OpenSSL leaves of a refused renegotiation is the alert
   // it sends (SSL_CB_WRITE_ALERT: ret is level << 8 | description).
-  if ((where & SSL_CB_WRITE_ALERT) == 0 || (ret & 0xff) != SSL_AD_NO_RENEGOTIATION) return;
+  // SSL_CB_WRITE_ALERT is two bits (alert, write): a read alert has one.
+  if ((where & SSL_CB_WRITE_ALERT) != SSL_CB_WRITE_ALERT ||
+      (ret & 0xff) != SSL_AD_NO_RENEGOTIATION)
+    return;
   auto* e = static_cast<TlsEngine*>(SSL_get_app_data(ssl));
   if (e != nullptr) ++e->renegotiations_refused_;
 }
