@@ -5,8 +5,9 @@ it; never part of the test suite).
 
 Owns: the TLS benchmark table. The cluster is the librdkafka 2.15.1 mock
 cluster behind Debian's HAProxy as each broker's TLS listener
-(tools/tls/tls_rig.py, certificates from tools/tls/make-certs.sh). In front
-of it, one at a time:
+(tools/tls/tls_rig.py, certificates from tools/tls/make-certs.sh), one
+such cluster per subject, all up for the whole run; the rounds alternate
+the subjects (rotated order) so the shared machine's noise falls on both:
   haproxy    a second HAProxy terminating the clients' TLS and opening TLS to
              each broker listener (verify required, SNI), one frontend per
              broker; the brokers advertise its ports
@@ -56,7 +57,9 @@ def rss_mib(pid):
 
 
 class Mock:
-    def __init__(self, build, workdir, partitions=3):
+    # librdkafka's mock keeps about 5 MB per partition: 12 partitions give
+    # the consume runs some 60 MB to read.
+    def __init__(self, build, workdir, partitions=12):
         argv = [os.path.join(build, "tools", "epochgate-mockcluster"), "--brokers", "3",
                 "--topic", "%s:%d:1" % (TOPIC, partitions)]
         self.log = open(os.path.join(workdir, "mockcluster.log"), "ab")
@@ -154,8 +157,10 @@ def consume(bootstrap, certs, expect):
                        capture_output=True, text=True, timeout=600)
     seconds = time.monotonic() - t0
     sizes = [int(x) for x in r.stdout.split()]
-    if len(sizes) < expect // 4:
-        raise RuntimeError("kcat read %d of %d records: %s" % (len(sizes), expect, r.stderr[-300:]))
+    # Only what the mock retained is there to read (about 5 MB a partition).
+    if sum(sizes) < min(expect * 1000 // 4, 20 * 1000 * 1000):
+        raise RuntimeError("kcat read only %d records (%d bytes) of %d produced: %s"
+                           % (len(sizes), sum(sizes), expect, r.stderr[-300:]))
     return seconds, sum(sizes), len(sizes)
 
 
@@ -175,37 +180,56 @@ def idle_rss(pid, port, certs, count):
             c.close()
 
 
-def run_subject(name, opts, certs, mock, fronts, workdir):
-    if name == "haproxy":
-        mid = tls_rig.HAProxy(workdir, certs, [
-            tls_rig.Frontend(a, upstream_tls={"ca": certs.ca, "sni": "localhost"},
-                             name="mid%d" % i) for i, a in enumerate(fronts.addresses)],
-                              name="haproxy-mid").start()
-        mock.advertise(mid.addresses)
-        pid, bootstrap, stop = mid.proc.pid, ",".join("%s:%d" % a for a in mid.addresses), mid.stop
-    else:
-        mock.advertise(fronts.addresses)
-        gate = Gate(opts.build_dir, workdir, certs, fronts.addresses)
-        pid, bootstrap, stop = gate.pid, gate.bootstrap, gate.stop
-    try:
-        rows = []
-        for _ in range(opts.rounds):
-            cpu0 = cpu_seconds(pid)
-            ps, pbytes = produce(opts.build_dir, bootstrap, certs, opts.messages, opts.size,
-                                 workdir)
-            cpu1 = cpu_seconds(pid)
-            cs, cbytes, _ = consume(bootstrap, certs, opts.messages)
-            cpu2 = cpu_seconds(pid)
-            rows.append({"produce_mbs": pbytes / ps / 1e6, "consume_mbs": cbytes / cs / 1e6,
-                         "produce_cpu_per_gb": (cpu1 - cpu0) / (pbytes / 1e9),
-                         "consume_cpu_per_gb": (cpu2 - cpu1) / (cbytes / 1e9)})
-        port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
-        before, with_idle, opened = idle_rss(pid, port, certs, opts.idle)
-        med = lambda key: sorted(r[key] for r in rows)[len(rows) // 2]  # noqa: E731
-        return {k: med(k) for k in rows[0]} | {"rss_before_mib": before,
-                                                "rss_idle_mib": with_idle, "idle": opened}
-    finally:
-        stop()
+class Subject:
+    """One proxy under test with its own mock cluster and HAProxy broker
+    fronts, up for the whole run so the rounds can alternate."""
+
+    def __init__(self, name, opts, certs, workdir):
+        self.name, self.stops = name, []
+        self.mock = Mock(opts.build_dir, workdir)
+        self.stops.append(self.mock.stop)
+        self.fronts = tls_rig.broker_fronts(workdir, certs, self.mock.addresses,
+                                            name="haproxy-brokers-" + name)
+        self.stops.append(self.fronts.stop)
+        if name == "haproxy":
+            mid = tls_rig.HAProxy(workdir, certs, [
+                tls_rig.Frontend(a, upstream_tls={"ca": certs.ca, "sni": "localhost"},
+                                 name="mid%d" % i) for i, a in enumerate(self.fronts.addresses)],
+                                  name="haproxy-mid").start()
+            self.stops.append(mid.stop)
+            self.mock.advertise(mid.addresses)
+            self.pid, self.bootstrap = mid.proc.pid, ",".join("%s:%d" % a for a in mid.addresses)
+        else:
+            self.mock.advertise(self.fronts.addresses)
+            gate = Gate(opts.build_dir, workdir, certs, self.fronts.addresses)
+            self.stops.append(gate.stop)
+            self.pid, self.bootstrap = gate.pid, gate.bootstrap
+        self.rows = []
+
+    def round(self, opts, certs, workdir):
+        cpu0 = cpu_seconds(self.pid)
+        ps, pbytes = produce(opts.build_dir, self.bootstrap, certs, opts.messages, opts.size,
+                             workdir)
+        cpu1 = cpu_seconds(self.pid)
+        cs, cbytes, _ = consume(self.bootstrap, certs, opts.messages)
+        cpu2 = cpu_seconds(self.pid)
+        self.rows.append({"produce_mbs": pbytes / ps / 1e6, "consume_mbs": cbytes / cs / 1e6,
+                          "produce_cpu_per_gb": (cpu1 - cpu0) / (pbytes / 1e9),
+                          "consume_cpu_per_gb": (cpu2 - cpu1) / (cbytes / 1e9)})
+
+    def result(self, opts, certs):
+        port = int(self.bootstrap.split(",")[0].rsplit(":", 1)[1])
+        before, with_idle, opened = idle_rss(self.pid, port, certs, opts.idle)
+        med = lambda key: sorted(r[key] for r in self.rows)[len(self.rows) // 2]  # noqa: E731
+        return {k: med(k) for k in self.rows[0]} | {"rss_before_mib": before,
+                                                     "rss_idle_mib": with_idle, "idle": opened}
+
+    def stop(self):
+        for fn in reversed(self.stops):
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - stopping must go on
+                pass
 
 
 def main():
@@ -223,17 +247,39 @@ def main():
     opts.build_dir = os.path.abspath(opts.build_dir)
     workdir = tempfile.mkdtemp(prefix="epochgate-tls-bench-")
     certs = tls_rig.make_certs(os.path.join(workdir, "certs"))
-    results = {}
-    for name in opts.subjects.split(","):
-        mock = Mock(opts.build_dir, workdir)
-        fronts = tls_rig.broker_fronts(workdir, certs, mock.addresses, name="haproxy-brokers")
-        try:
-            results[name] = run_subject(name, opts, certs, mock, fronts, workdir)
-        except (RuntimeError, AssertionError, OSError, subprocess.TimeoutExpired) as e:
-            results[name] = {"error": str(e)}
-        finally:
-            fronts.stop()
-            mock.stop()
+    load_start = open("/proc/loadavg").read().strip()
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    names = opts.subjects.split(",")
+    subjects, results = {}, {}
+    try:
+        for name in names:
+            try:
+                subjects[name] = Subject(name, opts, certs, workdir)
+            except (RuntimeError, AssertionError, OSError, subprocess.TimeoutExpired) as e:
+                results[name] = {"error": str(e)}
+        # Rounds alternate the subjects (rotated order each round), so the
+        # shared machine's noise falls on both alike.
+        for i in range(opts.rounds):
+            order = [n for n in names if n in subjects]
+            order = order[i % len(order):] + order[:i % len(order)] if order else order
+            for name in order:
+                if name in results:
+                    continue
+                try:
+                    subjects[name].round(opts, certs, workdir)
+                except (RuntimeError, AssertionError, OSError, subprocess.TimeoutExpired) as e:
+                    results[name] = {"error": str(e)}
+        for name, subj in subjects.items():
+            if name not in results:
+                try:
+                    results[name] = subj.result(opts, certs)
+                except (RuntimeError, AssertionError, OSError) as e:
+                    results[name] = {"error": str(e)}
+    finally:
+        for subj in subjects.values():
+            subj.stop()
+    results = {n: results[n] for n in names if n in results}
+    load_end = open("/proc/loadavg").read().strip()
     lines = ["| TLS both sides (%d x %d B, %d rounds, median) | produce MB/s | consume MB/s | "
              "CPU s/GB produce | CPU s/GB consume | RSS idle -> %d TLS conns (MiB) |"
              % (opts.messages, opts.size, opts.rounds, opts.idle), "|---|---|---|---|---|---|"]
@@ -255,6 +301,10 @@ def main():
                          g["produce_cpu_per_gb"] / h["produce_cpu_per_gb"],
                          g["consume_cpu_per_gb"] / h["consume_cpu_per_gb"], g["idle"],
                          g["rss_idle_mib"]))
+    lines.append("")
+    lines.append("Run %s; load average at start `%s`, at end `%s` (2 cores shared with "
+                 "other work: compare the ratios, taken within this one run)."
+                 % (started, load_start, load_end))
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if opts.out:
