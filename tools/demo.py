@@ -156,9 +156,20 @@ def story(demo, options):
         for node, address in enumerate(upstream_bootstrap.split(","), start=1):
             upstream[harness.parse_hostport(address)[1]] = node
     listeners = {gate.bootstrap_address[1]: "epochgate bootstrap listener"}
+    # What epochgate dials for each broker: with TLS, HAProxy's TLS listener
+    # (what the brokers advertise), in front of the mock's plaintext port.
+    tls_fronts = {}
+    if options.tls:
+        for node, address in enumerate(upstream_bootstrap.split(","), start=1):
+            tls_fronts[node] = harness.parse_hostport(address)
     for node, (host, port) in sorted(gc.brokers.items()):
-        listeners[port] = "epochgate listener for broker %d   (the broker itself: %s:%d)" % (
-            node, *cluster.broker_address(node))
+        if node in tls_fronts:
+            itself = "%s:%d TLS (HAProxy, in front of the mock's plaintext %s:%d)" % (
+                *tls_fronts[node], *cluster.broker_address(node))
+        else:
+            itself = "%s:%d" % cluster.broker_address(node)
+        listeners[port] = "epochgate listener for broker %d   (the broker itself: %s)" % (
+            node, itself)
     order = [gate.bootstrap_address[1]] + [port for _, (_, port) in sorted(gc.brokers.items())]
     dialled = sorted(demo_connected_ports(log),
                      key=lambda p: order.index(p) if p in order else len(order))
