@@ -29,6 +29,10 @@ struct PolicyRule {
   std::string topics = "*";
   std::vector<std::string> apis;  ///< "produce","fetch","list_offsets","offset_for_leader_epoch","share","persister"
   Mode mode = Mode::kEnforce;
+  /// Produce partitions of these topics that epochgate (or the broker) finds
+  /// sent to a broker that is no longer the leader are delivered to the
+  /// leader by epochgate (enforce mode only; docs/rerouting.md).
+  bool reroute = false;
   bool operator==(const PolicyRule&) const = default;
 };
 
@@ -43,6 +47,15 @@ struct PolicyConfig {
   /// Lower-epoch reports (same topic id) naming one leader and epoch that
   /// roll a view entry back to them (a bogus epoch must not pin the view).
   uint32_t epoch_rollback_confirmations = 3;
+};
+
+/// Rerouting of Produce partitions to their new leader (docs/rerouting.md).
+struct RerouteConfig {
+  /// Longest a broker's NOT_LEADER_OR_FOLLOWER is kept back waiting for a
+  /// refresh to name the new leader; 0: reroute only to a leader known already.
+  uint32_t max_wait_ms = 50;
+  /// Rerouted plus held-for-order writes per worker; 0 disables rerouting.
+  uint32_t max_in_flight = 1024;
 };
 
 struct RefresherConfig {
@@ -186,6 +199,7 @@ struct Config {
   LimitsConfig limits;
   PolicyConfig policy;
   RefresherConfig refresher;
+  RerouteConfig reroute;
   UpstreamSaslConfig upstream_sasl;
   TlsConfig tls;
   UpstreamTlsConfig upstream_tls;

@@ -359,6 +359,8 @@ class Parser {
                    } else if (key == "mode") {
                      has_mode = true;
                      mode_field(fv, fp, fm, *find_key("policy.rules[].mode"), rule.mode);
+                   } else if (key == "reroute") {
+                     bool_field(fv, fp, fm, rule.reroute);
                    }
                  });
       if (!has_mode) problem(rm, rule_path + ": missing 'mode' (enforce, observe or off)");
@@ -462,6 +464,7 @@ class Parser {
         {"policy.rules[].topics", nullptr},
         {"policy.rules[].apis", nullptr},
         {"policy.rules[].mode", nullptr},
+        {"policy.rules[].reroute", nullptr},
     };
     return kHand;
   }

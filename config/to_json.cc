@@ -30,6 +30,7 @@ void rules_member(JsonWriter& w, std::string_view key, const std::vector<PolicyR
     for (const std::string& a : r.apis) w.value(a);
     w.end_array();
     w.key("mode").value(mode_name(r.mode));
+    w.key("reroute").value(r.reroute);
     w.end_object();
   }
   w.end_array();

@@ -7,6 +7,8 @@
 // Never put client-chosen strings (topics, client ids) in a label here.
 #include "metrics/proxy_metrics.h"
 
+#include "metrics/reroute_metrics.h"
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -462,7 +464,8 @@ Counter& interned_counter(LabelInterner<std::string, Cap>& interner,
 }  // namespace
 
 ProxyMetrics::ProxyMetrics(std::shared_ptr<prometheus::Registry> registry)
-    : impl_(std::make_unique<Impl>(std::move(registry))) {
+    : impl_(std::make_unique<Impl>(std::move(registry))),
+      reroute_(std::make_unique<RerouteMetrics>(*impl_->registry)) {
   // Series an operator alerts on exist at 0 from the start, so rate() and
   // increase() see the first event instead of a series appearing from nowhere.
   for (const char* reason :

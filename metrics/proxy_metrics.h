@@ -17,6 +17,8 @@ class Registry;
 
 namespace epochgate::metrics {
 
+class RerouteMetrics;
+
 /// Which way bytes flow: from clients to brokers, or back.
 enum class Direction { kClientToUpstream, kUpstreamToClient };
 /// Which end of a proxied pair a connection is.
@@ -108,12 +110,15 @@ class ProxyMetrics {
   void view_epochs_rolled_back(uint64_t n);
   /// epochgate_version_downgrades_total{api}: KIP-951 bridging (v10->v9, v16->v15).
   void version_downgrade(int16_t api_key);
+  /// The epochgate_reroute* families (metrics/reroute_metrics.h).
+  RerouteMetrics& reroute() { return *reroute_; }
 
  private:
   struct Impl;
   prometheus::Counter& fenced_counter(int16_t api_key, std::string_view reason,
                                       std::string_view mode);
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<RerouteMetrics> reroute_;
 };
 
 }  // namespace epochgate::metrics

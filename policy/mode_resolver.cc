@@ -59,6 +59,8 @@ ModeResolver::ModeResolver(const config::PolicyConfig& cfg) : default_mode_(cfg.
     rule.pattern = r.topics;
     rule.match_all = r.topics == "*";
     rule.mode = r.mode;
+    rule.reroute = r.reroute;
+    any_reroute_ = any_reroute_ || r.reroute;
     if (r.apis.empty()) {
       rule.groups.fill(true);
     } else {
@@ -77,6 +79,14 @@ config::Mode ModeResolver::resolve(std::string_view topic, ApiGroup group) const
     if (r.match_all || glob_match(r.pattern, topic)) return r.mode;
   }
   return default_mode_;
+}
+
+bool ModeResolver::reroutes(std::string_view topic) const {
+  for (const auto& r : rules_) {
+    if (!r.groups[static_cast<size_t>(ApiGroup::kProduce)]) continue;
+    if (r.match_all || glob_match(r.pattern, topic)) return r.reroute;
+  }
+  return false;
 }
 
 }  // namespace epochgate::policy

@@ -58,7 +58,12 @@ class ModeResolver {
 
   /// Mode for `topic` and `group`.
   config::Mode resolve(std::string_view topic, ApiGroup group) const;
+  /// The `reroute` flag of the first rule matching `topic` for Produce
+  /// (false when none matches); the mode still comes from resolve().
+  bool reroutes(std::string_view topic) const;
   bool has_rules() const { return !rules_.empty(); }
+  /// Some rule has `reroute: true`.
+  bool has_reroute_rules() const { return any_reroute_; }
 
  private:
   struct Rule {
@@ -66,9 +71,11 @@ class ModeResolver {
     bool match_all = false;  ///< pattern is "*"
     std::array<bool, kApiGroupCount> groups{};
     config::Mode mode = config::Mode::kEnforce;
+    bool reroute = false;
   };
   std::vector<Rule> rules_;
   config::Mode default_mode_ = config::Mode::kEnforce;
+  bool any_reroute_ = false;
 };
 
 }  // namespace epochgate::policy

@@ -93,6 +93,9 @@ class RerouteOrderGuard {
   /// back are remembered apart, up to a fixed 65536; past that every reroute
   /// is refused until they drain.
   explicit RerouteOrderGuard(size_t max_in_flight) : max_in_flight_(max_in_flight) {}
+  /// A reloaded `reroute.max_in_flight`: applies to the next decisions
+  /// (writes already counted stay until they end).
+  void set_max_in_flight(size_t n) { max_in_flight_ = n; }
 
   /// The next arrival ticket (call once per Produce request, in the order
   /// requests are read from clients).

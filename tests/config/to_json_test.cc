@@ -25,7 +25,7 @@ TEST(ToJsonTest, MirrorsTheSchemaAndParses) {
   EXPECT_NE(json.find("\"bootstrap_servers\":[\"[::1]:9092\",\"kafka:9093\"]"), std::string::npos);
   EXPECT_NE(json.find("\"map\":{\"7\":20000}"), std::string::npos) << json;
   EXPECT_NE(
-      json.find("\"rules\":[{\"topics\":\"a*\",\"apis\":[\"produce\"],\"mode\":\"observe\"}]"),
+      json.find("\"rules\":[{\"topics\":\"a*\",\"apis\":[\"produce\"],\"mode\":\"observe\",\"reroute\":false}]"),
       std::string::npos)
       << json;
   EXPECT_NE(json.find("\"default_mode\":\"enforce\""), std::string::npos);
