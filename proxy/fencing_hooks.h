@@ -21,6 +21,7 @@
 namespace epochgate::proxy {
 
 class BufferBudget;
+struct ReroutePlan;
 
 /// Policy hooks a session calls; see PolicyFencing (proxy/policy_fencing.h).
 class FencingHooks {
@@ -63,6 +64,10 @@ class FencingHooks {
     bool malformed = false; ///< kClose because the request did not decode
     /// Metric reason of a malformed kClose (`epochgate_frame_errors_total{reason}`).
     const char* close_reason = "malformed_request";
+    /// A Produce on a rerouting topic: the partitions epochgate may deliver
+    /// to their leader (answered locally in `frame`/`context` meanwhile)
+    /// and the streams of the order guard (proxy/reroute_plan.h).
+    std::shared_ptr<ReroutePlan> reroute;
   };
 
   virtual RequestPlan plan_request(const RequestInput& in) = 0;

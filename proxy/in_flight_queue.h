@@ -11,7 +11,10 @@
 #include <deque>
 #include <vector>
 
+#include <memory>
+
 #include "proxy/in_flight_request.h"
+#include "proxy/reroute_state.h"
 #include "proxy/upstream_order.h"
 
 namespace epochgate::proxy {
@@ -22,7 +25,14 @@ class InFlightQueue {
   /// Cap on remembered acks=0 requests per upstream connection.
   static constexpr size_t kMaxNoResponseSlots = UpstreamOrder::kMaxNoResponseSlots;
 
-  InFlightQueue() : upstreams_(1) {}
+  InFlightQueue() : upstreams_(1), reroute_sink_(std::make_shared<RerouteSink>()) {}
+  ~InFlightQueue() { reroute_sink_->alive = false; }
+  InFlightQueue(const InFlightQueue&) = delete;
+  InFlightQueue& operator=(const InFlightQueue&) = delete;
+
+  /// How reroutes of these requests reach the session when they finish
+  /// (cleared when the queue goes: proxy/reroute_state.h).
+  const std::shared_ptr<RerouteSink>& reroute_sink() const { return reroute_sink_; }
 
   /// Appends a request that expects a response; returns it for filling in.
   /// Its address stays valid until pop_front() drops it.
@@ -88,6 +98,7 @@ class InFlightQueue {
  private:
   std::deque<InFlightRequest> client_;
   std::vector<UpstreamOrder> upstreams_;
+  std::shared_ptr<RerouteSink> reroute_sink_;
 };
 
 }  // namespace epochgate::proxy

@@ -14,6 +14,8 @@
 
 namespace epochgate::proxy {
 
+struct RerouteState;
+
 /// Per-request state the policy attaches (a split request's local part,
 /// its decision), kept until the response is assembled.
 struct EntryContext {
@@ -25,6 +27,7 @@ struct RequestPart {
   enum class Source : uint8_t {
     kLocal,     ///< epochgate answered it (a local answer, a split's local half)
     kUpstream,  ///< forwarded; answered by upstream connection `upstream`
+    kReroute,   ///< sent by the worker's Rerouter to a partition's leader
   };
   Source source = Source::kUpstream;
   /// Which of the session's upstream connections answers it (0: the one the
@@ -57,6 +60,10 @@ struct InFlightRequest {
   bool overdue_reported = false;  ///< counted and logged as overdue once
   /// What assembles the parts into one response (the policy's split state).
   std::unique_ptr<EntryContext> context;
+  /// Partitions of a Produce epochgate sends to their leader itself
+  /// (proxy/reroute_state.h); their answers replace its local
+  /// NOT_LEADER_OR_FOLLOWER ones before the response is ready.
+  std::shared_ptr<RerouteState> reroute;
 
   /// Adds a part; returns its index, or -1 past kMaxParts.
   int add_part(RequestPart::Source source, uint16_t upstream = 0) {

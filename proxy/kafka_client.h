@@ -132,7 +132,8 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   /// kUnsupportedVersion when the broker's versions are known already) and
   /// `done` never runs. Byte views in `req` must stay valid until `done`.
   template <class Req>
-  ClientError send(Req req, const SendOptions& options, Callback<Req> done) {
+  ClientError send(Req req, const SendOptions& options, Callback<Req> done,
+                   std::shared_ptr<const void> keep_alive = nullptr) {
     auto held = std::make_shared<Req>(std::move(req));
     Outgoing out;
     out.api_key = Req::kApiKey;
@@ -140,9 +141,8 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
     out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
     out.timeout_ms = options.timeout_ms;
     out.client_id = options.client_id;
-    out.encode = [held](std::vector<uint8_t>& frame, const codec::RequestHeader& h, int16_t v) {
-      codec::encode_frame(frame, h, *held, v);
-    };
+    out.encode = [held, keep_alive](std::vector<uint8_t>& frame, const codec::RequestHeader& h,
+                                    int16_t v) { codec::encode_frame(frame, h, *held, v); };
     out.done = [done = std::move(done)](RawAnswer&& raw) {
       ClientResult<ResponseOf<Req>> r;
       r.error = raw.error;
@@ -165,8 +165,11 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
 
   /// Sends `req` expecting no answer (Produce with acks=0): written once
   /// the connection is up, forgotten after. Same refusals as send().
+  /// `keep_alive` (both calls): what `req`'s byte views point into, kept
+  /// until the request is encoded or dropped.
   template <class Req>
-  ClientError post(Req req, const SendOptions& options) {
+  ClientError post(Req req, const SendOptions& options,
+                   std::shared_ptr<const void> keep_alive = nullptr) {
     auto held = std::make_shared<Req>(std::move(req));
     Outgoing out;
     out.api_key = Req::kApiKey;
@@ -174,9 +177,8 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
     out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
     out.timeout_ms = options.timeout_ms;
     out.client_id = options.client_id;
-    out.encode = [held](std::vector<uint8_t>& frame, const codec::RequestHeader& h, int16_t v) {
-      codec::encode_frame(frame, h, *held, v);
-    };
+    out.encode = [held, keep_alive](std::vector<uint8_t>& frame, const codec::RequestHeader& h,
+                                    int16_t v) { codec::encode_frame(frame, h, *held, v); };
     return submit(std::move(out));
   }
 

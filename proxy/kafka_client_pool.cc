@@ -28,6 +28,7 @@ KafkaClient* KafkaClientPool::client(int32_t node_id, const config::HostPort& ad
   KafkaClientOptions o = base_;
   o.targets = {address};
   auto c = std::make_unique<KafkaClient>(loop_, pool_, std::move(o), observer_);
+  c->set_tls(tls_);
   KafkaClient* raw = c.get();
   clients_.emplace(node_id, Entry{address, std::move(c)});
   return raw;

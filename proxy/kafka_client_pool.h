@@ -38,6 +38,8 @@ class KafkaClientPool {
   /// Closes the client of a node the cluster no longer lists (its requests
   /// fail with kClosed). No-op for an unknown node.
   void forget(int32_t node_id);
+  /// upstream_tls for clients created from now on (all null: plain TCP).
+  void set_tls(const tls::TlsServices& tls) { tls_ = tls; }
   /// Clients in use (not counting ones still closing).
   size_t size() const { return clients_.size(); }
   /// Closes every client; `done` runs once all are gone. Idempotent.
@@ -57,6 +59,7 @@ class KafkaClientPool {
   KafkaClientOptions base_;
   size_t max_nodes_;
   KafkaClientObserver* observer_;
+  tls::TlsServices tls_;
   std::map<int32_t, Entry> clients_;
   std::vector<std::unique_ptr<KafkaClient>> retiring_;  // closing, not yet done
   std::vector<KafkaClient*> dead_;                      // done; freed by reap_

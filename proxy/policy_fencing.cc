@@ -19,6 +19,8 @@
 #include "policy/decide.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/refresher.h"
+#include "proxy/reroute_plan.h"
+#include "metrics/reroute_metrics.h"
 #include "proxy/served_probe.h"
 
 namespace epochgate::proxy {
@@ -189,6 +191,14 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
   policy::RequestDecision d;
   policy::decide(req, in.api_version, ctx, d);
   refresh(d.urgent_refresh);
+  if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
+    if (s.compiled->modes.has_reroute_rules() && d.action != policy::Action::kHold) {
+      plan.reroute = make_reroute_plan(req, in.api_version, h, d, s.compiled->modes, *snap,
+                                       in.node_id);
+      if (plan.reroute && plan.reroute->observed > 0 && metrics_)
+        metrics_->reroute().observed(plan.reroute->observed);
+    }
+  }
   count_decision(d, in.node_id);
 
   auto encode_local = [&](const Resp& local) {

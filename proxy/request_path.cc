@@ -13,6 +13,8 @@
 #include "proxy/log_limited.h"
 #include "proxy/read_pacer.h"
 #include "proxy/request_peek.h"
+#include "proxy/reroute_plan.h"
+#include "proxy/rerouter.h"
 #include "proxy/wire_ints.h"
 
 namespace epochgate::proxy {
@@ -89,6 +91,25 @@ RequestPath::Step RequestPath::forward_raw_sasl_token(uint8_t* frame, size_t siz
   in_flight_.mark_forwarded(e, now);
   sasl_.on_client_token();
   return Step::kConsumed;
+}
+
+const char* RequestPath::reroute_refusal() const {
+  const config::Config& c = *ctx_.config;
+  if (c.upstream_sasl.on_behalf_of_clients) return nullptr;
+  // A client's own SASL login or TLS certificate is a principal epochgate's
+  // connection cannot carry (SCRAM proofs never replay; the key stays with
+  // the client).
+  if (sasl_.client_authenticates()) return "identity";
+  if (!c.tls.cert_file.empty() && c.tls.client_auth != "none") return "identity";
+  return nullptr;
+}
+
+void RequestPath::start_reroute(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan) {
+  // Producers without a producer id are told apart by connection and client id.
+  for (RerouteStream& s : plan->streams)
+    if (s.key.producer_id < 0) s.key.client = client_.peer() + "|" + s.key.client;
+  policy::Ticket ticket = ctx_.rerouter->guard().arrive();
+  ctx_.rerouter->start(e, std::move(plan), in_flight_.reroute_sink(), ticket, reroute_refusal());
 }
 
 RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
@@ -174,6 +195,8 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
       return Step::kHold;
     }
     hold_started_ns_ = 0;
+    std::shared_ptr<ReroutePlan> reroute = std::move(plan.reroute);
+    if (reroute && (reroute->targets.empty() || ctx_.rerouter == nullptr)) reroute.reset();
     switch (plan.action) {
       case FencingHooks::RequestPlan::Action::kForward:
       case FencingHooks::RequestPlan::Action::kHold:
@@ -190,6 +213,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
           // the broker's part, and the policy merges them on its answer.
           if (plan.local_part) in_flight_.add_local_part(e);
           in_flight_.mark_forwarded(e, now);
+          if (reroute) start_reroute(e, std::move(reroute));
         } else {
           in_flight_.forwarded_without_response(corr);
         }
@@ -205,9 +229,23 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
         in_flight_.add_local_part(e);
         e.response = std::move(plan.frame);
         e.ready = true;
+        if (reroute) {
+          e.ready = false;
+          start_reroute(e, std::move(reroute));
+          e.ready = e.outstanding() == 0;  // every reroute refused: the local answer
+        }
         return Step::kConsumed;
       }
       case FencingHooks::RequestPlan::Action::kForwardThenClose:
+        // acks=0: the stale partitions posted to their leader instead of
+        // closing the connection; nothing is answered either way.
+        if (reroute && reroute->targets.size() == reroute->fenced &&
+            ctx_.rerouter->post_all(reroute, reroute_refusal())) {
+          in_flight_.forwarded_without_response(corr);
+          if (upstream_version != version) write_be16(plan.frame.data() + 6, upstream_version);
+          upstream_->queue(plan.frame.data(), plan.frame.size());
+          return Step::kConsumed;
+        }
         in_flight_.forwarded_without_response(corr);
         if (upstream_version != version) write_be16(plan.frame.data() + 6, upstream_version);
         upstream_->queue(plan.frame.data(), plan.frame.size());
@@ -220,6 +258,9 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
           host_.frame_error(plan.close_reason, plan.reason);
           return Step::kClosed;
         }
+        if (reroute && reroute->targets.size() == reroute->fenced &&
+            ctx_.rerouter->post_all(reroute, reroute_refusal()))
+          return Step::kConsumed;
         // acks=0 Produce to a stale leader: a broker closes the connection.
         // close() counts the reason.
         EPOCHGATE_PROXY_LOG(info, "fenced_acks0", "client {} node {}: closing connection: {}",

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "proxy/connection.h"
 #include "proxy/in_flight_queue.h"
@@ -18,6 +19,8 @@
 #include "proxy/worker_context.h"
 
 namespace epochgate::proxy {
+
+struct ReroutePlan;
 
 /// Handles the client's requests for one session (loop thread only).
 class RequestPath {
@@ -42,6 +45,12 @@ class RequestPath {
  private:
   /// Forwards a raw SASL token (SaslHandshake v0 framing) as it is.
   Step forward_raw_sasl_token(uint8_t* frame, size_t size);
+  /// Hands the partitions `plan` reroutes for request `e` to the worker's
+  /// Rerouter (order guard ticket, the client's stream keys).
+  void start_reroute(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan);
+  /// Why this client's writes may not travel on epochgate's own connection
+  /// ("identity"), or nullptr when they may.
+  const char* reroute_refusal() const;
   /// A client SaslHandshake while epochgate logs in for the client:
   /// answered ILLEGAL_SASL_STATE.
   void refuse_client_sasl(int32_t corr, int16_t version);

@@ -49,7 +49,15 @@ ResponsePath::ResponsePath(WorkerContext& ctx, int32_t node_id, Connection& clie
       sasl_(sasl),
       bridging_(bridging),
       upstream_name_(upstream_name),
-      host_(host) {}
+      host_(host) {
+  // A reroute answered after the broker's part: its session writes what is
+  // ready then (never into a closing client connection).
+  in_flight_.reroute_sink()->flush = [this] {
+    if (client_.closing()) return;
+    flush_ready();
+    client_.flush();
+  };
+}
 
 bool ResponsePath::deliver_raw_sasl_token(const uint8_t* frame, size_t size) {
   InFlightRequest* e = in_flight_.match_next_owed();
@@ -130,6 +138,13 @@ bool ResponsePath::handle(const uint8_t* frame, size_t size) {
 }
 
 void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len) {
+  if (e.reroute) {
+    // The leaders' answers replace epochgate's own for the rerouted
+    // partitions; until every part is in, the response waits in its slot.
+    e.response.assign(frame_with_prefix, frame_with_prefix + len);
+    if (finish_rerouted(e)) flush_ready();
+    return;
+  }
   if (in_flight_.is_front(e)) {
     client_.write_through(frame_with_prefix, len);
     record_proxy_latency(e);

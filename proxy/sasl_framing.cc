@@ -23,6 +23,7 @@ const char* label_of(std::string_view mechanism) {
 }  // namespace
 
 void SaslFraming::on_handshake_request(int16_t version, std::string_view mechanism) {
+  handshake_seen_ = true;
   mechanism_label_ = label_of(mechanism);
   if (version != 0) return;  // tokens travel in SaslAuthenticate requests
   state_ = State::kAwaitingHandshake;

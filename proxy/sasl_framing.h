@@ -64,6 +64,9 @@ class SaslFraming {
   bool holds_client_input() const {
     return state_ == State::kAwaitingHandshake || state_ == State::kAwaitingBrokerToken;
   }
+  /// The client started a SASL login of its own on this connection (its
+  /// principal is one epochgate cannot log in as).
+  bool client_authenticates() const { return handshake_seen_; }
   /// The raw exchange's mechanism has no known round count.
   bool rounds_unknown() const { return rounds_left_ < 0; }
 
@@ -80,6 +83,7 @@ class SaslFraming {
   bool first_round_ = true;
   bool login_pending_ = false;  ///< a handshake was accepted, the login has not ended
   const char* mechanism_label_ = "other";
+  bool handshake_seen_ = false;
 };
 
 }  // namespace epochgate::proxy

@@ -18,6 +18,10 @@ Worker::Worker(int index, WorkerContext ctx_template, std::atomic<uint32_t>& con
   ctx_.worker_index = index;
   pacer_ = std::make_unique<ReadPacer>(&loop_);
   ctx_.pacer = pacer_.get();
+  if (ctx_.fencing != nullptr) {
+    rerouter_ = std::make_unique<Rerouter>(ctx_);
+    ctx_.rerouter = rerouter_.get();
+  }
   uv_async_init(&loop_, &async_, &Worker::on_async);
   async_.data = this;
   uv_timer_init(&loop_, &sweep_);
@@ -160,6 +164,7 @@ void Worker::stop_and_join() {
     stopping_ = true;
     handshakes_.close_all();
     close_all_sessions("shutdown");
+    if (rerouter_) rerouter_->close([] {});
     uv_close(reinterpret_cast<uv_handle_t*>(&sweep_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&budget_timer_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "proxy/rerouter.h"
 #include "proxy/session.h"
 #include "proxy/tls/client_handshake.h"
 #include "proxy/worker_context.h"
@@ -64,6 +65,7 @@ class Worker {
   uv_loop_t loop_;
   uv_async_t async_;
   std::unique_ptr<ReadPacer> pacer_;  // closed with the loop's other handles
+  std::unique_ptr<Rerouter> rerouter_;  // closed with the loop's other handles
   uv_timer_t sweep_;
   uv_timer_t budget_timer_;  // runs only while sessions wait for the buffer budget
   std::thread thread_;

@@ -27,6 +27,7 @@ class ProxyMetrics;
 namespace epochgate::proxy {
 
 class FencingHooks;
+class Rerouter;
 
 /// Where a session's upstream connection goes: a node's broker address, or
 /// the bootstrap list (node id -1), tried in order.
@@ -53,6 +54,7 @@ struct WorkerContext {
   FencingHooks* fencing = nullptr;  ///< null: policy not wired (pass-through proxy)
   BufferBudget* budget = nullptr;   ///< process-wide buffer memory budget (may be null)
   ReadPacer* pacer = nullptr;       ///< this loop's read fairness (may be null)
+  Rerouter* rerouter = nullptr;     ///< this loop's Produce rerouting (null: never rerouted)
   tls::TlsServices tls;             ///< client-facing and upstream TLS (all null: off)
   /// Asks the worker to re-check sessions paused by the budget soon.
   std::function<void()> budget_recheck;

@@ -1,0 +1,75 @@
+// proxy/reroute_plan.h: what the policy hands a session for a Produce
+// request on a rerouting topic (docs/rerouting.md): the partitions to send
+// to their leader (with their own copy of the record bytes, never changed),
+// and the stream (producer and partition) of every partition of those
+// topics, for the worker's order guard. Plain data built on any worker
+// thread; owns no connection and sends nothing (proxy/rerouter.h sends).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codec/header.h"
+#include "codec/messages/produce_request.h"
+#include "policy/decision.h"
+#include "policy/mode_resolver.h"
+#include "policy/reroute_order_guard.h"
+#include "policy/reroute_target.h"
+
+namespace epochgate::proxy {
+
+/// One partition of a rerouting topic in the client's request.
+struct RerouteStream {
+  policy::StreamKey key;  ///< `key.client` holds the client id; the session adds its peer
+  int target = -1;        ///< index in ReroutePlan::targets; -1: forwarded on the client's path
+  int32_t node = -1;      ///< the broker it is forwarded to (target -1)
+};
+
+/// One partition epochgate would answer NOT_LEADER_OR_FOLLOWER and may
+/// deliver to `leader` instead.
+struct RerouteTargetPart {
+  uint32_t topic_index = 0;
+  std::string topic;  ///< name as the request spelled it (empty from v13)
+  codec::Uuid topic_id{};
+  int32_t partition = 0;
+  int32_t leader = -1;
+  size_t records_offset = 0;  ///< into ReroutePlan::records
+  uint32_t records_size = 0;
+  bool records_null = false;
+  /// Empty: the batch header read; else why not (a `batch_*` fall-back).
+  const char* batch_error = nullptr;
+};
+
+/// The rerouting part of one Produce request's plan.
+struct ReroutePlan {
+  int16_t version = 0;
+  int16_t acks = 1;
+  int32_t timeout_ms = 0;
+  std::optional<std::string> transactional_id;
+  std::string client_id;  ///< the client's own (quota identity of the rerouted write)
+  std::vector<RerouteTargetPart> targets;  ///< request order
+  std::vector<RerouteStream> streams;      ///< every partition of a rerouting topic
+  std::vector<uint8_t> records;            ///< the targets' record bytes, as sent
+  uint32_t observed = 0;  ///< observe mode: not-leader fences it would have rerouted
+  uint32_t fenced = 0;    ///< partitions the policy answers locally (targets among them)
+
+  /// The Produce request for `indexes` of targets (one leader), at the
+  /// client's acks, timeout and transactional id; its record views point
+  /// into `records`, so the plan must outlive it.
+  codec::ProduceRequest request_for(const std::vector<size_t>& indexes) const;
+};
+
+/// Builds the plan for `req` (decided into `d`), or nullptr when no
+/// partition is on a topic whose rule reroutes. `header` gives the client id.
+std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req, int16_t version,
+                                               const codec::RequestHeader& header,
+                                               const policy::RequestDecision& d,
+                                               const policy::ModeResolver& modes,
+                                               const policy::MetadataSnapshot& view,
+                                               int32_t node_id);
+
+}  // namespace epochgate::proxy

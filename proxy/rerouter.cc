@@ -1,0 +1,244 @@
+// proxy/rerouter.cc
+#include "proxy/rerouter.h"
+
+#include <spdlog/spdlog.h>
+#include <uv.h>
+
+#include <algorithm>
+#include <string>
+
+#include "metrics/proxy_metrics.h"
+#include "metrics/reroute_metrics.h"
+#include "policy/decision.h"
+#include "proxy/address_rewriter.h"
+#include "proxy/fencing_hooks.h"
+#include "proxy/in_flight_request.h"
+#include "proxy/log_limited.h"
+
+namespace epochgate::proxy {
+
+namespace {
+
+// Internal clients of one worker: one per leader node; more nodes than this
+// fall back (upstream_failed) rather than grow without bound.
+constexpr size_t kMaxLeaders = 256;
+
+KafkaClientOptions base_options(const config::Config& c) {
+  KafkaClientOptions o;
+  o.connect_timeout_ms = c.limits.upstream_connect_timeout_ms;
+  o.login_timeout_ms = c.refresher.request_timeout_ms;
+  // Sidecar credential mode: every client session logs in as epochgate, so
+  // epochgate's own login is the client's principal. Otherwise the client
+  // did not authenticate (the request path refuses any that did).
+  if (c.upstream_sasl.on_behalf_of_clients) o.sasl = c.upstream_sasl;
+  o.max_outstanding = std::max<size_t>(64, c.reroute.max_in_flight);
+  return o;
+}
+
+}  // namespace
+
+Rerouter::Rerouter(WorkerContext& ctx)
+    : ctx_(ctx),
+      pool_(ctx.loop, ctx.pool, base_options(*ctx.config), kMaxLeaders),
+      guard_(ctx.config->reroute.max_in_flight) {
+  pool_.set_tls(ctx.tls);
+}
+
+Rerouter::~Rerouter() = default;
+
+bool Rerouter::enabled() const { return ctx_.config->reroute.max_in_flight > 0; }
+
+void Rerouter::close(std::function<void()> done) { pool_.close(std::move(done)); }
+
+void Rerouter::fell_back(const char* reason, size_t n) {
+  if (ctx_.metrics && n > 0) ctx_.metrics->reroute().fell_back(reason, n);
+}
+
+void Rerouter::report() {
+  if (!ctx_.metrics) return;
+  ctx_.metrics->reroute().set_in_flight(static_cast<double>(guard_.in_flight()));
+  ctx_.metrics->reroute().set_held_now(static_cast<double>(guard_.held()));
+}
+
+KafkaClient* Rerouter::client_for(int32_t leader) {
+  if (ctx_.upstreams == nullptr) return nullptr;
+  std::optional<config::HostPort> address = ctx_.upstreams->upstream_of(leader);
+  if (!address) return nullptr;
+  return pool_.client(leader, *address);
+}
+
+SendOptions Rerouter::options_for(const ReroutePlan& plan) const {
+  SendOptions o;
+  // The leader may take the request's own timeout (acks=all replication);
+  // one more second covers the round trip. Bounded either way.
+  o.timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(int64_t{plan.timeout_ms} + 1000, 1000, 60000));
+  // The client's version: the answer merges into its response unconverted.
+  o.min_version = plan.version;
+  o.max_version = plan.version;
+  // Brokers account quotas by user and client id: the write counts as the client's.
+  o.client_id = plan.client_id;
+  return o;
+}
+
+bool Rerouter::post_all(const std::shared_ptr<ReroutePlan>& shared, const char* refuse) {
+  const ReroutePlan& plan = *shared;
+  if (plan.targets.empty()) return false;
+  if (refuse != nullptr || !enabled()) {
+    fell_back(refuse ? refuse : "max_in_flight", plan.targets.size());
+    return false;
+  }
+  // Group by leader, in request order.
+  std::vector<int32_t> leaders;
+  for (const auto& t : plan.targets)
+    if (std::find(leaders.begin(), leaders.end(), t.leader) == leaders.end())
+      leaders.push_back(t.leader);
+  bool all = true;
+  for (int32_t leader : leaders) {
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < plan.targets.size(); ++i)
+      if (plan.targets[i].leader == leader) idx.push_back(i);
+    KafkaClient* c = client_for(leader);
+    ClientError e =
+        c ? c->post(plan.request_for(idx), options_for(plan), shared) : ClientError::kClosed;
+    if (e == ClientError::kNone) {
+      if (ctx_.metrics) ctx_.metrics->reroute().delivered(idx.size());
+    } else {
+      all = false;
+      fell_back(e == ClientError::kUnsupportedVersion ? "unsupported_version" : "upstream_failed",
+                idx.size());
+    }
+  }
+  return all;
+}
+
+void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
+                     const std::shared_ptr<RerouteSink>& sink, policy::Ticket ticket,
+                     const char* refuse) {
+  guard_.set_max_in_flight(ctx_.config->reroute.max_in_flight);
+  auto st = std::make_shared<RerouteState>();
+  st->plan = std::move(plan);
+  st->answers.resize(st->plan->targets.size());
+  st->ticket = ticket;
+  st->started_ns = uv_hrtime();
+  st->entry = &e;
+  st->sink = sink;
+  e.reroute = st;
+  const ReroutePlan& p = *st->plan;
+  // Which targets may go, by the identity and order rules; the rest keep
+  // their local answer.
+  std::vector<char> go(p.targets.size(), 0);
+  for (const RerouteStream& s : p.streams) {
+    if (s.target < 0) continue;
+    const RerouteTargetPart& t = p.targets[s.target];
+    if (refuse != nullptr) {
+      fell_back(refuse);
+      continue;
+    }
+    if (t.batch_error != nullptr) {
+      fell_back("batch_unreadable");
+      continue;
+    }
+    policy::RerouteRefusal r = guard_.begin_reroute(ticket, s.key, t.leader);
+    if (r != policy::RerouteRefusal::kNone) {
+      fell_back(policy::reroute_refusal_name(r));
+      continue;
+    }
+    go[s.target] = 1;
+  }
+  for (size_t i = 0; i < p.targets.size(); ++i) {
+    if (!go[i]) continue;
+    int32_t leader = p.targets[i].leader;
+    auto it = std::find_if(st->legs.begin(), st->legs.end(),
+                           [leader](const RerouteState::Leg& l) { return l.leader == leader; });
+    if (it == st->legs.end()) {
+      st->legs.push_back(RerouteState::Leg{leader, {}, -1});
+      it = st->legs.end() - 1;
+    }
+    it->targets.push_back(i);
+  }
+  for (size_t li = 0; li < st->legs.size(); ++li) {
+    RerouteState::Leg& leg = st->legs[li];
+    KafkaClient* c = client_for(leg.leader);
+    int part = c ? e.add_part(RequestPart::Source::kReroute) : -1;
+    ClientError err = ClientError::kClosed;
+    if (part >= 0) {
+      leg.part = part;
+      err = c->send(p.request_for(leg.targets), options_for(p),
+                    [this, st, li](ClientResult<codec::ProduceResponse>&& r) {
+                      on_answer(st, li, std::move(r));
+                    },
+                    st->plan);
+      spdlog::debug("reroute: {} partition(s) to node {}: {}", leg.targets.size(), leg.leader,
+                    client_error_name(err));
+    }
+    if (err != ClientError::kNone) {
+      if (part >= 0) e.answer_part(static_cast<size_t>(part));
+      leg.part = -1;
+      fell_back(err == ClientError::kUnsupportedVersion ? "unsupported_version" : "upstream_failed",
+                leg.targets.size());
+      for (size_t t : leg.targets)
+        for (const RerouteStream& s : p.streams)
+          if (s.target == static_cast<int>(t)) guard_.reroute_answered(ticket, s.key);
+    }
+  }
+  report();
+}
+
+void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
+                         ClientResult<codec::ProduceResponse>&& r) {
+  RerouteState::Leg& leg = st->legs[li];
+  const ReroutePlan& p = *st->plan;
+  spdlog::debug("reroute: node {} answered {} partition(s): {}", leg.leader, leg.targets.size(),
+                client_error_name(r.error));
+  if (!r.ok()) {
+    EPOCHGATE_PROXY_LOG(info, "reroute_failed",
+                        "reroute of {} Produce partition(s) to node {} failed ({}: {}); the client "
+                        "gets NOT_LEADER_OR_FOLLOWER and retries",
+                        leg.targets.size(), leg.leader, client_error_name(r.error), r.detail);
+    fell_back(r.error == ClientError::kUnsupportedVersion ? "unsupported_version" : "upstream_failed",
+              leg.targets.size());
+  } else {
+    codec::ProduceResponse& m = r.response;
+    // Learn first (upstream addresses), then rewrite what the leader sent.
+    if (ctx_.fencing) ctx_.fencing->learn_response(&m, r.version, leg.leader);
+    RewriteResult rw = rewrite_addresses(m, p.version, *ctx_.endpoints);
+    st->throttle_time_ms = std::max(st->throttle_time_ms, m.throttle_time_ms);
+    size_t delivered = 0, second = 0;
+    for (auto& topic : m.responses) {
+      for (auto& part : topic.partition_responses) {
+        for (size_t t : leg.targets) {
+          const RerouteTargetPart& tp = p.targets[t];
+          if (tp.partition != part.index || tp.topic != topic.name || tp.topic_id != topic.topic_id)
+            continue;
+          if (part.error_code == policy::kErrNotLeaderOrFollower) {
+            // One hop only: a second move goes back to the client as today.
+            ++second;
+          } else {
+            st->answers[t] = std::move(part);
+            ++delivered;
+          }
+          break;
+        }
+      }
+    }
+    if (!rw.failed && m.node_endpoints)
+      for (auto& n : *m.node_endpoints) st->endpoints.push_back(std::move(n));
+    if (ctx_.metrics) {
+      ctx_.metrics->reroute().delivered(delivered);
+      ctx_.metrics->reroute().added(static_cast<double>(uv_hrtime() - st->started_ns) / 1e9);
+    }
+    fell_back("second_hop", second);
+    size_t missing = leg.targets.size() - delivered - second;
+    fell_back("upstream_failed", missing);
+  }
+  for (size_t t : leg.targets)
+    for (const RerouteStream& s : p.streams)
+      if (s.target == static_cast<int>(t)) guard_.reroute_answered(st->ticket, s.key);
+  report();
+  std::shared_ptr<RerouteSink> sink = st->sink.lock();
+  if (!sink || !sink->alive || leg.part < 0) return;
+  st->entry->answer_part(static_cast<size_t>(leg.part));
+  if (finish_rerouted(*st->entry) && sink->flush) sink->flush();
+}
+
+}  // namespace epochgate::proxy

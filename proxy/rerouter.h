@@ -1,0 +1,66 @@
+// proxy/rerouter.h: one worker's rerouting of Produce partitions to their
+// leader (docs/rerouting.md): its internal clients (one per leader, on
+// epochgate's own connections), its order guard (one producer's writes to
+// one partition stay in order), and the metrics of both. Sends only what a
+// ReroutePlan names, each partition at most once (one hop), with the
+// client's version, acks, transactional id and client id, and its record
+// bytes as the client sent them. Loop thread only; never blocks; every send
+// has a timeout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "policy/reroute_order_guard.h"
+#include "proxy/kafka_client_pool.h"
+#include "proxy/reroute_plan.h"
+#include "proxy/reroute_state.h"
+#include "proxy/worker_context.h"
+
+namespace epochgate::proxy {
+
+struct InFlightRequest;
+
+/// Rerouting for the sessions of one worker.
+class Rerouter {
+ public:
+  explicit Rerouter(WorkerContext& ctx);
+  ~Rerouter();
+  Rerouter(const Rerouter&) = delete;
+  Rerouter& operator=(const Rerouter&) = delete;
+
+  /// Sends the targets of `plan` for request `e` (acks != 0) to their
+  /// leaders: one part of `e` per leader, `e.reroute` set. A target that
+  /// cannot go (`refuse` set for all: an identity reason; the order guard;
+  /// no connection; a refused send) keeps its local answer and is counted
+  /// with its reason. `ticket`/`peer` identify the request to the guard.
+  void start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
+             const std::shared_ptr<RerouteSink>& sink, policy::Ticket ticket,
+             const char* refuse);
+  /// acks=0: posts every target, nothing tracked. True when all were
+  /// accepted by their leader's client (the client need not be closed).
+  bool post_all(const std::shared_ptr<ReroutePlan>& plan, const char* refuse);
+  /// Closes the internal clients; their requests fail with kClosed.
+  void close(std::function<void()> done);
+
+  policy::RerouteOrderGuard& guard() { return guard_; }
+  /// Whether rerouting is on at all (reroute.max_in_flight > 0).
+  bool enabled() const;
+
+ private:
+  void on_answer(const std::shared_ptr<RerouteState>& st, size_t leg,
+                 ClientResult<codec::ProduceResponse>&& r);
+  /// The leader's client, or nullptr (address unknown, pool full or closed).
+  KafkaClient* client_for(int32_t leader);
+  SendOptions options_for(const ReroutePlan& plan) const;
+  void fell_back(const char* reason, size_t n = 1);
+  void report();
+
+  WorkerContext& ctx_;
+  KafkaClientPool pool_;
+  policy::RerouteOrderGuard guard_;
+};
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,143 @@
+"""Rerouting (docs/rerouting.md), epochgate's own decision: a Produce
+partition sent to the listener of a broker that epochgate's view says is no
+longer its leader is delivered to the leader by epochgate, on a topic whose
+rule has `reroute: true`. With raw frames on the listener of broker 1 while
+partition 2 is led by broker 2:
+
+- a split request (p0, p1 led here, p2 elsewhere) gets one response in the
+  request's partition order, every partition written (read back from the
+  cluster directly), p2 by its leader, with no error and no hint;
+- a request whose partitions are all led elsewhere never reaches broker 1 and
+  is answered by the leader;
+- acks=0 for a partition led elsewhere is written at its leader and the
+  connection stays open;
+- observe mode forwards the request unchanged (the broker answers it) and
+  only counts what it would have rerouted; a topic without `reroute` keeps
+  today's NOT_LEADER_OR_FOLLOWER plus hint (`off`).
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenario_lib as sl  # noqa: E402
+import scenario_wire as sw  # noqa: E402
+from scenario_lib import harness, kw  # noqa: E402
+
+TOPIC = "rr"
+PLAIN = "plain"
+HERE_BROKER = 1
+OTHER = 2
+REROUTES = "epochgate_reroutes_total"
+
+CONFIG = """
+policy:
+  rules:
+    - topics: "%s"
+      mode: %s
+      reroute: true
+"""
+
+
+def _setup(h, mode="enforce"):
+    cluster = h.start_cluster(3, ["%s:3:3" % TOPIC, "%s:3:3" % PLAIN])
+    for t in (TOPIC, PLAIN):
+        for p, b in ((0, HERE_BROKER), (1, HERE_BROKER), (2, OTHER)):
+            cluster.cmd("leader %s %d %d" % (t, p, b))
+    gate = sl.start_gate(h, cluster, config=CONFIG % (TOPIC, mode))
+    gc = sl.GateClient(h, gate)
+    md = gc.metadata([TOPIC, PLAIN])
+    for t in (TOPIC, PLAIN):
+        parts = md["topics"][t]["partitions"]
+        assert [parts[p]["leader"] for p in range(3)] == [HERE_BROKER, HERE_BROKER, OTHER], parts
+        for p in range(3):
+            sl.wait_view(gate, t, p, parts[p]["leader"], parts[p]["leader_epoch"])
+    cluster.cmd("track start")
+    return cluster, gate, gc
+
+
+def _ends(cluster, topic=TOPIC):
+    return {p: sl.end_offset(cluster, topic, p) for p in range(3)}
+
+
+def test_split_request_rerouted_partition_written_by_its_leader(h):
+    cluster, gate, gc = _setup(h)
+    before_ends = _ends(cluster)
+    before = sl.scrape(gate)
+    values = {p: [b"rr-%d-%d" % (p, i) for i in range(3)] for p in range(3)}
+    corr = 0x5EED5
+    frame = sw.produce_request(corr, TOPIC, [(p, kw.record_batch(values[p])) for p in (0, 1, 2)],
+                               acks=-1, version=10)
+    r = sw.parse_produce_response(gc.exchange(frame, node=HERE_BROKER), 10)
+    after = sl.scrape(gate)
+    assert r["correlation_id"] == corr, r
+    assert [(t, p) for t, p, _, _, _ in r["partitions"]] == [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)], r
+    for _, p, err, base, leader in r["partitions"]:
+        assert err == 0 and base == before_ends[p], (p, err, base, before_ends)
+        assert leader is None, "a hint on a written partition: %s" % (r["partitions"],)
+    upstream_ports = set(cluster.ports)
+    assert not {port for _, port, _ in r["node_endpoints"].values()} & upstream_ports, r
+    for p in range(3):
+        got = sl.read_partition(h, cluster, TOPIC, p, start=before_ends[p])
+        assert got == [v.decode() for v in values[p]], (p, got)
+    assert sl.track_count(cluster, HERE_BROKER, kw.API_PRODUCE) == 1, cluster.cmd("track dump")
+    assert sl.track_count(cluster, OTHER, kw.API_PRODUCE) == 1, cluster.cmd("track dump")
+    assert sl.delta(after, before, REROUTES, result="delivered") == 1, after.by(REROUTES, "reason")
+
+    # All partitions led elsewhere: broker 1 never sees it, the leader answers.
+    before = sl.scrape(gate)
+    r_all = sw.parse_produce_response(gc.exchange(sw.produce_request(
+        corr + 1, TOPIC, [(2, kw.record_batch([b"all-stale"]))], acks=1, version=9),
+        node=HERE_BROKER), 9)
+    after = sl.scrape(gate)
+    assert [(p, e, b) for _, p, e, b, _ in r_all["partitions"]] == [
+        (2, 0, before_ends[2] + 3)], r_all
+    assert sl.read_partition(h, cluster, TOPIC, 2, start=before_ends[2] + 3) == ["all-stale"]
+    assert sl.track_count(cluster, HERE_BROKER, kw.API_PRODUCE) == 1, cluster.cmd("track dump")
+    assert sl.delta(after, before, REROUTES, result="delivered") == 1
+
+    # A topic without `reroute`: today's answer (reason off is not counted in enforce mode).
+    r_plain = sw.parse_produce_response(gc.exchange(sw.produce_request(
+        corr + 2, PLAIN, [(2, kw.record_batch([b"plain"]))], acks=1, version=10),
+        node=HERE_BROKER), 10)
+    assert [(p, e) for _, p, e, _, _ in r_plain["partitions"]] == [
+        (2, sw.NOT_LEADER_OR_FOLLOWER)], r_plain
+    assert sl.end_offset(cluster, PLAIN, 2) == 0
+    h.note("Produce v10 [p0,p1 -> broker %d, p2 led by %d] on a reroute topic: one response "
+           "(order 0,1,2), all three written (read back directly), p2 by broker %d"
+           % (HERE_BROKER, OTHER, OTHER))
+
+
+def test_acks0_to_stale_leader_written_at_leader_connection_stays(h):
+    cluster, gate, gc = _setup(h)
+    before_ends = _ends(cluster)
+    conn = sl.connect(gc.brokers[HERE_BROKER])
+    h.on_close(conn.close)
+    conn.send(sw.produce_request(77, TOPIC, [(2, kw.record_batch([b"acks0-stale"]))], acks=0,
+                                 version=10) + kw.api_versions_request(78))
+    assert kw.frame_correlation_id(conn.recv_frame(), is_request=False) == 78
+    harness.wait_until(lambda: sl.end_offset(cluster, TOPIC, 2) == before_ends[2] + 1, 5,
+                       what="the acks=0 record to be written at the leader")
+    assert sl.read_partition(h, cluster, TOPIC, 2, start=before_ends[2]) == ["acks0-stale"]
+    assert sl.track_count(cluster, HERE_BROKER, kw.API_PRODUCE) == 0
+
+
+def test_observe_mode_forwards_unchanged_and_counts(h):
+    cluster, gate, gc = _setup(h, mode="observe")
+    before_ends = _ends(cluster)
+    before = sl.scrape(gate)
+    r = sw.parse_produce_response(gc.exchange(sw.produce_request(
+        0x0B5, TOPIC, [(2, kw.record_batch([b"observed"]))], acks=1, version=10),
+        node=HERE_BROKER), 10)
+    after = sl.scrape(gate)
+    # The broker itself answered (it does not lead p2), nothing was rerouted.
+    assert [(p, e) for _, p, e, _, _ in r["partitions"]] == [(2, sw.NOT_LEADER_OR_FOLLOWER)], r
+    assert sl.track_count(cluster, HERE_BROKER, kw.API_PRODUCE) == 1
+    assert sl.track_count(cluster, OTHER, kw.API_PRODUCE) == 0
+    assert sl.end_offset(cluster, TOPIC, 2) == before_ends[2]
+    assert sl.delta(after, before, REROUTES, result="observed") == 1, after.by(REROUTES, "result")
+    assert sl.delta(after, before, REROUTES, result="delivered") == 0
+
+
+if __name__ == "__main__":
+    harness.main(globals())
