@@ -69,6 +69,14 @@ RerouteRefusal RerouteOrderGuard::may_reroute(Ticket t, const StreamKey& stream)
   return RerouteRefusal::kNone;
 }
 
+bool RerouteOrderGuard::must_wait(const StreamKey& stream) const {
+  auto it = streams_.find(stream);
+  if (it == streams_.end()) return false;
+  for (const Entry& e : it->second.entries)
+    if (e.kind == Kind::kRerouted || e.kind == Kind::kHeld) return true;
+  return false;
+}
+
 RerouteRefusal RerouteOrderGuard::begin_reroute(Ticket t, const StreamKey& stream,
                                                 int32_t new_leader) {
   const RerouteRefusal r = may_reroute(t, stream);

@@ -131,6 +131,11 @@ class RerouteOrderGuard {
   /// leader the refused reroute was aimed at.
   ForwardVerdict forward(Ticket t, const StreamKey& stream, int32_t node);
 
+  /// True when a write of `stream` arriving now would have to wait: a write
+  /// of it is rerouted and unanswered, or held. A caller that keeps the
+  /// request itself (re-offering it later) asks this instead of forward().
+  bool must_wait(const StreamKey& stream) const;
+
   /// The write (t, stream) sent on the client's path was answered (whatever
   /// the error) or its connection closed.
   void direct_answered(Ticket t, const StreamKey& stream);

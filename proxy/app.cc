@@ -20,6 +20,7 @@
 #include "proxy/fd_limit.h"
 #include "proxy/log_limited.h"
 #include "proxy/policy_fencing.h"
+#include "proxy/worker_placement.h"
 #include "proxy/refresher.h"
 #include "proxy/tls/app_tls.h"
 #include "proxy/version.h"
@@ -143,7 +144,11 @@ void App::hand_off(int32_t node_id, int fd) {
     ::close(fd);
     return;
   }
-  Worker* w = workers_[next_worker_++ % workers_.size()].get();
+  // Rerouting keeps one producer's writes in order per worker: its
+  // connections (one per broker) must share a worker.
+  bool by_peer = false;
+  for (const auto& r : config_->policy.rules) by_peer = by_peer || r.reroute;
+  Worker* w = workers_[place_connection(fd, workers_.size(), next_worker_++, by_peer)].get();
   ++pending_handoffs_;
   w->post([this, w, node_id, fd] {
     w->adopt(node_id, fd);  // starts the session: its upstream socket exists after this

@@ -8,6 +8,7 @@
 #include "codec/api_table.h"
 #include "codec/header.h"
 #include "metrics/proxy_metrics.h"
+#include "metrics/reroute_metrics.h"
 #include "proxy/api_versions_filter.h"
 #include "proxy/fencing_hooks.h"
 #include "proxy/log_limited.h"
@@ -104,10 +105,33 @@ const char* RequestPath::reroute_refusal() const {
   return nullptr;
 }
 
+bool RequestPath::hold_for_order(ReroutePlan& plan, uint64_t now) {
+  // Producers without a producer id are told apart by client host and
+  // client id: one producer's connections to several brokers share its
+  // streams (the acceptor puts them on one worker, under one guard).
+  if (!plan.keyed) {
+    std::string peer = client_.peer();
+    std::string host = peer.substr(0, peer.rfind(':'));
+    for (RerouteStream& s : plan.streams)
+      if (s.key.producer_id < 0) s.key.client = host + "|" + s.key.client;
+    plan.keyed = true;
+  }
+  if (!ctx_.rerouter->must_wait(plan)) {
+    order_hold_started_ns_ = 0;
+    return false;
+  }
+  // A write the client sent straight to the new leader while an earlier
+  // rerouted one of its stream is unanswered: it waits (later frames of
+  // this connection behind it), offered again until the reroute is answered.
+  if (order_hold_started_ns_ == 0) {
+    order_hold_started_ns_ = now;
+    if (ctx_.metrics) ctx_.metrics->reroute().held(1);
+  }
+  host_.hold_request();
+  return true;
+}
+
 void RequestPath::start_reroute(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan) {
-  // Producers without a producer id are told apart by connection and client id.
-  for (RerouteStream& s : plan->streams)
-    if (s.key.producer_id < 0) s.key.client = client_.peer() + "|" + s.key.client;
   policy::Ticket ticket = ctx_.rerouter->guard().arrive();
   ctx_.rerouter->start(e, std::move(plan), in_flight_.reroute_sink(), ticket, reroute_refusal());
 }
@@ -180,6 +204,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
   }
 
   std::unique_ptr<EntryContext> forward_context;  // what the policy wants back with the answer
+  std::shared_ptr<ReroutePlan> reroute;  // a Produce on a rerouting topic
   if (ctx_.fencing != nullptr && info != nullptr && info->decided.contains(version)) {
     FencingHooks::RequestInput in{node_id_, key, version, corr, frame, size, expects_response};
     in.after_hold = hold_started_ns_ != 0 &&
@@ -195,8 +220,9 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
       return Step::kHold;
     }
     hold_started_ns_ = 0;
-    std::shared_ptr<ReroutePlan> reroute = std::move(plan.reroute);
-    if (reroute && (reroute->targets.empty() || ctx_.rerouter == nullptr)) reroute.reset();
+    reroute = std::move(plan.reroute);
+    if (reroute && (reroute->streams.empty() || ctx_.rerouter == nullptr)) reroute.reset();
+    if (reroute && hold_for_order(*reroute, now)) return Step::kHold;
     switch (plan.action) {
       case FencingHooks::RequestPlan::Action::kForward:
       case FencingHooks::RequestPlan::Action::kHold:
@@ -293,6 +319,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
     e.own_wait_ms = own_wait_ms;
     e.context = std::move(forward_context);
     in_flight_.mark_forwarded(e, now);
+    if (reroute) start_reroute(e, std::move(reroute));
   } else {
     in_flight_.forwarded_without_response(corr);
   }

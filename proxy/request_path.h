@@ -48,6 +48,9 @@ class RequestPath {
   /// Hands the partitions `plan` reroutes for request `e` to the worker's
   /// Rerouter (order guard ticket, the client's stream keys).
   void start_reroute(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan);
+  /// True (the request held) when a forwarded partition of `plan` must wait
+  /// for an earlier rerouted write of its stream.
+  bool hold_for_order(ReroutePlan& plan, uint64_t now);
   /// Why this client's writes may not travel on epochgate's own connection
   /// ("identity"), or nullptr when they may.
   const char* reroute_refusal() const;
@@ -64,6 +67,7 @@ class RequestPath {
   const BrokerBridging& bridging_;
   SessionHost& host_;
   uint64_t hold_started_ns_ = 0;  // the held request's first offer; 0: none held
+  uint64_t order_hold_started_ns_ = 0;  // held for order (reroute) since; 0: not
 };
 
 }  // namespace epochgate::proxy

@@ -56,6 +56,7 @@ struct ReroutePlan {
   std::vector<uint8_t> records;            ///< the targets' record bytes, as sent
   uint32_t observed = 0;  ///< observe mode: not-leader fences it would have rerouted
   uint32_t fenced = 0;    ///< partitions the policy answers locally (targets among them)
+  bool keyed = false;     ///< the session completed the stream keys (its peer)
 
   /// The Produce request for `indexes` of targets (one leader), at the
   /// client's acks, timeout and transactional id; its record views point

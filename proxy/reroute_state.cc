@@ -6,6 +6,7 @@
 #include "codec/header.h"
 #include "codec/message_io.h"
 #include "proxy/in_flight_request.h"
+#include "proxy/rerouter.h"
 
 namespace epochgate::proxy {
 
@@ -45,6 +46,10 @@ bool RerouteState::apply(std::vector<uint8_t>& frame, int16_t version) const {
   codec::encode_frame(out, h, m, version);
   frame = std::move(out);
   return true;
+}
+
+RerouteState::~RerouteState() {
+  if (owner != nullptr) owner->direct_answered(*this);
 }
 
 bool finish_rerouted(InFlightRequest& e) {

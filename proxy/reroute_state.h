@@ -22,6 +22,7 @@
 namespace epochgate::proxy {
 
 struct InFlightRequest;
+class Rerouter;
 
 /// How a finished reroute reaches its session: `flush` writes the ready
 /// responses at the head of the client order. `alive` false once the
@@ -53,6 +54,16 @@ struct RerouteState {
   uint64_t started_ns = 0;
   InFlightRequest* entry = nullptr;  ///< valid while sink->alive
   std::weak_ptr<RerouteSink> sink;
+  /// Streams of this request forwarded on the client's own path, until the
+  /// broker answers them (or the request is dropped with its session).
+  std::vector<policy::StreamKey> direct;
+  Rerouter* owner = nullptr;  ///< outlives every state (the worker's)
+
+  RerouteState() = default;
+  RerouteState(const RerouteState&) = delete;
+  RerouteState& operator=(const RerouteState&) = delete;
+  /// Reports still-open direct writes as answered: their connection closed.
+  ~RerouteState();
 
   /// Replaces the rerouted partitions in `frame`, a size-prefixed
   /// ProduceResponse at `version` (header included), with the leaders'

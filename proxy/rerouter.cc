@@ -111,6 +111,17 @@ bool Rerouter::post_all(const std::shared_ptr<ReroutePlan>& shared, const char* 
   return all;
 }
 
+bool Rerouter::must_wait(const ReroutePlan& plan) const {
+  for (const RerouteStream& s : plan.streams)
+    if (s.target < 0 && guard_.must_wait(s.key)) return true;
+  return false;
+}
+
+void Rerouter::direct_answered(RerouteState& st) {
+  for (const policy::StreamKey& k : st.direct) guard_.direct_answered(st.ticket, k);
+  st.direct.clear();
+}
+
 void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
                      const std::shared_ptr<RerouteSink>& sink, policy::Ticket ticket,
                      const char* refuse) {
@@ -122,8 +133,16 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
   st->started_ns = uv_hrtime();
   st->entry = &e;
   st->sink = sink;
+  st->owner = this;
   e.reroute = st;
   const ReroutePlan& p = *st->plan;
+  // Forwarded partitions: in flight on the client's path until answered.
+  // must_wait() was false for each, so none is held here.
+  for (const RerouteStream& s : p.streams) {
+    if (s.target >= 0) continue;
+    if (guard_.forward(ticket, s.key, s.node) == policy::ForwardVerdict::kForward)
+      st->direct.push_back(s.key);
+  }
   // Which targets may go, by the identity and order rules; the rest keep
   // their local answer.
   std::vector<char> go(p.targets.size(), 0);
@@ -139,6 +158,8 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
       continue;
     }
     policy::RerouteRefusal r = guard_.begin_reroute(ticket, s.key, t.leader);
+    spdlog::debug("reroute: ticket {} reroutes {}/{}[{}] pid {}: {}", ticket, s.key.client,
+                  s.key.topic, s.key.partition, s.key.producer_id, policy::reroute_refusal_name(r));
     if (r != policy::RerouteRefusal::kNone) {
       fell_back(policy::reroute_refusal_name(r));
       continue;

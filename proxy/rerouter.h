@@ -36,9 +36,18 @@ class Rerouter {
   /// cannot go (`refuse` set for all: an identity reason; the order guard;
   /// no connection; a refused send) keeps its local answer and is counted
   /// with its reason. `ticket`/`peer` identify the request to the guard.
+  /// Partitions forwarded on the client's path are recorded as in flight
+  /// there (with `ticket`) when `e` expects a response.
   void start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
              const std::shared_ptr<RerouteSink>& sink, policy::Ticket ticket,
              const char* refuse);
+  /// True when a partition of `plan` forwarded on the client's own path
+  /// must wait for an earlier rerouted write of its stream: the caller keeps
+  /// the request and offers it again (bounded: reroutes time out).
+  bool must_wait(const ReroutePlan& plan) const;
+  /// The broker answered the writes `st` forwarded on the client's path
+  /// (or their connection closed). Idempotent.
+  void direct_answered(RerouteState& st);
   /// acks=0: posts every target, nothing tracked. True when all were
   /// accepted by their leader's client (the client need not be closed).
   bool post_all(const std::shared_ptr<ReroutePlan>& plan, const char* refuse);

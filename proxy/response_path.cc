@@ -15,6 +15,7 @@
 #include "proxy/api_versions_filter.h"
 #include "proxy/fencing_hooks.h"
 #include "proxy/log_limited.h"
+#include "proxy/rerouter.h"
 #include "proxy/wire_ints.h"
 
 namespace epochgate::proxy {
@@ -139,6 +140,7 @@ bool ResponsePath::handle(const uint8_t* frame, size_t size) {
 
 void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len) {
   if (e.reroute) {
+    if (ctx_.rerouter) ctx_.rerouter->direct_answered(*e.reroute);
     // The leaders' answers replace epochgate's own for the rerouted
     // partitions; until every part is in, the response waits in its slot.
     e.response.assign(frame_with_prefix, frame_with_prefix + len);

@@ -18,6 +18,7 @@ partition 2 is led by broker 2:
 
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenario_lib as sl  # noqa: E402
@@ -137,6 +138,79 @@ def test_observe_mode_forwards_unchanged_and_counts(h):
     assert sl.end_offset(cluster, TOPIC, 2) == before_ends[2]
     assert sl.delta(after, before, REROUTES, result="observed") == 1, after.by(REROUTES, "result")
     assert sl.delta(after, before, REROUTES, result="delivered") == 0
+
+
+def _recv_produce(conn, version, timeout=10.0):
+    r = sw.parse_produce_response(conn.recv_frame(timeout=timeout), version)
+    return r, time.monotonic()
+
+
+def test_order_hazard_earlier_write_in_flight_falls_back(h):
+    """Write A of a stream is on its way to the old leader (slow to answer)
+    when epochgate's view learns the move; write B of the same stream then
+    must not overtake it on epochgate's own connection: B falls back
+    (NOT_LEADER_OR_FOLLOWER plus hint, the client resends it after A)."""
+    cluster, gate, gc = _setup(h)
+    x = gc.conn(HERE_BROKER)
+    gc.conn(OTHER)
+    start = sl.end_offset(cluster, TOPIC, 0)
+    before = sl.scrape(gate)
+    # The move as in sl.move_view_first, with the epoch read before broker 1
+    # turns slow (the mock's partition query would wait for its answers).
+    epoch = cluster.partition(TOPIC, 0)["leader_epoch"] + 1
+    cluster.cmd("rtt %d 3000" % HERE_BROKER)
+    x.send(sw.produce_request(0xA, TOPIC, [(0, kw.record_batch([b"A"]))], acks=1, version=10))
+    time.sleep(0.2)  # A is at broker 1 (its answer takes 3 s)
+    cluster.cmd("push-leader-response %s 0 %d %d" % (TOPIC, OTHER, epoch))
+    gc.metadata([TOPIC], node=OTHER)
+    assert sl.view_partition(gate, TOPIC, 0)["leader"] == OTHER
+    cluster.cmd("leader %s 0 %d" % (TOPIC, OTHER))
+    x.send(sw.produce_request(0xB, TOPIC, [(0, kw.record_batch([b"B"]))], acks=1, version=10))
+    ra, _ = _recv_produce(x, 10)
+    rb, _ = _recv_produce(x, 10)
+    cluster.cmd("rtt %d 0" % HERE_BROKER)
+    after = sl.scrape(gate)
+    assert (ra["correlation_id"], rb["correlation_id"]) == (0xA, 0xB), (ra, rb)
+    assert [(p, e) for _, p, e, _, _ in ra["partitions"]] == [(0, 0)], ra
+    assert [(p, e, l) for _, p, e, _, l in rb["partitions"]] == [
+        (0, sw.NOT_LEADER_OR_FOLLOWER, (OTHER, epoch))], rb
+    assert sl.read_partition(h, cluster, TOPIC, 0, start=start) == ["A"]
+    assert sl.delta(after, before, REROUTES, result="fell_back", reason="earlier_in_flight") == 1, \
+        after.by(REROUTES, "reason")
+    assert sl.delta(after, before, REROUTES, result="delivered") == 0
+
+
+def test_order_hazard_direct_write_to_new_leader_waits_for_rerouted_one(h):
+    """The order hazard provoked on purpose: write A is rerouted to the new
+    leader (which is slow: epochgate's connection to it is new and every
+    answer takes 800 ms), and the client, having learned the move itself,
+    sends write C of the same stream straight to the new leader's listener
+    on another connection. C must not be stored before A: epochgate holds C
+    until A is answered. The partition read back has A, then C."""
+    cluster, gate, gc = _setup(h)
+    x = gc.conn(HERE_BROKER)
+    y = gc.conn(OTHER)
+    gc.metadata([], node=OTHER)  # y's session is open and answered
+    sl.move_view_first(cluster, gc, TOPIC, 0, OTHER)
+    start = sl.end_offset(cluster, TOPIC, 0)
+    before = sl.scrape(gate)
+    cluster.cmd("rtt %d 800" % OTHER)
+    x.send(sw.produce_request(0xA, TOPIC, [(0, kw.record_batch([b"A"]))], acks=1, version=10))
+    time.sleep(0.05)
+    y.send(sw.produce_request(0xC, TOPIC, [(0, kw.record_batch([b"C"]))], acks=1, version=10))
+    ra, ta = _recv_produce(x, 10)
+    rc, tc = _recv_produce(y, 10)
+    cluster.cmd("rtt %d 0" % OTHER)
+    after = sl.scrape(gate)
+    (_, _, ea, ba, _), = ra["partitions"]
+    (_, _, ec, bc, _), = rc["partitions"]
+    assert ea == 0 and ec == 0, (ra, rc)
+    assert ba < bc, "C (offset %d) was stored before the rerouted A (offset %d)" % (bc, ba)
+    assert sl.read_partition(h, cluster, TOPIC, 0, start=start) == ["A", "C"]
+    assert sl.delta(after, before, REROUTES, result="delivered") == 1, after.by(REROUTES, "reason")
+    assert sl.delta(after, before, "epochgate_reroute_held_total") == 1
+    h.note("order hazard: rerouted A at offset %d, direct C held and stored after it at %d "
+           "(C answered %.0f ms after A)" % (ba, bc, (tc - ta) * 1000))
 
 
 if __name__ == "__main__":
