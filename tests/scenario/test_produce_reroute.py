@@ -160,7 +160,9 @@ def test_order_hazard_earlier_write_in_flight_falls_back(h):
     epoch = cluster.partition(TOPIC, 0)["leader_epoch"] + 1
     cluster.cmd("rtt %d 3000" % HERE_BROKER)
     x.send(sw.produce_request(0xA, TOPIC, [(0, kw.record_batch([b"A"]))], acks=1, version=10))
-    time.sleep(0.2)  # A is at broker 1 (its answer takes 3 s)
+    # A is forwarded in the loop turn that reads it; its answer takes 3 s.
+    harness.wait_until(lambda: sl.delta(sl.scrape(gate), before, "epochgate_requests_total",
+                                        api="produce") == 1, 2, what="epochgate to read A")
     cluster.cmd("push-leader-response %s 0 %d %d" % (TOPIC, OTHER, epoch))
     gc.metadata([TOPIC], node=OTHER)
     assert sl.view_partition(gate, TOPIC, 0)["leader"] == OTHER
