@@ -11,6 +11,7 @@ wait has a deadline, and without --keep it ends by itself in about 20 s.
 """
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -108,10 +109,16 @@ def story(demo, options):
     demo.on_close(cluster.stop)
     demo.say("cluster: 3 brokers (librdkafka 2.15.1 mock cluster) at %s, topic %s "
              "(3 partitions, 3 replicas)" % (cluster.bootstrap, TOPIC))
-    upstream_bootstrap, gate_args, client_tls, tls_ctx = cluster.bootstrap, [], [], None
+    upstream_bootstrap, settings, client_tls, tls_ctx = cluster.bootstrap, {}, [], None
     if options.tls:
-        upstream_bootstrap, gate_args, client_tls, tls_ctx = tls_setup(demo, cluster)
-    gate = harness.Epochgate(demo, upstream_bootstrap, gate_args)
+        upstream_bootstrap, settings, client_tls, tls_ctx = tls_setup(demo, cluster)
+    # Rerouting on for the demo's topic: the producer's writes that reach the
+    # old leader's listener are delivered to the new leader by epochgate.
+    settings["policy"] = {"rules": [{"topics": TOPIC, "mode": "enforce", "reroute": True}]}
+    config = os.path.join(demo.workdir, "epochgate.yaml")
+    with open(config, "w") as f:
+        json.dump(settings, f, indent=2)
+    gate = harness.Epochgate(demo, upstream_bootstrap, ["--config", config])
     demo.on_close(gate.stop)
     demo.say("epochgate: clients bootstrap from %s%s; admin http://%s" % (
         gate.bootstrap, " (TLS)" if options.tls else "", gate.admin))
@@ -186,13 +193,16 @@ def story(demo, options):
         print("  log:      %s" % line)
     if not fenced_lines:
         print("  log:      (no fence logged)")
-    for name, labels in ((sl.FENCED, "fenced"), (sl.HINTS, "hints")):
+    for name, labels in ((sl.FENCED, "fenced"), (sl.HINTS, "hints"),
+                         ("epochgate_reroutes_total", "reroutes")):
         for l, v in after.rows(name):
             lab = ",".join('%s="%s"' % kv for kv in sorted(l.items()))
             print("  /metrics: %s{%s} %d" % (name, lab, v))
-    print("  (epochgate answered NOT_LEADER_OR_FOLLOWER to the producer and FENCED_LEADER_EPOCH "
-          "to the consumer itself, each with a KIP-951 hint: leader %d, epoch %d, at %s:%d)"
-          % (new, epoch, gc.brokers[new][0], gc.brokers[new][1]))
+    delivered = sl.delta(after, before, "epochgate_reroutes_total", result="delivered")
+    print("  (epochgate delivered %d of the producer's writes to the new leader %d itself "
+          "(reroute: true) and the producer got the leader's answer; it answered the consumer "
+          "FENCED_LEADER_EPOCH with a KIP-951 hint: leader %d, epoch %d, at %s:%d; Fetch is "
+          "never rerouted)" % (delivered, new, new, epoch, gc.brokers[new][0], gc.brokers[new][1]))
 
     # -- how the clients recovered
     print("\nHow the clients recovered:")
@@ -211,6 +221,12 @@ def story(demo, options):
         print("  the producer took epochgate's hint %.1f ms after epochgate learned the move "
               "(its leader-discovery update, not a Metadata round trip)" % (
               (hint_s * 1e6 - learned_us) / 1000.0))
+    sent_after = [r["ack_us"] for r in rows if r["partition"] == 0 and r["error"] == 0
+                  and r["send_us"] >= moved_us]
+    if sent_after:
+        print("  first acknowledgement of a message sent after the move: %.1f ms after it "
+              "(without rerouting, librdkafka waits retry.backoff.ms = 100 ms before resending)"
+              % ((min(sent_after) - moved_us) / 1000.0))
     if recovery is not None:
         print("  first message acknowledged by broker %d: %.1f ms after the move "
               "(librdkafka waits retry.backoff.ms = 100 ms before resending)" % (new, recovery))
@@ -251,8 +267,7 @@ def tls_setup(demo, cluster):
     """TLS on both sides: certificates from tools/tls/make-certs.sh, Debian's
     HAProxy as each broker's TLS listener (the mock advertises HAProxy's
     ports), epochgate with `tls` and `upstream_tls`. Returns (upstream
-    bootstrap, epochgate args, client librdkafka -X args, ssl context)."""
-    import json
+    bootstrap, epochgate config settings, client librdkafka -X args, ssl context)."""
     import ssl
     import tls_rig
     certs = tls_rig.make_certs(os.path.join(demo.workdir, "certs"))
@@ -263,14 +278,11 @@ def tls_setup(demo, cluster):
     upstream = ",".join("%s:%d" % a for a in rig.addresses)
     demo.say("brokers' TLS listeners: HAProxy at %s (certificates by the openssl CLI in %s)"
              % (upstream, certs.dir))
-    config = os.path.join(demo.workdir, "epochgate-tls.yaml")
-    with open(config, "w") as f:
-        json.dump({"tls": {"cert_file": certs.path("server", "crt"),
-                           "key_file": certs.path("server", "key")},
-                   "upstream_tls": {"enabled": True, "ca_file": certs.ca,
-                                    "verify_hostname": True}}, f, indent=2)
+    settings = {"tls": {"cert_file": certs.path("server", "crt"),
+                        "key_file": certs.path("server", "key")},
+                "upstream_tls": {"enabled": True, "ca_file": certs.ca, "verify_hostname": True}}
     client = ["-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + certs.ca]
-    return upstream, ["--config", config], client, ssl.create_default_context(cafile=certs.ca)
+    return upstream, settings, client, ssl.create_default_context(cafile=certs.ca)
 
 
 def show_handshake(demo, gate):
