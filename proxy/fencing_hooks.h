@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codec/header.h"
@@ -90,6 +91,13 @@ class FencingHooks {
   /// decode, learn, merge. `node_id` is the broker that answered (-1: the
   /// bootstrap listener). Sets `changed` and fills `out` (size-prefixed) when
   /// the bytes change. Returns false with `error` on a malformed response (close).
+  /// The view's leader and epoch of partition `partition` of topic `topic`
+  /// (by id when `topic` is empty); false when the view knows none. With
+  /// `refresh`, asks for an urgent refresh of the topic too.
+  virtual bool leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
+                         int32_t& leader, int32_t& epoch, bool refresh) {
+    return false;
+  }
   virtual bool on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
                                  const uint8_t* body, size_t len, std::vector<uint8_t>& out,
                                  bool& changed, std::string& error) = 0;

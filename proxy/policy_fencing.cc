@@ -291,6 +291,18 @@ FencingHooks::RequestPlan PolicyFencing::plan_request(const RequestInput& in) {
   });
 }
 
+bool PolicyFencing::leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
+                              int32_t& leader, int32_t& epoch, bool refresh_topic) {
+  auto snap = view_.snapshot();
+  const policy::TopicEntry* t = !topic.empty() ? snap->find_topic(topic) : snap->find_topic(id);
+  if (refresh_topic) refresh({policy::TopicRef{std::string(topic), id}}, "urgent");
+  const policy::PartitionEntry* p = t ? t->partition(partition) : nullptr;
+  if (p == nullptr || p->leader_id < 0 || p->leader_epoch < 0) return false;
+  leader = p->leader_id;
+  epoch = p->leader_epoch;
+  return true;
+}
+
 void PolicyFencing::learn_metadata(const codec::MetadataResponse& m, int16_t version) {
   after_learning(view_.learn_metadata(m, version, now_ms(), policy::Source::kMetadataResponse));
 }

@@ -43,6 +43,8 @@ class PolicyFencing : public FencingHooks {
   void learn_response(codec::HintedResponse m, int16_t version, int32_t node_id) override;
   bool amend_response(InFlightEntry& e, codec::HintedResponse m, int16_t client_version,
                       int32_t node_id) override;
+  bool leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
+                 int32_t& leader, int32_t& epoch, bool refresh) override;
   bool on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h, const uint8_t* body,
                          size_t len, std::vector<uint8_t>& out, bool& changed,
                          std::string& error) override;

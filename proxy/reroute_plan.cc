@@ -57,10 +57,13 @@ std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req,
   plan->timeout_ms = req.timeout_ms;
   plan->transactional_id = req.transactional_id;
   if (header.client_id) plan->client_id = std::string(*header.client_id);
+  // Records of every partition of a rerouting topic are copied when an answer
+  // is due: the fenced ones go now, the others if their broker says it is
+  // no longer the leader. The copy lives as long as the request.
   size_t bytes = 0;
-  for (const auto& t : found.partitions)
-    bytes += req.topic_data[t.topic_index].partition_data[t.partition_index].records.size;
-  plan->records.reserve(bytes);
+  for (uint32_t ti = 0; ti < req.topic_data.size(); ++ti)
+    for (const auto& p : req.topic_data[ti].partition_data) bytes += p.records.size;
+  plan->records.reserve(req.acks != 0 ? bytes : 0);
   size_t next = 0;
   for (uint32_t ti = 0; ti < req.topic_data.size(); ++ti) {
     const auto& topic = req.topic_data[ti];
@@ -99,6 +102,21 @@ std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req,
         else if (batch.batch_count != 1) part.batch_error = "partial_batch";
         s.target = static_cast<int>(plan->targets.size());
         plan->targets.push_back(std::move(part));
+      } else if (req.acks != 0 && d.at(ti, pi).mode == config::Mode::kEnforce) {
+        RerouteTargetPart part;
+        part.topic_index = ti;
+        part.topic = topic.name;
+        part.topic_id = topic.topic_id;
+        part.partition = p.index;
+        part.records_null = p.records.is_null;
+        part.records_offset = plan->records.size();
+        part.records_size = p.records.size;
+        if (p.records.size > 0)
+          plan->records.insert(plan->records.end(), p.records.data, p.records.data + p.records.size);
+        if (!batch.ok()) part.batch_error = codec::record_batch_error_name(batch.error);
+        else if (batch.batch_count != 1) part.batch_error = "partial_batch";
+        s.spare = static_cast<int>(plan->spare.size());
+        plan->spare.push_back(std::move(part));
       }
       plan->streams.push_back(std::move(s));
     }

@@ -27,6 +27,9 @@ struct RerouteStream {
   policy::StreamKey key;  ///< `key.client` holds the client id; the session adds its peer
   int target = -1;        ///< index in ReroutePlan::targets; -1: forwarded on the client's path
   int32_t node = -1;      ///< the broker it is forwarded to (target -1)
+  /// Forwarded (target -1) with acks != 0: index in ReroutePlan::spare, its
+  /// record copy, should the broker answer NOT_LEADER_OR_FOLLOWER; -1: none.
+  int spare = -1;
 };
 
 /// One partition epochgate would answer NOT_LEADER_OR_FOLLOWER and may
@@ -53,6 +56,9 @@ struct ReroutePlan {
   std::string client_id;  ///< the client's own (quota identity of the rerouted write)
   std::vector<RerouteTargetPart> targets;  ///< request order
   std::vector<RerouteStream> streams;      ///< every partition of a rerouting topic
+  /// Forwarded partitions, kept to reroute them if their broker answers
+  /// NOT_LEADER_OR_FOLLOWER (leader -1 until then); moved to `targets` then.
+  std::vector<RerouteTargetPart> spare;
   std::vector<uint8_t> records;            ///< the targets' record bytes, as sent
   uint32_t observed = 0;  ///< observe mode: not-leader fences it would have rerouted
   uint32_t fenced = 0;    ///< partitions the policy answers locally (targets among them)

@@ -58,6 +58,12 @@ struct RerouteState {
   /// broker answers them (or the request is dropped with its session).
   std::vector<policy::StreamKey> direct;
   Rerouter* owner = nullptr;  ///< outlives every state (the worker's)
+  /// A broker answered NOT_LEADER_OR_FOLLOWER for these streams (indexes in
+  /// plan->streams) and the view knows no newer leader yet: they wait for a
+  /// refresh until `wait_until_ns`, holding part `wait_part` of the entry.
+  std::vector<size_t> waiting;
+  uint64_t wait_until_ns = 0;
+  int wait_part = -1;
 
   RerouteState() = default;
   RerouteState(const RerouteState&) = delete;

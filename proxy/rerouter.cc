@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <string>
 
+#include "codec/header.h"
+#include "codec/message_io.h"
 #include "metrics/proxy_metrics.h"
 #include "metrics/reroute_metrics.h"
 #include "policy/decision.h"
@@ -42,13 +44,21 @@ Rerouter::Rerouter(WorkerContext& ctx)
       pool_(ctx.loop, ctx.pool, base_options(*ctx.config), kMaxLeaders),
       guard_(ctx.config->reroute.max_in_flight) {
   pool_.set_tls(ctx.tls);
+  uv_timer_init(ctx.loop, &wait_timer_);
+  wait_timer_.data = this;
 }
 
 Rerouter::~Rerouter() = default;
 
 bool Rerouter::enabled() const { return ctx_.config->reroute.max_in_flight > 0; }
 
-void Rerouter::close(std::function<void()> done) { pool_.close(std::move(done)); }
+void Rerouter::close(std::function<void()> done) {
+  if (!closed_) {
+    closed_ = true;
+    uv_close(reinterpret_cast<uv_handle_t*>(&wait_timer_), nullptr);
+  }
+  pool_.close(std::move(done));
+}
 
 void Rerouter::fell_back(const char* reason, size_t n) {
   if (ctx_.metrics && n > 0) ctx_.metrics->reroute().fell_back(reason, n);
@@ -166,10 +176,20 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
     }
     go[s.target] = 1;
   }
-  for (size_t i = 0; i < p.targets.size(); ++i) {
-    if (!go[i]) continue;
+  std::vector<size_t> targets;
+  for (size_t i = 0; i < p.targets.size(); ++i)
+    if (go[i]) targets.push_back(i);
+  send_legs(st, e, targets);
+  report();
+}
+
+void Rerouter::send_legs(const std::shared_ptr<RerouteState>& st, InFlightRequest& e,
+                         const std::vector<size_t>& targets) {
+  const ReroutePlan& p = *st->plan;
+  size_t first = st->legs.size();
+  for (size_t i : targets) {
     int32_t leader = p.targets[i].leader;
-    auto it = std::find_if(st->legs.begin(), st->legs.end(),
+    auto it = std::find_if(st->legs.begin() + static_cast<std::ptrdiff_t>(first), st->legs.end(),
                            [leader](const RerouteState::Leg& l) { return l.leader == leader; });
     if (it == st->legs.end()) {
       st->legs.push_back(RerouteState::Leg{leader, {}, -1});
@@ -177,7 +197,7 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
     }
     it->targets.push_back(i);
   }
-  for (size_t li = 0; li < st->legs.size(); ++li) {
+  for (size_t li = first; li < st->legs.size(); ++li) {
     RerouteState::Leg& leg = st->legs[li];
     KafkaClient* c = client_for(leg.leader);
     int part = c ? e.add_part(RequestPart::Source::kReroute) : -1;
@@ -199,8 +219,135 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
                 leg.targets.size());
       for (size_t t : leg.targets)
         for (const RerouteStream& s : p.streams)
-          if (s.target == static_cast<int>(t)) guard_.reroute_answered(ticket, s.key);
+          if (s.target == static_cast<int>(t)) guard_.reroute_answered(st->ticket, s.key);
     }
+  }
+}
+
+int32_t Rerouter::new_leader(const RerouteState& st, size_t i, bool refresh) {
+  const RerouteStream& s = st.plan->streams[i];
+  const RerouteTargetPart& sp = st.plan->spare[static_cast<size_t>(s.spare)];
+  int32_t leader = -1, epoch = -1;
+  if (ctx_.fencing == nullptr ||
+      !ctx_.fencing->leader_of(sp.topic, sp.topic_id, sp.partition, leader, epoch, refresh))
+    return -1;
+  return leader == s.node ? -1 : leader;
+}
+
+std::vector<size_t> Rerouter::retarget(RerouteState& st,
+                                       const std::vector<std::pair<size_t, int32_t>>& picks) {
+  ReroutePlan& p = *st.plan;
+  std::vector<size_t> made;
+  for (const auto& [i, leader] : picks) {
+    RerouteStream& s = p.streams[i];
+    const RerouteTargetPart& sp = p.spare[static_cast<size_t>(s.spare)];
+    if (sp.batch_error != nullptr) {
+      fell_back("batch_unreadable");
+      continue;
+    }
+    // Its own write came back from the client's path first (direct_answered).
+    policy::RerouteRefusal r = guard_.begin_reroute(st.ticket, s.key, leader);
+    if (r != policy::RerouteRefusal::kNone) {
+      fell_back(policy::reroute_refusal_name(r));
+      continue;
+    }
+    RerouteTargetPart t = sp;
+    t.leader = leader;
+    s.target = static_cast<int>(p.targets.size());
+    p.targets.push_back(std::move(t));
+    st.answers.resize(p.targets.size());
+    made.push_back(static_cast<size_t>(s.target));
+  }
+  return made;
+}
+
+void Rerouter::after_broker_answer(InFlightRequest& e) {
+  const std::shared_ptr<RerouteState>& st = e.reroute;
+  ReroutePlan& p = *st->plan;
+  if (p.spare.empty() || !enabled() || e.response.size() < 8) return;
+  const uint8_t* frame = e.response.data() + 4;
+  size_t size = e.response.size() - 4;
+  codec::ResponseHeader h;
+  if (!codec::parse_response_header(frame, size, codec::response_header_version(0, e.api_version),
+                                    h).ok())
+    return;
+  codec::ProduceResponse m;
+  codec::Bytes trailing;
+  if (!codec::decode_body_allow_trailing(frame + h.size, size - h.size, e.api_version, m, trailing)
+           .ok())
+    return;
+  std::vector<std::pair<size_t, int32_t>> picks;
+  for (const auto& topic : m.responses) {
+    for (const auto& part : topic.partition_responses) {
+      if (part.error_code != policy::kErrNotLeaderOrFollower) continue;
+      for (size_t i = 0; i < p.streams.size(); ++i) {
+        const RerouteStream& s = p.streams[i];
+        if (s.target >= 0 || s.spare < 0) continue;
+        const RerouteTargetPart& sp = p.spare[static_cast<size_t>(s.spare)];
+        if (sp.partition != part.index || sp.topic != topic.name || sp.topic_id != topic.topic_id)
+          continue;
+        int32_t leader = new_leader(*st, i, false);
+        if (leader >= 0) picks.emplace_back(i, leader);
+        else st->waiting.push_back(i);
+        break;
+      }
+    }
+  }
+  st->started_ns = uv_hrtime();
+  if (!picks.empty()) send_legs(st, e, retarget(*st, picks));
+  if (!st->waiting.empty()) {
+    uint32_t wait_ms = ctx_.config->reroute.max_wait_ms;
+    int part = wait_ms > 0 ? e.add_part(RequestPart::Source::kReroute) : -1;
+    if (part < 0) {
+      fell_back("no_leader", st->waiting.size());
+      st->waiting.clear();
+    } else {
+      // The leader is unknown: refresh now, and keep the answer back (its
+      // FIFO slot unready, later responses behind it) for at most max_wait_ms.
+      for (size_t i : st->waiting) new_leader(*st, i, true);
+      st->wait_part = part;
+      st->wait_until_ns = uv_hrtime() + uint64_t{wait_ms} * 1000000;
+      waiting_.push_back(st);
+      if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&wait_timer_)))
+        uv_timer_start(&wait_timer_, &Rerouter::on_wait_timer, 2, 2);
+    }
+  }
+  report();
+}
+
+void Rerouter::on_wait_timer(uv_timer_t* t) { static_cast<Rerouter*>(t->data)->check_waiting(); }
+
+void Rerouter::check_waiting() {
+  uint64_t now = uv_hrtime();
+  std::vector<std::weak_ptr<RerouteState>> still;
+  std::vector<std::shared_ptr<RerouteState>> due;
+  for (auto& w : waiting_) {
+    std::shared_ptr<RerouteState> st = w.lock();
+    if (!st) continue;
+    bool all_known = true;
+    for (size_t i : st->waiting) all_known = all_known && new_leader(*st, i, false) >= 0;
+    if (all_known || now >= st->wait_until_ns) due.push_back(std::move(st));
+    else still.push_back(std::move(w));
+  }
+  waiting_ = std::move(still);
+  if (waiting_.empty()) uv_timer_stop(&wait_timer_);
+  for (auto& st : due) {
+    std::shared_ptr<RerouteSink> sink = st->sink.lock();
+    bool alive = sink && sink->alive;
+    std::vector<std::pair<size_t, int32_t>> picks;
+    size_t unknown = 0;
+    for (size_t i : st->waiting) {
+      int32_t leader = new_leader(*st, i, false);
+      if (leader >= 0 && alive) picks.emplace_back(i, leader);
+      else ++unknown;
+    }
+    st->waiting.clear();
+    fell_back("no_leader", unknown);
+    if (!alive) continue;
+    InFlightRequest& e = *st->entry;
+    if (!picks.empty()) send_legs(st, e, retarget(*st, picks));
+    e.answer_part(static_cast<size_t>(st->wait_part));
+    if (finish_rerouted(e) && sink->flush) sink->flush();
   }
   report();
 }

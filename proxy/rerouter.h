@@ -48,6 +48,12 @@ class Rerouter {
   /// The broker answered the writes `st` forwarded on the client's path
   /// (or their connection closed). Idempotent.
   void direct_answered(RerouteState& st);
+  /// The broker answered `e` (its frame, at the client's version, is in
+  /// e.response): partitions it answered NOT_LEADER_OR_FOLLOWER go to the
+  /// leader the view names now (learned from the answer), or wait up to
+  /// reroute.max_wait_ms for an urgent refresh to name one. Adds parts to
+  /// `e` for what it started; the response waits for them.
+  void after_broker_answer(InFlightRequest& e);
   /// acks=0: posts every target, nothing tracked. True when all were
   /// accepted by their leader's client (the client need not be closed).
   bool post_all(const std::shared_ptr<ReroutePlan>& plan, const char* refuse);
@@ -61,6 +67,18 @@ class Rerouter {
  private:
   void on_answer(const std::shared_ptr<RerouteState>& st, size_t leg,
                  ClientResult<codec::ProduceResponse>&& r);
+  /// Groups `targets` (indexes in st->plan->targets) by leader and sends
+  /// one request per leader, adding a part to the entry for each.
+  void send_legs(const std::shared_ptr<RerouteState>& st, InFlightRequest& e,
+                 const std::vector<size_t>& targets);
+  /// Streams `idx` of `st` (answered NOT_LEADER_OR_FOLLOWER by their broker)
+  /// to `leader` each; returns the targets it made.
+  std::vector<size_t> retarget(RerouteState& st, const std::vector<std::pair<size_t, int32_t>>& picks);
+  /// The view's leader for stream `i` of `st`, if it is not the broker that
+  /// refused it.
+  int32_t new_leader(const RerouteState& st, size_t i, bool refresh);
+  static void on_wait_timer(uv_timer_t* t);
+  void check_waiting();
   /// The leader's client, or nullptr (address unknown, pool full or closed).
   KafkaClient* client_for(int32_t leader);
   SendOptions options_for(const ReroutePlan& plan) const;
@@ -70,6 +88,9 @@ class Rerouter {
   WorkerContext& ctx_;
   KafkaClientPool pool_;
   policy::RerouteOrderGuard guard_;
+  uv_timer_t wait_timer_;  // polls the view for states waiting for a leader
+  std::vector<std::weak_ptr<RerouteState>> waiting_;
+  bool closed_ = false;
 };
 
 }  // namespace epochgate::proxy

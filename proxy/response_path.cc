@@ -144,6 +144,7 @@ void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix,
     // The leaders' answers replace epochgate's own for the rerouted
     // partitions; until every part is in, the response waits in its slot.
     e.response.assign(frame_with_prefix, frame_with_prefix + len);
+    if (ctx_.rerouter) ctx_.rerouter->after_broker_answer(e);
     if (finish_rerouted(e)) flush_ready();
     return;
   }

@@ -215,5 +215,52 @@ def test_order_hazard_direct_write_to_new_leader_waits_for_rerouted_one(h):
            "(C answered %.0f ms after A)" % (ba, bc, (tc - ta) * 1000))
 
 
+def _broker_says_not_leader(h, version, config_extra=""):
+    """The leader of p0 moves 1 -> 2 without epochgate knowing; a Produce to
+    broker 1's listener is forwarded there and broker 1 answers
+    NOT_LEADER_OR_FOLLOWER (with a KIP-951 hint from v10)."""
+    cluster = h.start_cluster(3, ["%s:3:3" % TOPIC])
+    cluster.cmd("leader %s 0 %d" % (TOPIC, HERE_BROKER))
+    gate = sl.start_gate(h, cluster, config=CONFIG % (TOPIC, "enforce") + config_extra)
+    gc = sl.GateClient(h, gate)
+    md = gc.metadata([TOPIC])
+    p0 = md["topics"][TOPIC]["partitions"][0]
+    sl.wait_view(gate, TOPIC, 0, HERE_BROKER, p0["leader_epoch"])
+    gc.conn(HERE_BROKER)
+    cluster.cmd("leader %s 0 %d" % (TOPIC, OTHER))
+    start = sl.end_offset(cluster, TOPIC, 0)
+    before = sl.scrape(gate)
+    r = sw.parse_produce_response(gc.exchange(sw.produce_request(
+        0x2, TOPIC, [(0, kw.record_batch([b"in-flight"]))], acks=1, version=version),
+        node=HERE_BROKER), version)
+    after = sl.scrape(gate)
+    return cluster, gate, r, start, before, after
+
+
+def test_broker_not_leader_rerouted_to_the_leader_its_hint_names(h):
+    cluster, gate, r, start, before, after = _broker_says_not_leader(h, 10)
+    assert [(p, e, b) for _, p, e, b, _ in r["partitions"]] == [(0, 0, start)], r
+    assert sl.read_partition(h, cluster, TOPIC, 0, start=start) == ["in-flight"]
+    assert sl.delta(after, before, REROUTES, result="delivered") == 1, after.by(REROUTES, "reason")
+
+
+def test_broker_not_leader_without_hint_waits_for_a_refresh_then_reroutes(h):
+    cluster, gate, r, start, before, after = _broker_says_not_leader(
+        h, 8, "reroute:\n  max_wait_ms: 1000\n")
+    assert [(p, e, b) for _, p, e, b, _ in r["partitions"]] == [(0, 0, start)], (
+        r, after.by(REROUTES, "reason"))
+    assert sl.read_partition(h, cluster, TOPIC, 0, start=start) == ["in-flight"]
+    assert sl.delta(after, before, REROUTES, result="delivered") == 1, after.by(REROUTES, "reason")
+
+
+def test_broker_not_leader_passes_through_with_max_wait_0(h):
+    cluster, gate, r, start, before, after = _broker_says_not_leader(
+        h, 8, "reroute:\n  max_wait_ms: 0\n")
+    assert [(p, e) for _, p, e, _, _ in r["partitions"]] == [(0, sw.NOT_LEADER_OR_FOLLOWER)], r
+    assert sl.end_offset(cluster, TOPIC, 0) == start
+    assert sl.delta(after, before, REROUTES, result="fell_back", reason="no_leader") == 1, \
+        after.by(REROUTES, "reason")
+
+
 if __name__ == "__main__":
     harness.main(globals())
