@@ -5,6 +5,20 @@
 
 namespace epochgate::policy {
 
+bool all_topics_reroute(const codec::ProduceRequest& req, int16_t version,
+                        const ModeResolver& modes, const MetadataSnapshot& view) {
+  if (req.topic_data.empty() || !modes.has_reroute_rules()) return false;
+  for (const auto& t : req.topic_data) {
+    std::string_view name = t.name;
+    if (version >= 13 || name.empty()) {
+      const TopicEntry* e = view.find_topic(t.topic_id);
+      name = e ? std::string_view(e->name) : std::string_view();
+    }
+    if (name.empty() || !modes.reroutes(name)) return false;
+  }
+  return true;
+}
+
 RerouteTargets reroute_targets(const codec::ProduceRequest& req, int16_t version,
                                const RequestDecision& d, const ModeResolver& modes,
                                const MetadataSnapshot& view, int32_t node_id) {

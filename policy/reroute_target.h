@@ -33,6 +33,14 @@ struct RerouteTargets {
   uint32_t observed = 0;
 };
 
+/// True when every topic of `req` has a rule with `reroute: true`. Such a
+/// request is decided without holding for a refresh first: a not-leader
+/// fence is rerouted, and the leader's answer is the check the refresh would
+/// have been (a leader that is not one answers NOT_LEADER_OR_FOLLOWER, which
+/// goes back to the client: one hop only).
+bool all_topics_reroute(const codec::ProduceRequest& req, int16_t version,
+                        const ModeResolver& modes, const MetadataSnapshot& view);
+
 /// Partitions of `req` (Produce `version`, decided into `d` on the listener
 /// of `node_id`) fenced as not-leader in enforce mode on topics whose rule
 /// has `reroute: true`, each with the view's leader (the decision's hint).

@@ -17,6 +17,7 @@
 #include "metrics/proxy_metrics.h"
 #include "policy/answer.h"
 #include "policy/decide.h"
+#include "policy/reroute_target.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/refresher.h"
 #include "proxy/reroute_plan.h"
@@ -185,9 +186,15 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
   // started waiting (the view is as current as it gets), or at the timeout.
   bool refreshed = in.hold_started_ms != 0 && refresher_ != nullptr &&
                    refresher_->last_completed_ms() > in.hold_started_ms;
-  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(),
-                            !in.after_hold && !refreshed && refresher_ != nullptr &&
-                                s.config->refresher.enabled};
+  bool may_hold = !in.after_hold && !refreshed && refresher_ != nullptr &&
+                  s.config->refresher.enabled;
+  // A write epochgate reroutes needs no refresh first: the leader's answer
+  // checks the view (a producer that is never told of the move would
+  // otherwise wait for a refresh on every write once the entry is old).
+  if constexpr (std::is_same_v<Req, codec::ProduceRequest>)
+    if (may_hold && policy::all_topics_reroute(req, in.api_version, s.compiled->modes, *snap))
+      may_hold = false;
+  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(), may_hold};
   policy::RequestDecision d;
   policy::decide(req, in.api_version, ctx, d);
   refresh(d.urgent_refresh);

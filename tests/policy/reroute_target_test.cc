@@ -101,5 +101,13 @@ TEST(RerouteTarget, NeverBackToTheBrokerItCameFrom) {
   EXPECT_TRUE(reroute_targets(req, 9, d, modes("*"), view, 1).partitions.empty());
 }
 
+TEST(RerouteTarget, OnlyRequestsWhollyOnReroutingTopicsSkipTheRefreshHold) {
+  MetadataSnapshot view;
+  EXPECT_TRUE(all_topics_reroute(request({{"orders", 1}}), 9, modes("ord*"), view));
+  EXPECT_FALSE(all_topics_reroute(request({{"orders", 1}, {"audit", 1}}), 9, modes("ord*"), view));
+  config::PolicyConfig none;
+  EXPECT_FALSE(all_topics_reroute(request({{"orders", 1}}), 9, ModeResolver(none), view));
+}
+
 }  // namespace
 }  // namespace epochgate::policy

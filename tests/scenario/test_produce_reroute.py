@@ -40,12 +40,12 @@ policy:
 """
 
 
-def _setup(h, mode="enforce"):
+def _setup(h, mode="enforce", extra=""):
     cluster = h.start_cluster(3, ["%s:3:3" % TOPIC, "%s:3:3" % PLAIN])
     for t in (TOPIC, PLAIN):
         for p, b in ((0, HERE_BROKER), (1, HERE_BROKER), (2, OTHER)):
             cluster.cmd("leader %s %d %d" % (t, p, b))
-    gate = sl.start_gate(h, cluster, config=CONFIG % (TOPIC, mode))
+    gate = sl.start_gate(h, cluster, config=CONFIG % (TOPIC, mode) + extra)
     gc = sl.GateClient(h, gate)
     md = gc.metadata([TOPIC, PLAIN])
     for t in (TOPIC, PLAIN):
@@ -260,6 +260,26 @@ def test_broker_not_leader_passes_through_with_max_wait_0(h):
     assert sl.end_offset(cluster, TOPIC, 0) == start
     assert sl.delta(after, before, REROUTES, result="fell_back", reason="no_leader") == 1, \
         after.by(REROUTES, "reason")
+
+
+def test_rerouted_writes_never_wait_for_a_refresh_however_old_the_view_entry(h):
+    """A producer whose writes are rerouted is never told of the move, so it
+    keeps writing to the old listener long after the view entry changed.
+    Those writes go to the leader at once: no hold for a refresh first (here
+    every entry counts as old: refresh_before_fence_ms 0)."""
+    cluster, gate, gc = _setup(h, extra="  refresh_before_fence_ms: 0\n")
+    start = sl.end_offset(cluster, TOPIC, 2)
+    before = sl.scrape(gate)
+    for i in range(20):
+        r = sw.parse_produce_response(gc.exchange(sw.produce_request(
+            0x100 + i, TOPIC, [(2, kw.record_batch([b"w%d" % i]))], acks=1, version=10),
+            node=HERE_BROKER), 10)
+        assert [(p, e) for _, p, e, _, _ in r["partitions"]] == [(2, 0)], r
+    after = sl.scrape(gate)
+    assert sl.read_partition(h, cluster, TOPIC, 2, start=start) == ["w%d" % i for i in range(20)]
+    assert sl.delta(after, before, REROUTES, result="delivered") == 20
+    assert sl.delta(after, before, "epochgate_metadata_refreshes_total", trigger="urgent") == 0, \
+        after.by("epochgate_metadata_refreshes_total", "trigger")
 
 
 if __name__ == "__main__":
