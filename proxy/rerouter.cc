@@ -132,6 +132,17 @@ void Rerouter::direct_answered(RerouteState& st) {
   st.direct.clear();
 }
 
+void Rerouter::direct_answered_except(RerouteState& st, const std::vector<size_t>& waiting) {
+  std::vector<policy::StreamKey> keep;
+  for (const policy::StreamKey& k : st.direct) {
+    bool waits = false;
+    for (size_t i : waiting) waits = waits || st.plan->streams[i].key == k;
+    if (waits) keep.push_back(k);
+    else guard_.direct_answered(st.ticket, k);
+  }
+  st.direct = std::move(keep);
+}
+
 void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
                      const std::shared_ptr<RerouteSink>& sink, policy::Ticket ticket,
                      const char* refuse) {
@@ -264,18 +275,25 @@ std::vector<size_t> Rerouter::retarget(RerouteState& st,
 void Rerouter::after_broker_answer(InFlightRequest& e) {
   const std::shared_ptr<RerouteState>& st = e.reroute;
   ReroutePlan& p = *st->plan;
-  if (p.spare.empty() || !enabled() || e.response.size() < 8) return;
+  if (p.spare.empty() || !enabled() || e.response.size() < 8) {
+    direct_answered(*st);
+    return;
+  }
   const uint8_t* frame = e.response.data() + 4;
   size_t size = e.response.size() - 4;
   codec::ResponseHeader h;
   if (!codec::parse_response_header(frame, size, codec::response_header_version(0, e.api_version),
-                                    h).ok())
+                                    h).ok()) {
+    direct_answered(*st);
     return;
+  }
   codec::ProduceResponse m;
   codec::Bytes trailing;
   if (!codec::decode_body_allow_trailing(frame + h.size, size - h.size, e.api_version, m, trailing)
-           .ok())
+           .ok()) {
+    direct_answered(*st);
     return;
+  }
   std::vector<std::pair<size_t, int32_t>> picks;
   for (const auto& topic : m.responses) {
     for (const auto& part : topic.partition_responses) {
@@ -293,6 +311,10 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
       }
     }
   }
+  // A write waiting for its new leader stays "in flight on the client's
+  // path" in the guard, so a later write of its stream cannot be rerouted
+  // past it while it waits; every other answered write ends here.
+  direct_answered_except(*st, st->waiting);
   st->started_ns = uv_hrtime();
   if (!picks.empty()) send_legs(st, e, retarget(*st, picks));
   if (!st->waiting.empty()) {
@@ -301,6 +323,7 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
     if (part < 0) {
       fell_back("no_leader", st->waiting.size());
       st->waiting.clear();
+      direct_answered(*st);
     } else {
       // The leader is unknown: refresh now, and keep the answer back (its
       // FIFO slot unready, later responses behind it) for at most max_wait_ms.
@@ -342,6 +365,9 @@ void Rerouter::check_waiting() {
       else ++unknown;
     }
     st->waiting.clear();
+    // The wait is over: its writes leave the client's path in the guard
+    // just before retarget() enters them as rerouted (nothing runs between).
+    direct_answered(*st);
     fell_back("no_leader", unknown);
     if (!alive) continue;
     InFlightRequest& e = *st->entry;

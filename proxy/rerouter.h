@@ -48,6 +48,9 @@ class Rerouter {
   /// The broker answered the writes `st` forwarded on the client's path
   /// (or their connection closed). Idempotent.
   void direct_answered(RerouteState& st);
+  /// The same for every write of `st` but the streams `waiting` (indexes in
+  /// st.plan->streams), which stay in flight on the client's path.
+  void direct_answered_except(RerouteState& st, const std::vector<size_t>& waiting);
   /// The broker answered `e` (its frame, at the client's version, is in
   /// e.response): partitions it answered NOT_LEADER_OR_FOLLOWER go to the
   /// leader the view names now (learned from the answer), or wait up to

@@ -140,9 +140,10 @@ bool ResponsePath::handle(const uint8_t* frame, size_t size) {
 
 void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len) {
   if (e.reroute) {
-    if (ctx_.rerouter) ctx_.rerouter->direct_answered(*e.reroute);
     // The leaders' answers replace epochgate's own for the rerouted
     // partitions; until every part is in, the response waits in its slot.
+    // after_broker_answer also ends the guard's record of the writes the
+    // broker answered (except those still waiting to be rerouted).
     e.response.assign(frame_with_prefix, frame_with_prefix + len);
     if (ctx_.rerouter) ctx_.rerouter->after_broker_answer(e);
     if (finish_rerouted(e)) flush_ready();
