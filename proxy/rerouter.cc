@@ -82,8 +82,11 @@ SendOptions Rerouter::options_for(const ReroutePlan& plan) const {
   // The leader may take the request's own timeout (acks=all replication);
   // one more second covers the round trip. Bounded either way.
   o.timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(int64_t{plan.timeout_ms} + 1000, 1000, 60000));
-  // The client's version: the answer merges into its response unconverted.
-  o.min_version = plan.version;
+  // At most the client's version, whose fields the answer merges into; a
+  // leader below it (a Produce <= v9 broker behind epochgate's KIP-951
+  // bridge) gets the highest it supports from v3 (RecordBatch v2, KIP-98),
+  // and the partitions' answers carry no field the client's version lacks.
+  o.min_version = std::min<int16_t>(plan.version, 3);
   o.max_version = plan.version;
   // Brokers account quotas by user and client id: the write counts as the client's.
   o.client_id = plan.client_id;
@@ -378,6 +381,33 @@ void Rerouter::check_waiting() {
   report();
 }
 
+void Rerouter::tell_new_leader(RerouteState& st, int32_t leader, const RerouteTargetPart& tp,
+                               codec::ProduceResponse::PartitionProduceResponse& part) {
+  // Produce v10 carries CurrentLeader on any partition answer (KIP-951);
+  // librdkafka applies it whatever the error code, so a delivered write
+  // also moves the client to the new leader's listener, where its next
+  // writes go directly (held by the guard behind what is still rerouted).
+  // Clients that read hints only on errors learn at their next Metadata.
+  if (st.plan->version < 10 || ctx_.fencing == nullptr || ctx_.upstreams == nullptr ||
+      ctx_.endpoints == nullptr)
+    return;
+  int32_t view_leader = -1, epoch = -1;
+  if (!ctx_.fencing->leader_of(tp.topic, tp.topic_id, tp.partition, view_leader, epoch, false) ||
+      view_leader != leader || epoch < 0)
+    return;
+  std::optional<config::HostPort> up = ctx_.upstreams->upstream_of(leader);
+  AdvertisedAddress a;
+  if (!up || !ctx_.endpoints->advertise(leader, up->host, up->port, a)) return;
+  part.current_leader = codec::ProduceResponse::LeaderIdAndEpoch{leader, epoch, {}};
+  for (const auto& n : st.endpoints)
+    if (n.node_id == leader) return;
+  codec::ProduceResponse::NodeEndpoint n;
+  n.node_id = leader;
+  n.host = a.host;
+  n.port = a.port;
+  st.endpoints.push_back(std::move(n));
+}
+
 void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
                          ClientResult<codec::ProduceResponse>&& r) {
   RerouteState::Leg& leg = st->legs[li];
@@ -408,6 +438,7 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
             // One hop only: a second move goes back to the client as today.
             ++second;
           } else {
+            if (part.error_code == 0 && !part.current_leader) tell_new_leader(*st, leg.leader, tp, part);
             st->answers[t] = std::move(part);
             ++delivered;
           }

@@ -81,6 +81,11 @@ class Rerouter {
   /// refused it.
   int32_t new_leader(const RerouteState& st, size_t i, bool refresh);
   static void on_wait_timer(uv_timer_t* t);
+  /// Adds CurrentLeader (the view's epoch) and a NodeEndpoints entry for
+  /// `leader` (epochgate's listener) to a partition `leader` accepted, when
+  /// the view agrees it leads and the client speaks Produce v10+.
+  void tell_new_leader(RerouteState& st, int32_t leader, const RerouteTargetPart& tp,
+                       codec::ProduceResponse::PartitionProduceResponse& part);
   void check_waiting();
   /// The leader's client, or nullptr (address unknown, pool full or closed).
   KafkaClient* client_for(int32_t leader);

@@ -73,11 +73,16 @@ def test_split_request_rerouted_partition_written_by_its_leader(h):
     after = sl.scrape(gate)
     assert r["correlation_id"] == corr, r
     assert [(t, p) for t, p, _, _, _ in r["partitions"]] == [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)], r
+    epoch2 = sl.view_partition(gate, TOPIC, 2)["epoch"]
     for _, p, err, base, leader in r["partitions"]:
         assert err == 0 and base == before_ends[p], (p, err, base, before_ends)
-        assert leader is None, "a hint on a written partition: %s" % (r["partitions"],)
+        # The rerouted partition also names its leader (KIP-951 CurrentLeader,
+        # which librdkafka applies on success too), so the client moves there.
+        want = (OTHER, epoch2) if p == 2 else None
+        assert leader == want, "hint on partition %d: %s" % (p, r["partitions"])
     upstream_ports = set(cluster.ports)
     assert not {port for _, port, _ in r["node_endpoints"].values()} & upstream_ports, r
+    assert r["node_endpoints"][OTHER][:2] == tuple(gc.brokers[OTHER]), (r, gc.brokers)
     for p in range(3):
         got = sl.read_partition(h, cluster, TOPIC, p, start=before_ends[p])
         assert got == [v.decode() for v in values[p]], (p, got)
