@@ -1,17 +1,31 @@
 #!/usr/bin/env python3
 """bench/kafka_load/leader_move_clients.py: the leader-move scenario for
-several real producers, direct and through epochgate (rerouting off): the
-baseline the rerouting work is measured against.
+several real producers on three paths in one run: direct, through epochgate
+enforcing without rerouting, and through epochgate with rerouting on
+(`policy.rules[].reroute: true`, docs/rerouting.md).
 
-For each client, path (direct | epochgate enforcing) and cluster (librdkafka
-2.15.1's mock cluster with its full Produce range, or capped at Produce v9:
-no KIP-951 hints), one producer process sends one message per millisecond to
-a one-partition topic (replication 3) while the harness moves the partition's
-leader `--rounds` times, every `--interval` seconds. Per move it records the
-first acknowledgement of a message sent after the move (move -> ack, ms);
-at the end it reads the partition back directly from the cluster and counts
-acknowledged messages lost, messages stored twice, and stored out of the
-order they were sent. Medians and p99 are over the rounds.
+For each client, path and cluster (librdkafka 2.15.1's mock cluster with its
+full Produce range, or capped at Produce v9: no KIP-951 hints), one producer
+process sends one message per millisecond to a one-partition topic
+(replication 3) while the harness moves the partition's leader `--rounds`
+times, every `--interval` seconds. Per move it records the first
+acknowledgement of a message sent after the move (move -> ack, ms), and the
+same figure at instants half way between moves where nothing moved (the
+floor: batching plus the round trip). At the end it reads the partition back
+directly from the cluster and counts acknowledged messages lost, messages
+stored twice, and stored out of the order they were sent; for the epochgate
+paths it scrapes /metrics for the rerouting counters (delivered, fell_back by
+reason) and for how epochgate learned of each move. Medians and p99 are over
+the rounds.
+
+The move: `leader T P B` on tools/epochgate-mockcluster's shell, which calls
+librdkafka's rd_kafka_mock_partition_set_leader and answers OK once the mock
+applied it. The harness stamps the clock before the command (the origin of
+every figure) and after its OK (only messages handed to the client after
+that count as "sent after the move"), so the command's own time counts
+against the result. Nothing tells epochgate: it learns of the move as it would
+from a real cluster, from the old leader's NOT_LEADER_OR_FOLLOWER (with a
+CurrentLeader hint on the full cluster) or from its own metadata refresh.
 
 Clients (each its own process, default settings unless noted):
   librdkafka 2.15.1 through Debian's python3-confluent-kafka with
@@ -20,23 +34,30 @@ Clients (each its own process, default settings unless noted):
   Debian's kafka-python 2.0.2 (python3-kafka).
 
   bench/kafka_load/leader_move_clients.py --build build [--rounds 10] \
-      [--results bench/RESULTS.md]
+      [--paths direct,epochgate,"epochgate reroute"] [--results bench/RESULTS.md]
 
-Times: CLOCK_MONOTONIC, shared by the harness and the producer processes; an
-acknowledgement is stamped when the client's callback runs (confluent-kafka:
-at the next poll, within 1 ms). Loopback only; every wait is bounded. Bench
+A build without rerouting refuses the reroute keys; the reroute rows are then
+marked skipped, with the reason printed, and the other paths still run.
+
+Times: CLOCK_MONOTONIC, shared by the harness and the producer processes; a
+message is stamped just before the client's produce()/send() and an
+acknowledgement when the client's callback runs (confluent-kafka: at the next
+poll, within about 0.2 ms). Loopback only; every wait is bounded. Bench
 tooling, never part of the test suite.
 """
 
 import argparse
 import json
 import os
+import re
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 RDK_2151 = os.path.expanduser("~/.cache/epochgate/librdkafka-2.15.1/lib")
 PY = "/usr/bin/python3"
@@ -46,10 +67,16 @@ import json, sys, time
 from confluent_kafka import Producer, libversion
 bootstrap, conf, seconds, out = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 conf['bootstrap.servers'] = bootstrap
+client_errors = []
+def on_error(err):
+    # Errors outside delivery reports (fatal idempotence errors, all brokers
+    # down, ...): the application sees them through error_cb.
+    client_errors.append((time.monotonic_ns(), err.name(), bool(err.fatal())))
+conf['error_cb'] = on_error
 p = Producer(conf)
 sent, acks = [], {}
 def dr(err, msg):
-    acks[int(msg.value())] = (time.monotonic_ns(), err is None, str(err) if err else '')
+    acks[int(msg.value())] = (time.monotonic_ns(), err is None, err.name() if err else '')
 start = time.monotonic_ns()
 print('ready', libversion()[0], flush=True)
 i = 0
@@ -60,14 +87,18 @@ while True:
         break
     due = start + i * 1_000_000
     if now >= due:
-        p.produce('m', value=str(i).encode(), partition=0, on_delivery=dr)
+        # Stamped before produce(): a message stamped after the move was
+        # handed to the client after the move, so it cannot be in a request
+        # built before it.
         sent.append(time.monotonic_ns())
+        p.produce('m', value=str(i).encode(), partition=0, on_delivery=dr)
         i += 1
     p.poll(0)
     if time.monotonic_ns() < due:
         time.sleep(0.0002)
 left = p.flush(30)
-json.dump({'sent': sent, 'acks': acks, 'unflushed': left}, open(out, 'w'))
+json.dump({'sent': sent, 'acks': acks, 'unflushed': left, 'client_errors': client_errors},
+          open(out, 'w'))
 """
 
 KAFKA_PYTHON_PRODUCER = r"""
@@ -90,8 +121,8 @@ while True:
         break
     due = start + i * 1_000_000
     if now >= due:
-        f = p.send('m', value=str(i).encode(), partition=0)
         sent.append(time.monotonic_ns())
+        f = p.send('m', value=str(i).encode(), partition=0)
         f.add_callback(ok(i))
         f.add_errback(bad(i))
         i += 1
@@ -99,28 +130,34 @@ while True:
         time.sleep(0.0002)
 p.flush(30)
 p.close(10)
-json.dump({'sent': sent, 'acks': acks, 'unflushed': 0}, open(out, 'w'))
+json.dump({'sent': sent, 'acks': acks, 'unflushed': 0, 'client_errors': []}, open(out, 'w'))
 """
 
 READ_BACK = r"""
 import json, sys
 from confluent_kafka import Consumer, TopicPartition
-c = Consumer({'bootstrap.servers': sys.argv[1], 'group.id': 'readback', 'enable.auto.commit': False,
+bootstrap, out, topic, partitions = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+c = Consumer({'bootstrap.servers': bootstrap, 'group.id': 'readback', 'enable.auto.commit': False,
               'enable.partition.eof': True})
-lo, hi = c.get_watermark_offsets(TopicPartition('m', 0), timeout=10)
-c.assign([TopicPartition('m', 0, lo)])
-values = []
-while len(values) < hi - lo:
-    m = c.poll(5)
-    if m is None:
-        break
-    if m.error():
-        if m.error().code() == -191:  # partition EOF
+result = {}
+for part in range(partitions):
+    lo, hi = c.get_watermark_offsets(TopicPartition(topic, part), timeout=10)
+    c.assign([TopicPartition(topic, part, lo)])
+    values = []
+    done = False
+    while not done and len(values) < hi - lo:
+        batch = c.consume(num_messages=1000, timeout=5)
+        if not batch:
             break
-        continue
-    values.append(int(m.value()))
+        for m in batch:
+            if m.error():
+                if m.error().code() == -191:  # partition EOF
+                    done = True
+                continue
+            values.append(m.value().decode())
+    result[part] = {'values': values, 'high': hi, 'low': lo}
 c.close()
-json.dump({'values': values, 'high': hi, 'low': lo}, open(sys.argv[2], 'w'))
+json.dump(result, open(out, 'w'))
 """
 
 # label, runner, config, LD_LIBRARY_PATH
@@ -130,6 +167,26 @@ CLIENTS = [
     ("librdkafka 2.0.2 (Debian)", "confluent", {}, None),
     ("kafka-python 2.0.2 (Debian)", "kafka-python", {}, None),
 ]
+
+# The three paths of one run: straight to the mock cluster, through epochgate
+# enforcing without rerouting, and through epochgate with rerouting on for the
+# bench's topics.
+PATHS = ("direct", "epochgate", "epochgate reroute")
+
+# epochgate's configuration per path. The reroute keys are the ones
+# docs/rerouting.md names; --reroute-yaml replaces the whole file for builds
+# that spell them differently.
+EG_CONFIG = {
+    "epochgate": 'policy:\n  default_mode: "enforce"\n',
+    "epochgate reroute": (
+        'policy:\n  default_mode: "enforce"\n'
+        '  rules:\n    - topics: "*"\n      mode: "enforce"\n      reroute: true\n'
+        'reroute:\n  max_wait_ms: 50\n  max_in_flight: 1024\n'),
+}
+
+
+class RerouteUnsupported(Exception):
+    """This epochgate build refused the rerouting configuration."""
 
 
 class Child:
@@ -178,36 +235,159 @@ def percentile(values, q):
     return v[k]
 
 
+def start_mock(build, topic_spec):
+    """The project's mock cluster (librdkafka's rd_kafka_mock_cluster behind a
+    command shell); returns (Child, bootstrap)."""
+    mock = Child([os.path.join(build, "tools/epochgate-mockcluster"), "--brokers", "3",
+                  "--topic", topic_spec])
+    first = mock.line().split()
+    if len(first) != 2 or first[0] != "BOOTSTRAP":
+        mock.close()
+        raise RuntimeError(f"mock cluster: {first}")
+    return mock, first[1]
+
+
+def move_leader(mock, topic, partition, broker):
+    """Moves the leader and returns (before_ns, after_ns): the mock applies
+    rd_kafka_mock_partition_set_leader synchronously between the two stamps
+    (the shell answers OK only after the mock thread applied it)."""
+    before = time.monotonic_ns()
+    mock.command(f"leader {topic} {partition} {broker}")
+    return before, time.monotonic_ns()
+
+
+def start_epochgate(build, tmp, direct, path, reroute_yaml=None):
+    """epochgate enforcing in front of `direct`; returns (Child, bootstrap,
+    admin). Raises RerouteUnsupported when the build refuses the rerouting
+    configuration (a build without rerouting rejects its keys as unknown)."""
+    cfg = os.path.join(tmp, "epochgate.yaml")
+    text = EG_CONFIG[path]
+    if path == "epochgate reroute" and reroute_yaml:
+        text = open(reroute_yaml).read()
+    with open(cfg, "w") as fh:
+        fh.write(text)
+    log_path = os.path.join(tmp, "epochgate.log")
+    eg = Child([os.path.join(build, "proxy/epochgate"), "--bootstrap", direct,
+                "--listen", "127.0.0.1:0", "--broker-port-base", "0",
+                "--advertise-host", "127.0.0.1", "--admin", "127.0.0.1:0",
+                "--config", cfg, "--log-level", "warn"],
+               log=open(log_path, "a"))
+    try:
+        ready = eg.line()
+    except RuntimeError:
+        ready = ""
+    fields = dict(w.split("=", 1) for w in ready.split() if "=" in w)
+    if not ready.startswith("epochgate ready") or "bootstrap" not in fields:
+        eg.close()
+        log = open(log_path).read().strip().splitlines()
+        why = log[0] if log else ready
+        if path == "epochgate reroute" and ("reroute" in why or "unknown key" in why):
+            raise RerouteUnsupported(why)
+        raise RuntimeError(f"epochgate did not start: {why}")
+    return eg, fields["bootstrap"], fields.get("admin", "off")
+
+
+def scrape(admin):
+    """epochgate's /metrics as {(name, frozenset(labels)): value}."""
+    if not admin or admin == "off":
+        return {}
+    with urllib.request.urlopen(f"http://{admin}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)', line)
+        if not m:
+            continue
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        try:
+            out[(m.group(1), labels)] = float(m.group(4))
+        except ValueError:
+            pass
+    return out
+
+
+def metric_sum(metrics, name, **want):
+    return sum(v for (n, labels), v in metrics.items()
+               if n == name and all((k, w) in labels for k, w in want.items()))
+
+
+def reroute_summary(metrics):
+    """The rerouting counters a reader needs to see that rerouting happened,
+    and how epochgate learned of the moves (the old leader's hint passing
+    through, or its own refresh), from one /metrics scrape."""
+    if not metrics:
+        return {}
+    fell = {}
+    for (n, labels), v in metrics.items():
+        if n == "epochgate_reroutes_total" and ("result", "fell_back") in labels and v:
+            reason = dict(labels).get("reason", "")
+            fell[reason] = fell.get(reason, 0) + int(v)
+    count = metric_sum(metrics, "epochgate_reroute_added_seconds_count")
+    total = metric_sum(metrics, "epochgate_reroute_added_seconds_sum")
+    return {
+        "reroute_metrics": any(n.startswith("epochgate_reroute") for n, _ in metrics),
+        "delivered": int(metric_sum(metrics, "epochgate_reroutes_total", result="delivered")),
+        "fell_back": fell,
+        "added_mean_ms": (total / count * 1e3) if count else None,
+        "held": int(metric_sum(metrics, "epochgate_reroute_held_total")),
+        "hints_rewritten": int(metric_sum(metrics, "epochgate_hints_total", source="rewritten")),
+        "hints_synthesized": int(metric_sum(metrics, "epochgate_hints_total",
+                                            source="synthesized")),
+        "refresh_urgent": int(metric_sum(metrics, "epochgate_metadata_refreshes_total",
+                                         trigger="urgent")),
+        "fenced": int(metric_sum(metrics, "epochgate_fenced_partitions_total", api="produce")),
+    }
+
+
+def read_back(direct, tmp, topic, partitions):
+    """Reads every partition back straight from the cluster (never through
+    epochgate); returns {partition: [value, ...]} in stored order."""
+    rb = os.path.join(tmp, "readback.json")
+    subprocess.run([PY, "-c", READ_BACK, direct, rb, topic, str(partitions)], timeout=300,
+                   check=True, env=dict(os.environ, LD_LIBRARY_PATH=RDK_2151))
+    with open(rb) as fh:
+        return {int(k): v["values"] for k, v in json.load(fh).items()}
+
+
+def first_ack_after(instants, sent, acks):
+    """For each (origin_ns, threshold_ns): the time from origin to the first
+    successful acknowledgement of a message handed to the client at or after
+    threshold. threshold is the end of the move command, so the message cannot
+    have reached the old leader before the move; origin is its start, so the
+    command's own time counts against the result, never for it. Any message
+    sent after the instant counts, even one sent after the next move: a client
+    slower than the interval shows its real time."""
+    out = []
+    for origin, threshold in instants:
+        best = None
+        for i, t_sent in enumerate(sent):
+            if t_sent < threshold:
+                continue
+            a = acks.get(i)
+            if a and a[1] and (best is None or a[0] < best):
+                best = a[0]
+        out.append((best - origin) / 1e6 if best is not None else float("inf"))
+    return out
+
+
 def run_case(args, tmp, client, path, capped):
     label, runner, conf, libpath = client
-    mock = Child([os.path.join(args.build, "tools/epochgate-mockcluster"), "--brokers", "3",
-                  "--topic", "m:1:3"])
+    mock, direct = start_mock(args.build, "m:1:3")
     eg = None
     producer = None
+    metrics = {}
     try:
-        first = mock.line().split()
-        if len(first) != 2 or first[0] != "BOOTSTRAP":
-            raise RuntimeError(f"mock cluster: {first}")
-        direct = first[1]
         if capped:
             mock.command("apiversion 0 0 9")
         leader = 1
         mock.command(f"leader m 0 {leader}")
         bootstrap = direct
-        if path == "epochgate":
-            cfg = os.path.join(tmp, "epochgate.yaml")
-            with open(cfg, "w") as fh:
-                fh.write('policy:\n  default_mode: "enforce"\n')
-            eg = Child([os.path.join(args.build, "proxy/epochgate"), "--bootstrap", direct,
-                        "--listen", "127.0.0.1:0", "--broker-port-base", "0",
-                        "--advertise-host", "127.0.0.1", "--admin", "127.0.0.1:0",
-                        "--config", cfg, "--log-level", "warn"],
-                       log=open(os.path.join(tmp, "epochgate.log"), "a"))
-            ready = eg.line()
-            fields = dict(w.split("=", 1) for w in ready.split() if "=" in w)
-            if not ready.startswith("epochgate ready") or "bootstrap" not in fields:
-                raise RuntimeError(f"epochgate: {ready}")
-            bootstrap = fields["bootstrap"]
+        admin = None
+        if path != "direct":
+            eg, bootstrap, admin = start_epochgate(args.build, tmp, direct, path,
+                                                   args.reroute_yaml)
         out = os.path.join(tmp, "producer.json")
         seconds = args.warm + args.rounds * args.interval
         env = dict(os.environ)
@@ -225,17 +405,13 @@ def run_case(args, tmp, client, path, capped):
             while time.monotonic_ns() < due:
                 time.sleep(0.001)
             leader = leader % 3 + 1
-            t_move = time.monotonic_ns()
-            mock.command(f"leader m 0 {leader}")
-            moves.append(t_move)
+            moves.append(move_leader(mock, "m", 0, leader))
         producer.wait(timeout=seconds + 90)
         with open(out) as fh:
             prod = json.load(fh)
-        rb = os.path.join(tmp, "readback.json")
-        subprocess.run([PY, "-c", READ_BACK, direct, rb], timeout=60, check=True,
-                       env=dict(os.environ, LD_LIBRARY_PATH=RDK_2151))
-        with open(rb) as fh:
-            stored = json.load(fh)["values"]
+        if eg:
+            metrics = scrape(admin)
+        stored = [int(v) for v in read_back(direct, tmp, "m", 1)[0]]
     finally:
         if producer and producer.poll() is None:
             producer.kill()
@@ -245,18 +421,12 @@ def run_case(args, tmp, client, path, capped):
 
     sent = prod["sent"]
     acks = {int(k): v for k, v in prod["acks"].items()}
-    first_ack = []
-    for t_move in moves:
-        # Any message sent after this move counts, even one sent after the
-        # next move: a client slower than the interval shows its real time.
-        best = None
-        for i, t_sent in enumerate(sent):
-            if t_sent < t_move:
-                continue
-            a = acks.get(i)
-            if a and a[1] and (best is None or a[0] < best):
-                best = a[0]
-        first_ack.append((best - t_move) / 1e6 if best is not None else float("inf"))
+    first_ack = first_ack_after(moves, sent, acks)
+    # The control: the same figure at instants half way between moves, where
+    # nothing moved. It is the floor set by the client's batching (librdkafka
+    # 2.15.1: linger.ms 5) and the round trip, which no proxy can remove.
+    half = int(args.interval * 1e9 / 2)
+    control = first_ack_after([(b + half, b + half) for b, _ in moves], sent, acks)
     ok = {i for i, a in acks.items() if a[1]}
     errors = sum(1 for a in acks.values() if not a[1])
     unacked = len(sent) - len(acks)
@@ -271,41 +441,93 @@ def run_case(args, tmp, client, path, capped):
             ooo += 1
         high = max(high, v)
     return {"client": label, "path": path, "capped": capped, "first_ack_ms": first_ack,
+            "control_ms": control, "move_command_ms": [(a - b) / 1e6 for b, a in moves],
             "sent": len(sent), "errors": errors, "unacked": unacked, "lost": lost,
             "duplicated": dup, "out_of_order": ooo,
-            "error_kinds": sorted({a[2] for a in acks.values() if not a[1]})}
+            "error_kinds": sorted({a[2] for a in acks.values() if not a[1]}),
+            "client_errors": prod.get("client_errors", []),
+            "reroute": reroute_summary(metrics)}
 
 
-def table(results, command, rounds, interval, load):
+def reroute_cell(r):
+    """The rerouting counters of one row: delivered / fell back by reason."""
+    if r.get("skipped"):
+        return "skipped"
+    rr = r.get("reroute") or {}
+    if not rr:
+        return ""
+    if not rr.get("reroute_metrics"):
+        return "no reroute metrics"
+    fell = ", ".join(f"{k or '?'} {v}" for k, v in sorted(rr["fell_back"].items()))
+    cell = f"{rr['delivered']} / {sum(rr['fell_back'].values())}"
+    if fell:
+        cell += f" ({fell})"
+    if rr.get("added_mean_ms") is not None:
+        cell += f"; added mean {rr['added_mean_ms']:.2f} ms"
+    return cell
+
+
+def learned_cell(r):
+    """How epochgate learned of the moves: hints it rewrote from the old
+    leader's NOT_LEADER_OR_FOLLOWER, urgent refreshes it sent."""
+    rr = r.get("reroute") or {}
+    if not rr:
+        return ""
+    return f"{rr['hints_rewritten']} hints, {rr['refresh_urgent']} urgent refreshes"
+
+
+def table(results, command, rounds, interval, load, skipped_note=""):
     lines = [
         "<!-- leader-move-clients:begin (bench/kafka_load/leader_move_clients.py) -->",
-        "## Leader move, first acknowledgement after the move, by client (rerouting baseline)",
+        "## Leader move, first acknowledgement after the move, by client "
+        "(direct, epochgate, epochgate rerouting)",
         "",
         f"Produced by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
         f"One producer process per row sends one message per millisecond to a one-partition "
         f"topic (replication 3) of librdkafka 2.15.1's mock cluster while the harness moves the "
-        f"partition's leader {rounds} times, every {interval:g} s. *first ack* = move to the "
-        f"first acknowledgement of a message sent after the move, median and p99 over the "
-        f"{rounds} moves (with 10 moves, p99 is the worst one; a recovery slower than the "
-        f"interval is measured in full, past the next move). Lost = acknowledged but not in "
+        f"partition's leader {rounds} times, every {interval:g} s "
+        f"(`rd_kafka_mock_partition_set_leader` through tools/mockcluster; epochgate is told "
+        f"nothing: it learns of a move from the old leader's NOT_LEADER_OR_FOLLOWER, with a "
+        f"CurrentLeader hint on the full cluster, or from its own metadata refresh). "
+        f"*first ack* = from the start of the move command to the first acknowledgement of a "
+        f"message handed to the client after the move command returned, median and p99 over "
+        f"the {rounds} moves (with 10 moves, p99 is the worst one; a recovery slower than the "
+        f"interval is measured in full, past the next move). *no-move floor* = the same figure "
+        f"at instants half way between moves, where nothing moved: batching (librdkafka "
+        f"`linger.ms` 5 by default) plus the round trip. Lost = acknowledged but not in "
         f"the partition when read back directly; dup = stored more than once; ooo = stored "
-        f"after a message sent later; errors = delivery errors reported to the application. "
-        f"epochgate: enforcing, no rerouting (it does not exist yet). Clients at default "
-        f"settings (kafka-python 2.0.2 defaults to acks=1 and retries=0). Load average at "
-        f"start {load[0]}, at end {load[1]} on {os.cpu_count()} cores shared with other work.",
+        f"after a message sent later; errors = delivery errors reported to the application "
+        f"(+ n: error_cb events, fatal marked). reroutes = epochgate_reroutes_total delivered / "
+        f"fell_back (by reason) and the mean of epochgate_reroute_added_seconds; learned = "
+        f"KIP-951 hints epochgate rewrote and urgent metadata refreshes it sent. Clients at "
+        f"default settings (kafka-python 2.0.2 defaults to acks=1 and retries=0). "
+        f"Load average at start {load[0]}, at end {load[1]} on {os.cpu_count()} cores shared "
+        f"with other work.{skipped_note}",
         "",
-        "| cluster | client | path | first ack median ms | first ack p99 ms | sent | errors | "
-        "lost | dup | ooo |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| cluster | client | path | first ack median ms | first ack p99 ms | no-move floor "
+        "median ms | sent | errors | lost | dup | ooo | reroutes delivered / fell back | "
+        "learned |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        f = [x for x in r["first_ack_ms"]]
+        cluster = 'Produce <= v9 (no hints)' if r['capped'] else 'full (KIP-951 hints)'
+        if r.get("skipped"):
+            lines.append(f"| {cluster} | {r['client']} | {r['path']} | skipped | | | | | | | | "
+                         f"skipped | |")
+            continue
+        f = r["first_ack_ms"]
         med = statistics.median(f) if f else float("nan")
+        ce = r.get("client_errors") or []
+        fatal = sum(1 for e in ce if e[2])
+        errs = f"{r['errors']}{' (' + ', '.join(r['error_kinds']) + ')' if r['errors'] else ''}"
+        if ce:
+            errs += f" + {len(ce)} ({', '.join(sorted({e[1] for e in ce}))}"
+            errs += f"; {fatal} fatal)" if fatal else ")"
         lines.append(
-            f"| {'Produce <= v9 (no hints)' if r['capped'] else 'full (KIP-951 hints)'} | "
-            f"{r['client']} | {r['path']} | {med:.1f} | {percentile(f, 99):.1f} | {r['sent']} | "
-            f"{r['errors']}{' (' + ', '.join(r['error_kinds']) + ')' if r['errors'] else ''} | "
-            f"{r['lost']} | {r['duplicated']} | {r['out_of_order']} |")
+            f"| {cluster} | {r['client']} | {r['path']} | {med:.1f} | "
+            f"{percentile(f, 99):.1f} | {statistics.median(r['control_ms']):.1f} | {r['sent']} | "
+            f"{errs} | {r['lost']} | {r['duplicated']} | {r['out_of_order']} | "
+            f"{reroute_cell(r)} | {learned_cell(r)} |")
     lines.append("<!-- leader-move-clients:end -->")
     return "\n".join(lines) + "\n"
 
@@ -340,24 +562,55 @@ def main():
                     "replaced (or inserted)")
     ap.add_argument("--json", help="write raw results here")
     ap.add_argument("--only", help="run only clients whose label contains this")
+    ap.add_argument("--paths", default=",".join(PATHS),
+                    help="comma-separated subset of: " + ", ".join(PATHS))
+    ap.add_argument("--clusters", default="full,capped", help="full, capped or both")
+    ap.add_argument("--reroute-yaml", help="epochgate config file for the reroute path "
+                    "(default: the keys of docs/rerouting.md)")
     args = ap.parse_args()
-    command = "bench/kafka_load/leader_move_clients.py " + " ".join(sys.argv[1:])
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    for p in paths:
+        if p not in PATHS:
+            ap.error(f"unknown path {p!r}")
+    clusters = [c == "capped" for c in args.clusters.split(",")]
+    command = shlex.join(["bench/kafka_load/leader_move_clients.py"] + sys.argv[1:])
     results = []
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    for capped in (False, True):
+    unsupported = None
+    for capped in clusters:
         for client in CLIENTS:
             if args.only and args.only not in client[0]:
                 continue
-            for path in ("direct", "epochgate"):
+            for path in paths:
+                if path == "epochgate reroute" and unsupported:
+                    results.append({"client": client[0], "path": path, "capped": capped,
+                                    "skipped": True})
+                    continue
                 with tempfile.TemporaryDirectory(prefix="eg-leader-move-") as tmp:
-                    r = run_case(args, tmp, client, path, capped)
+                    try:
+                        r = run_case(args, tmp, client, path, capped)
+                    except RerouteUnsupported as e:
+                        unsupported = str(e)
+                        print(f"reroute path skipped: this epochgate build refuses the "
+                              f"rerouting config ({unsupported})", file=sys.stderr, flush=True)
+                        results.append({"client": client[0], "path": path, "capped": capped,
+                                        "skipped": True})
+                        continue
                 results.append(r)
                 print(json.dumps({k: r[k] for k in ("client", "path", "capped", "errors",
                                                     "lost", "duplicated", "out_of_order")}
-                                 | {"first_ack_ms": [round(x, 1) for x in r["first_ack_ms"]]}),
+                                 | {"first_ack_ms": [round(x, 1) for x in r["first_ack_ms"]],
+                                    "control_ms": [round(x, 1) for x in r["control_ms"]],
+                                    "move_command_ms_max": round(max(r["move_command_ms"]), 2),
+                                    "client_errors": len(r["client_errors"]),
+                                    "reroute": r["reroute"]}),
                       flush=True)
     load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    block = table(results, command, args.rounds, args.interval, (load_start, load_end))
+    note = ""
+    if unsupported:
+        note = (" The reroute rows were skipped: this build has no rerouting (epochgate "
+                f"refused its config: {unsupported}).")
+    block = table(results, command, args.rounds, args.interval, (load_start, load_end), note)
     print(block)
     if args.json:
         with open(args.json, "w") as fh:
