@@ -18,14 +18,16 @@ paths it scrapes /metrics for the rerouting counters (delivered, fell_back by
 reason) and for how epochgate learned of each move. Medians and p99 are over
 the rounds.
 
-The move: `leader T P B` on tools/epochgate-mockcluster's shell, which calls
-librdkafka's rd_kafka_mock_partition_set_leader and answers OK once the mock
-applied it. The harness stamps the clock before the command (the origin of
-every figure) and after its OK (only messages handed to the client after
-that count as "sent after the move"), so the command's own time counts
-against the result. Nothing tells epochgate: it learns of the move as it would
-from a real cluster, from the old leader's NOT_LEADER_OR_FOLLOWER (with a
-CurrentLeader hint on the full cluster) or from its own metadata refresh.
+The move: `leader-timed T P B` on tools/epochgate-mockcluster's shell, which
+calls librdkafka's rd_kafka_mock_partition_set_leader (synchronous: it returns
+once the mock thread applied the move) between two CLOCK_MONOTONIC stamps it
+reports. The first stamp is the origin of every figure; only messages handed
+to the client after the second count as "sent after the move", so the
+uncertainty counts against the result, never for it. (A mock without
+`leader-timed` falls back to `leader` stamped around the whole command.)
+Nothing tells epochgate: it learns of the move as it would from a real
+cluster, from the old leader's NOT_LEADER_OR_FOLLOWER (with a CurrentLeader
+hint on the full cluster) or from its own metadata refresh.
 
 Clients (each its own process, default settings unless noted):
   librdkafka 2.15.1 through Debian's python3-confluent-kafka with
@@ -248,9 +250,20 @@ def start_mock(build, topic_spec):
 
 
 def move_leader(mock, topic, partition, broker):
-    """Moves the leader and returns (before_ns, after_ns): the mock applies
-    rd_kafka_mock_partition_set_leader synchronously between the two stamps
-    (the shell answers OK only after the mock thread applied it)."""
+    """Moves the leader and returns (before_ns, after_ns), an interval that
+    contains the moment the mock applied it. `leader-timed` stamps
+    CLOCK_MONOTONIC inside the mock right around the synchronous
+    rd_kafka_mock_partition_set_leader call; a mock without it falls back to
+    `leader` stamped here around the whole command (pipe and scheduling
+    included: a wider interval, counted against the result)."""
+    before = time.monotonic_ns()
+    try:
+        words = mock.command(f"leader-timed {topic} {partition} {broker}").split()
+        if len(words) == 3:
+            return int(words[1]), int(words[2])
+    except RuntimeError as e:
+        if "unknown command" not in str(e):
+            raise
     before = time.monotonic_ns()
     mock.command(f"leader {topic} {partition} {broker}")
     return before, time.monotonic_ns()
@@ -477,6 +490,8 @@ def learned_cell(r):
 
 
 def table(results, command, rounds, interval, load, skipped_note=""):
+    bracket = max((max(r["move_command_ms"]) for r in results if r.get("move_command_ms")),
+                  default=0.0)
     lines = [
         "<!-- leader-move-clients:begin (bench/kafka_load/leader_move_clients.py) -->",
         "## Leader move, first acknowledgement after the move, by client "
@@ -489,8 +504,10 @@ def table(results, command, rounds, interval, load, skipped_note=""):
         f"(`rd_kafka_mock_partition_set_leader` through tools/mockcluster; epochgate is told "
         f"nothing: it learns of a move from the old leader's NOT_LEADER_OR_FOLLOWER, with a "
         f"CurrentLeader hint on the full cluster, or from its own metadata refresh). "
-        f"*first ack* = from the start of the move command to the first acknowledgement of a "
-        f"message handed to the client after the move command returned, median and p99 over "
+        f"*first ack* = from the start of the move (CLOCK_MONOTONIC stamped in the mock right "
+        f"before its synchronous rd_kafka_mock_partition_set_leader call, `leader-timed`) to "
+        f"the first acknowledgement of a message handed to the client after that call "
+        f"returned (at most {bracket:.2f} ms later in this run), median and p99 over "
         f"the {rounds} moves (with 10 moves, p99 is the worst one; a recovery slower than the "
         f"interval is measured in full, past the next move). *no-move floor* = the same figure "
         f"at instants half way between moves, where nothing moved: batching (librdkafka "

@@ -58,6 +58,21 @@ def test_leader_move_bumps_epoch(h):
     assert cluster.cmd("leader orders 7 1", allow_error=True).startswith("ERR")
 
 
+def test_leader_timed_dates_the_move_on_the_callers_clock(h):
+    cluster = h.start_cluster(3, ["orders:3:3"])
+    p0 = _partition(cluster, "orders", 0)
+    target = 2 if p0["leader"] != 2 else 3
+    sent = time.monotonic_ns()
+    words = cluster.cmd("leader-timed orders 0 %d" % target).split()
+    answered = time.monotonic_ns()
+    assert words[0] == "OK" and len(words) == 3, words
+    before, after = int(words[1]), int(words[2])
+    assert sent <= before <= after <= answered, (sent, before, after, answered)
+    moved = _partition(cluster, "orders", 0)
+    assert (moved["leader"], moved["leader_epoch"]) == (target, p0["leader_epoch"] + 1), moved
+    assert cluster.cmd("leader-timed orders 0 9", allow_error=True).startswith("ERR")
+
+
 def test_push_leader_response_shows_once(h):
     cluster = h.start_cluster(3, ["orders:3:3"])
     real = _partition(cluster, "orders", 1)

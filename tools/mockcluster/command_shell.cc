@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <sstream>
 #include <string_view>
 #include <vector>
@@ -83,6 +85,12 @@ bool parse_error_code(const std::string& text, int* out) {
   return false;
 }
 
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 std::string reply(const OpResult& result) {
   return result.ok() ? "OK" : "ERR " + result.error;
 }
@@ -90,7 +98,7 @@ std::string reply(const OpResult& result) {
 }  // namespace
 
 std::string command_summary() {
-  return "leader T P B | follower T P B | down B | up B | rtt B MS | rack B RACK | "
+  return "leader T P B | leader-timed T P B | follower T P B | down B | up B | rtt B MS | rack B RACK | "
          "add-broker B | advertise B HOST PORT | push-leader-response T P LEADER EPOCH | create T PARTS RF | delete T | "
          "apiversion API MIN MAX | push-errors API ERR [COUNT] | "
          "push-broker-errors B API ERR [COUNT] [RTT_MS] | "
@@ -125,6 +133,19 @@ std::string CommandShell::execute(const std::string& line, bool* quit) {
       return usage("leader|follower TOPIC PARTITION BROKER_ID");
     return reply(cmd == "leader" ? cluster_.set_leader(args[1], a, b)
                                  : cluster_.set_follower(args[1], a, b));
+  }
+  if (cmd == "leader-timed") {
+    // The move bracketed by CLOCK_MONOTONIC (the clock Python's
+    // time.monotonic_ns() and the bench's producers read) taken right around
+    // the synchronous rd_kafka_mock_partition_set_leader call, so a bench can
+    // date the move without counting the pipe and the shell's scheduling.
+    if (argc != 3 || !parse_int(args[2], 0, INT_MAX, &a) || !parse_int(args[3], -1, INT_MAX, &b))
+      return usage("leader-timed TOPIC PARTITION BROKER_ID");
+    const int64_t before = monotonic_ns();
+    const OpResult result = cluster_.set_leader(args[1], a, b);
+    const int64_t after = monotonic_ns();
+    if (!result.ok()) return reply(result);
+    return "OK " + std::to_string(before) + " " + std::to_string(after);
   }
   if (cmd == "down" || cmd == "up") {
     if (argc != 1 || !parse_int(args[1], -1, INT_MAX, &a)) return usage("down|up BROKER_ID");
