@@ -228,6 +228,8 @@ def analyse(tag, label, out, stored, moves):
 
 def run(args, tmp):
     producers = PRODUCERS + (OLD_PRODUCERS if args.old_clients else [])
+    if args.producers:
+        producers = [p for p in producers if p[0] in args.producers]
     mock, direct = lm.start_mock(args.build, "s:2:3")
     eg = None
     procs = []
@@ -271,6 +273,18 @@ def run(args, tmp):
             leaders[part] = leaders[part] % 3 + 1
             moves.append(lm.move_leader(mock, "s", part, leaders[part]) + (part,))
             samples.append(proc_stats(eg.p.pid))
+            if args.keep:
+                with open(os.path.join(tmp, "metrics.jsonl"), "a") as fh:
+                    m = lm.scrape(admin)
+                    fh.write(json.dumps({"t_s": (time.monotonic_ns() - t0) / 1e9,
+                                         "move": k, "partition": part, "to": leaders[part],
+                                         "metrics": {f"{n}{dict(sorted(l))}": v
+                                                     for (n, l), v in m.items()
+                                                     if n.startswith(("epochgate_reroute",
+                                                                      "epochgate_fenced",
+                                                                      "epochgate_metadata_ref",
+                                                                      "epochgate_hints"))
+                                                     and v}}) + "\n")
             k += 1
         for _, label, _, p in procs:
             p.wait(timeout=args.duration + 120)
@@ -382,12 +396,17 @@ def main():
     ap.add_argument("--reroute-yaml", help="epochgate config file for the rerouting run")
     ap.add_argument("--results", help="markdown file whose reroute-soak block is replaced")
     ap.add_argument("--json", help="write raw results here")
+    ap.add_argument("--producers", help="tags of the producers to run (I idempotent, N not, "
+                    "D librdkafka 2.0.2, K kafka-python; default all that apply)")
+    ap.add_argument("--keep", help="work directory to keep (producer arrays, epochgate.log)")
     args = ap.parse_args()
     command = shlex.join(["bench/kafka_load/reroute_soak.py"] + sys.argv[1:])
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="eg-reroute-soak-") as tmp:
+        work = args.keep or tmp
+        os.makedirs(work, exist_ok=True)
         try:
-            res = run(args, tmp)
+            res = run(args, work)
         except lm.RerouteUnsupported as e:
             print(f"reroute soak skipped: this epochgate build refuses the rerouting config "
                   f"({e}); use --no-reroute for the baseline", file=sys.stderr)
