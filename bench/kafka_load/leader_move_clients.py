@@ -449,11 +449,19 @@ def run_case(args, tmp, client, path, capped):
     lost = sum(1 for i in ok if i not in count)
     dup = sum(c - 1 for c in count.values() if c > 1)
     ooo, high = 0, -1
+    ooo_examples = []  # (message, highest stored before it, its answer to the client)
     for v in stored:
         if v < high:
             ooo += 1
+            if len(ooo_examples) < 20:
+                a = acks.get(v)
+                ooo_examples.append((v, high, "ok" if a and a[1] else (a[2] if a else "none")))
         high = max(high, v)
     return {"client": label, "path": path, "capped": capped, "first_ack_ms": first_ack,
+            "ooo_examples": ooo_examples,
+            # Reported to the application as failed, yet stored: a retry by
+            # the application would store it twice.
+            "stored_despite_error": sum(1 for i, a in acks.items() if not a[1] and i in count),
             "control_ms": control, "move_command_ms": [(a - b) / 1e6 for b, a in moves],
             "sent": len(sent), "errors": errors, "unacked": unacked, "lost": lost,
             "duplicated": dup, "out_of_order": ooo,
