@@ -57,6 +57,7 @@ ResponsePath::ResponsePath(WorkerContext& ctx, int32_t node_id, Connection& clie
     if (client_.closing()) return;
     flush_ready();
     client_.flush();
+    host_.responses_flushed();
   };
 }
 

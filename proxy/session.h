@@ -121,6 +121,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   void hold_request() override;
   void count_client_login(SaslLoginOutcome outcome) override;
   void sasl_answered() override { sasl_resume_client_ = true; }
+  void responses_flushed() override;
 
   static void on_connect_timeout(uv_timer_t* t);
   static void on_timer_closed(uv_handle_t* h);

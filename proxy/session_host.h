@@ -37,6 +37,10 @@ class SessionHost {
   virtual void count_client_login(SaslLoginOutcome outcome) = 0;
   /// A SASL answer reached the client: held client frames may flow again.
   virtual void sasl_answered() = 0;
+  /// Responses went to the client from outside the upstream read path (a
+  /// reroute's answer completed them): the session re-checks its drain and
+  /// resumes reading the client if the in-flight limit paused it.
+  virtual void responses_flushed() = 0;
 };
 
 }  // namespace epochgate::proxy

@@ -287,5 +287,49 @@ def test_rerouted_writes_never_wait_for_a_refresh_however_old_the_view_entry(h):
         after.by("epochgate_metadata_refreshes_total", "trigger")
 
 
+def test_connection_whose_in_flight_limit_reroutes_filled_reads_again(h):
+    """Every request the client has in flight is a reroute (the new leader is
+    slow), so the connection reaches limits.max_in_flight_per_connection and
+    epochgate stops reading it. The answers then complete from the
+    rerouter's callbacks, not from the client's own upstream, and reading
+    must resume there: the next request is answered."""
+    cluster, gate, gc = _setup(h, extra="limits:\n  max_in_flight_per_connection: 5\n")
+    start = sl.end_offset(cluster, TOPIC, 2)
+    c = sl.connect(gc.brokers[HERE_BROKER])
+    h.on_close(c.close)
+    cluster.cmd("rtt %d 300" % OTHER)
+    c.send(b"".join(sw.produce_request(i, TOPIC, [(2, kw.record_batch([b"l%d" % i]))], acks=1,
+                                       version=10) for i in range(5)))
+    got = [sw.parse_produce_response(c.recv_frame(timeout=10), 10) for _ in range(5)]
+    cluster.cmd("rtt %d 0" % OTHER)
+    assert [r["correlation_id"] for r in got] == list(range(5)), got
+    assert all(e == 0 for r in got for _, _, e, _, _ in r["partitions"]), got
+    c.send(kw.api_versions_request(0x99))
+    assert kw.frame_correlation_id(c.recv_frame(timeout=5), is_request=False) == 0x99
+    assert sl.read_partition(h, cluster, TOPIC, 2, start=start) == ["l%d" % i for i in range(5)]
+
+
+def test_shutdown_waits_for_a_reroute_in_flight_not_for_the_drain_timeout(h):
+    """SIGTERM while a rerouted write is in flight: the client gets the
+    leader's answer, and epochgate exits once it is written, not after
+    shutdown's drain timeout (30 s)."""
+    import signal
+    cluster, gate, gc = _setup(h)
+    x = gc.conn(HERE_BROKER)
+    sw.parse_produce_response(gc.exchange(sw.produce_request(
+        1, TOPIC, [(2, kw.record_batch([b"warm"]))], acks=1, version=10), node=HERE_BROKER), 10)
+    cluster.cmd("rtt %d 1500" % OTHER)
+    x.send(sw.produce_request(0xB, TOPIC, [(2, kw.record_batch([b"d"]))], acks=1, version=10))
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    os.kill(gate.proc.proc.pid, signal.SIGTERM)
+    r = sw.parse_produce_response(x.recv_frame(timeout=10), 10)
+    assert r["correlation_id"] == 0xB and [e for _, _, e, _, _ in r["partitions"]] == [0], r
+    gate.proc.proc.wait(timeout=10)
+    took = time.monotonic() - t0
+    assert took < 8, "epochgate took %.1f s to exit after SIGTERM" % took
+    h.note("answered and exited %.0f ms after SIGTERM" % (took * 1000))
+
+
 if __name__ == "__main__":
     harness.main(globals())
