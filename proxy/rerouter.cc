@@ -100,6 +100,14 @@ bool Rerouter::post_all(const std::shared_ptr<ReroutePlan>& shared, const char* 
     fell_back(refuse ? refuse : "max_in_flight", plan.targets.size());
     return false;
   }
+  // A batch whose header does not read goes nowhere: with no answer to
+  // carry an error, the client's connection is closed as without rerouting.
+  for (const auto& t : plan.targets) {
+    if (t.batch_error != nullptr) {
+      fell_back("batch_unreadable", plan.targets.size());
+      return false;
+    }
+  }
   // Group by leader, in request order.
   std::vector<int32_t> leaders;
   for (const auto& t : plan.targets)

@@ -331,5 +331,28 @@ def test_shutdown_waits_for_a_reroute_in_flight_not_for_the_drain_timeout(h):
     h.note("answered and exited %.0f ms after SIGTERM" % (took * 1000))
 
 
+def test_acks0_with_an_unreadable_batch_is_not_rerouted(h):
+    """acks=0 has no answer to carry an error, so a batch whose header does
+    not read must not reach the leader on epochgate's shared connection:
+    the client is closed as without rerouting, nothing is written, and the
+    reroute connection stays good for the next client."""
+    cluster, gate, gc = _setup(h)
+    before_ends = _ends(cluster)
+    before = sl.scrape(gate)
+    conn = sl.connect(gc.brokers[HERE_BROKER])
+    h.on_close(conn.close)
+    conn.send(sw.produce_request(91, TOPIC, [(2, b"\x00\x01\x02\x03\x04")], acks=0, version=10))
+    assert sl.port_closed_by_peer(conn, timeout=5), "bytes arrived for an acks=0 Produce"
+    after = sl.scrape(gate)
+    assert sl.delta(after, before, REROUTES, result="fell_back", reason="batch_unreadable") == 1, \
+        after.by(REROUTES, "reason")
+    assert sl.delta(after, before, REROUTES, result="delivered") == 0
+    assert _ends(cluster) == before_ends
+    r = sw.parse_produce_response(gc.exchange(sw.produce_request(
+        92, TOPIC, [(2, kw.record_batch([b"after"]))], acks=1, version=10), node=HERE_BROKER), 10)
+    assert [(p, e) for _, p, e, _, _ in r["partitions"]] == [(2, 0)], r
+    assert sl.read_partition(h, cluster, TOPIC, 2, start=before_ends[2]) == ["after"]
+
+
 if __name__ == "__main__":
     harness.main(globals())
