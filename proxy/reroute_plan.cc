@@ -83,15 +83,14 @@ std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req,
       if (batch.ok() && batch.first.idempotent()) s.key.producer_id = batch.first.producer_id;
       else s.key.client = plan->client_id;
       s.node = node_id;
-      if (next < found.partitions.size() && found.partitions[next].topic_index == ti &&
-          found.partitions[next].partition_index == pi) {
-        const policy::RerouteTarget& t = found.partitions[next++];
+      // The partition as a reroute sends it: its record bytes copied
+      // unchanged into the plan, and why its batch cannot be rerouted, if so.
+      auto copy_part = [&] {
         RerouteTargetPart part;
         part.topic_index = ti;
         part.topic = topic.name;
         part.topic_id = topic.topic_id;
         part.partition = p.index;
-        part.leader = t.leader;
         part.records_null = p.records.is_null;
         part.records_offset = plan->records.size();
         part.records_size = p.records.size;
@@ -100,21 +99,17 @@ std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req,
         // One magic 2 batch per partition is what the order rules can read.
         if (!batch.ok()) part.batch_error = codec::record_batch_error_name(batch.error);
         else if (batch.batch_count != 1) part.batch_error = "partial_batch";
+        return part;
+      };
+      if (next < found.partitions.size() && found.partitions[next].topic_index == ti &&
+          found.partitions[next].partition_index == pi) {
+        const policy::RerouteTarget& t = found.partitions[next++];
+        RerouteTargetPart part = copy_part();
+        part.leader = t.leader;
         s.target = static_cast<int>(plan->targets.size());
         plan->targets.push_back(std::move(part));
       } else if (req.acks != 0 && d.at(ti, pi).mode == config::Mode::kEnforce) {
-        RerouteTargetPart part;
-        part.topic_index = ti;
-        part.topic = topic.name;
-        part.topic_id = topic.topic_id;
-        part.partition = p.index;
-        part.records_null = p.records.is_null;
-        part.records_offset = plan->records.size();
-        part.records_size = p.records.size;
-        if (p.records.size > 0)
-          plan->records.insert(plan->records.end(), p.records.data, p.records.data + p.records.size);
-        if (!batch.ok()) part.batch_error = codec::record_batch_error_name(batch.error);
-        else if (batch.batch_count != 1) part.batch_error = "partial_batch";
+        RerouteTargetPart part = copy_part();
         s.spare = static_cast<int>(plan->spare.size());
         plan->spare.push_back(std::move(part));
       }
