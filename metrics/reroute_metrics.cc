@@ -39,6 +39,12 @@ struct RerouteMetrics::Impl {
                             "reroute.max_in_flight).")
                       .Register(r)
                       .Add({})),
+        acks0_answers(prometheus::BuildCounter()
+                          .Name("epochgate_reroute_acks0_answers_total")
+                          .Help("Answers a broker sent to acks=0 Produce requests epochgate "
+                                "rerouted (dropped; a Kafka broker sends none).")
+                          .Register(r)
+                          .Add({})),
         delivered(&reroutes.Add({{"api", "produce"}, {"result", "delivered"}, {"reason", ""}})),
         observed(&reroutes.Add({{"api", "produce"}, {"result", "observed"}, {"reason", ""}})),
         added(&added_family.Add({}, prometheus::Histogram::BucketBoundaries{
@@ -54,6 +60,7 @@ struct RerouteMetrics::Impl {
   prometheus::Counter& held_total;
   prometheus::Gauge& held_now;
   prometheus::Gauge& in_flight;
+  prometheus::Counter& acks0_answers;
   prometheus::Counter* delivered;
   prometheus::Counter* observed;
   prometheus::Histogram* added;
@@ -78,5 +85,6 @@ void RerouteMetrics::added(double seconds) { impl_->added->Observe(seconds); }
 void RerouteMetrics::held(size_t n) { impl_->held_total.Increment(static_cast<double>(n)); }
 void RerouteMetrics::set_held_now(double n) { impl_->held_now.Set(n); }
 void RerouteMetrics::set_in_flight(double n) { impl_->in_flight.Set(n); }
+void RerouteMetrics::acks0_answered() { impl_->acks0_answers.Increment(); }
 
 }  // namespace epochgate::metrics

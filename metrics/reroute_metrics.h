@@ -24,11 +24,12 @@ namespace epochgate::metrics {
 /// Every `reason` label value of epochgate_reroutes_total{result="fell_back"}
 /// (docs/rerouting.md, "Fallback reasons"). The order guard's refusals come
 /// first, in policy::RerouteRefusal order (index = enum value).
-inline constexpr std::array<std::string_view, 14> kRerouteReasons = {
+inline constexpr std::array<std::string_view, 16> kRerouteReasons = {
     "",                 // delivered / observed
     "earlier_in_flight", "later_in_flight", "earlier_held", "stream_fell_back", "max_in_flight",
     "off",          "no_leader",       "identity", "second_hop", "upstream_failed",
-    "unsupported_version", "batch_unreadable", "hold_full"};
+    "unsupported_version", "batch_unreadable", "hold_full", "duplicate_partition",
+    "buffer_budget"};
 
 class RerouteMetrics {
  public:
@@ -50,6 +51,9 @@ class RerouteMetrics {
   void set_held_now(double n);
   /// epochgate_reroute_in_flight (rerouted plus held writes, this worker's last report).
   void set_in_flight(double n);
+  /// epochgate_reroute_acks0_answers_total: answers a broker sent to
+  /// rerouted acks=0 Produce requests (dropped; brokers send none).
+  void acks0_answered();
 
  private:
   struct Impl;

@@ -1,6 +1,7 @@
 // proxy/kafka_client.cc
 #include "proxy/kafka_client.h"
 
+#include <algorithm>
 #include <climits>
 
 #include "codec/frame_splitter.h"
@@ -11,30 +12,6 @@ namespace epochgate::proxy {
 namespace {
 uint64_t now_ms() { return uv_hrtime() / 1000000; }
 }  // namespace
-
-const char* client_error_name(ClientError e) {
-  switch (e) {
-    case ClientError::kNone:
-      return "none";
-    case ClientError::kBusy:
-      return "busy";
-    case ClientError::kClosed:
-      return "closed";
-    case ClientError::kConnectFailed:
-      return "connect_failed";
-    case ClientError::kLoginFailed:
-      return "login_failed";
-    case ClientError::kUnsupportedVersion:
-      return "unsupported_version";
-    case ClientError::kTimeout:
-      return "timeout";
-    case ClientError::kDisconnected:
-      return "disconnected";
-    case ClientError::kBadResponse:
-      return "bad_response";
-  }
-  return "?";
-}
 
 KafkaClient::KafkaClient(uv_loop_t* loop, BufferPool& pool, KafkaClientOptions options,
                          KafkaClientObserver* observer)
@@ -71,7 +48,9 @@ ClientError KafkaClient::submit(Outgoing out) {
   if ((state_ == State::kReady || state_ == State::kLoggingIn) &&
       versions_.pick(out.api_key, out.lo, out.hi) < 0)
     return ClientError::kUnsupportedVersion;
+  bool bounded = out.give_up_ms != 0;
   waiting_.push_back(std::move(out));
+  if (bounded) arm_timer();  // the whole wait, dialing included
   kick();
   return ClientError::kNone;
 }
@@ -229,15 +208,53 @@ void KafkaClient::pump() {
     queued = true;
     if (o.done) {
       o.deadline_ms = now + o.timeout_ms;
+      if (o.give_up_ms) o.deadline_ms = std::min(o.deadline_ms, o.give_up_ms);
       written_.push_back(std::move(o));
+    } else {
+      posted_.push_back(o.correlation_id);
+      if (posted_.size() > kPostedKept) posted_.pop_front();
+      if (o.written) posts_queued_.push_back(std::move(o.written));
     }
   }
   arm_timer();
-  if (queued) conn_->flush();
+  if (!queued) return;
+  conn_->flush();
+  if (gen != generation_ || !conn_ || posts_queued_.empty()) return;
+  if (conn_->queued_bytes() == 0)
+    report_posts_written(ClientError::kNone);
+  else
+    conn_->notify_when_written();
+}
+
+void KafkaClient::report_posts_written(ClientError e) {
+  std::vector<std::function<void(ClientError)>> posts = std::move(posts_queued_);
+  posts_queued_.clear();
+  for (auto& w : posts) w(e);
+}
+
+void KafkaClient::on_drained(Connection& c) {
+  if (&c != conn_.get() || posts_queued_.empty()) return;
+  if (c.queued_bytes() == 0)
+    report_posts_written(ClientError::kNone);
+  else
+    c.notify_when_written();
+}
+
+bool KafkaClient::take_posted(int32_t correlation_id) {
+  auto it = std::find(posted_.begin(), posted_.end(), correlation_id);
+  if (it == posted_.end()) return false;
+  posted_.erase(it);
+  return true;
 }
 
 void KafkaClient::finish(Outgoing& o, RawAnswer&& a) {
-  if (!o.done) return;
+  if (!o.done) {
+    if (o.written) {
+      auto written = std::move(o.written);
+      written(a.error);
+    }
+    return;
+  }
   a.version = o.version;
   a.correlation_id = o.correlation_id;
   auto done = std::move(o.done);
@@ -270,6 +287,15 @@ void KafkaClient::on_readable(Connection& c) {
 }
 
 void KafkaClient::handle_frame(const uint8_t* frame, size_t size) {
+  // Every response header starts with the correlation id (v0 and v1).
+  if (size >= 4 && !posted_.empty()) {
+    int32_t cid = static_cast<int32_t>((uint32_t{frame[0]} << 24) | (uint32_t{frame[1]} << 16) |
+                                       (uint32_t{frame[2]} << 8) | uint32_t{frame[3]});
+    if (take_posted(cid)) {
+      if (observer_) observer_->on_post_answered();
+      return;
+    }
+  }
   if (state_ == State::kLoggingIn && login_ && written_.empty()) {
     login_deadline_ms_ = 0;
     apply_login_step(login_->on_response(frame, size, next_correlation()));
@@ -316,7 +342,12 @@ void KafkaClient::fail_all(ClientError error, const std::string& why) {
   std::deque<Outgoing> waiting = std::move(waiting_);
   written_.clear();
   waiting_.clear();
+  posted_.clear();
+  std::vector<std::function<void(ClientError)>> posts = std::move(posts_queued_);
+  posts_queued_.clear();
   if (lost && observer_) observer_->on_connection_lost(error, why);
+  // Posts whose bytes were still in the output queue may never have left.
+  for (auto& w : posts) w(error == ClientError::kClosed ? error : ClientError::kDisconnected);
   uint64_t now = now_ms();
   // Callbacks may send again (a new dial) or close the client: the queues
   // were taken out first.
@@ -349,6 +380,8 @@ void KafkaClient::arm_timer() {
   uint64_t earliest = login_deadline_ms_;
   for (const Outgoing& o : written_)
     if (earliest == 0 || o.deadline_ms < earliest) earliest = o.deadline_ms;
+  for (const Outgoing& o : waiting_)
+    if (o.give_up_ms && (earliest == 0 || o.give_up_ms < earliest)) earliest = o.give_up_ms;
   if (earliest == 0) {
     uv_timer_stop(&timer_);
     return;
@@ -357,9 +390,30 @@ void KafkaClient::arm_timer() {
   uv_timer_start(&timer_, &KafkaClient::on_timer, earliest > now ? earliest - now : 0, 0);
 }
 
+bool KafkaClient::expire_waiting(uint64_t now) {
+  std::vector<Outgoing> late;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->give_up_ms && now >= it->give_up_ms) {
+      late.push_back(std::move(*it));
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  uint64_t gen = generation_;
+  for (Outgoing& o : late) {
+    RawAnswer a;
+    a.error = ClientError::kTimeout;
+    a.detail = state_ == State::kReady ? "request timed out" : "timed out waiting to connect";
+    finish(o, std::move(a));
+  }
+  return gen == generation_ && state_ != State::kClosed;
+}
+
 void KafkaClient::on_timer(uv_timer_t* t) {
   auto* c = static_cast<KafkaClient*>(t->data);
   uint64_t now = now_ms();
+  if (!c->expire_waiting(now)) return;
   if (c->login_deadline_ms_ && now >= c->login_deadline_ms_) {
     c->fail_all(ClientError::kTimeout, "request timed out");
     return;

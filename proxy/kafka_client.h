@@ -59,6 +59,12 @@ struct SendOptions {
   /// Waiting for the connection is bounded separately (connect_timeout_ms
   /// per target, login_timeout_ms per login round).
   uint32_t timeout_ms = 5000;
+  /// Non-zero: milliseconds from send()/post() until the request is
+  /// answered (or, for a post, written), waiting for the dial and the
+  /// login included; past it the request fails with kTimeout. A request
+  /// still waiting for the connection then leaves without dropping it; a
+  /// written one is bounded by the smaller of the two limits.
+  uint32_t deadline_ms = 0;
   /// Caller's version bounds, intersected with the codec's and the broker's.
   int16_t min_version = 0;
   int16_t max_version = 0x7fff;
@@ -97,6 +103,9 @@ class KafkaClientObserver {
   /// The connection closed or failed (`why`), before the callbacks of the
   /// requests it held run; not called for disconnect() or close().
   virtual void on_connection_lost(ClientError /*error*/, const std::string& /*why*/) {}
+  /// The broker answered a request sent with post() (no answer expected);
+  /// the answer was dropped.
+  virtual void on_post_answered() {}
 };
 
 /// Limits and identity of one client.
@@ -140,6 +149,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
     out.lo = std::max<int16_t>(Req::kMinVersion, options.min_version);
     out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
     out.timeout_ms = options.timeout_ms;
+    out.give_up_ms = give_up_at(options);
     out.client_id = options.client_id;
     out.encode = [held, keep_alive](std::vector<uint8_t>& frame, const codec::RequestHeader& h,
                                     int16_t v) { codec::encode_frame(frame, h, *held, v); };
@@ -166,19 +176,27 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   /// Sends `req` expecting no answer (Produce with acks=0): written once
   /// the connection is up, forgotten after. Same refusals as send().
   /// `keep_alive` (both calls): what `req`'s byte views point into, kept
-  /// until the request is encoded or dropped.
+  /// until the request is encoded or dropped. `written`, when set, runs
+  /// once (never inside post()): kNone when the transport has taken every
+  /// byte of the request, else why it was never written. An answer the
+  /// broker sends anyway (the librdkafka mock answers acks=0 Produce) is
+  /// recognised by its correlation id, dropped and reported to the observer
+  /// (on_post_answered), never mistaken for another request's answer.
   template <class Req>
   ClientError post(Req req, const SendOptions& options,
-                   std::shared_ptr<const void> keep_alive = nullptr) {
+                   std::shared_ptr<const void> keep_alive = nullptr,
+                   std::function<void(ClientError)> written = nullptr) {
     auto held = std::make_shared<Req>(std::move(req));
     Outgoing out;
     out.api_key = Req::kApiKey;
     out.lo = std::max<int16_t>(Req::kMinVersion, options.min_version);
     out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
     out.timeout_ms = options.timeout_ms;
+    out.give_up_ms = give_up_at(options);
     out.client_id = options.client_id;
     out.encode = [held, keep_alive](std::vector<uint8_t>& frame, const codec::RequestHeader& h,
                                     int16_t v) { codec::encode_frame(frame, h, *held, v); };
+    out.written = std::move(written);
     return submit(std::move(out));
   }
 
@@ -214,7 +232,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   // ConnectionOwner
   void on_readable(Connection& c) override;
   void on_read_error(Connection& c, int status) override;
-  void on_drained(Connection&) override {}
+  void on_drained(Connection& c) override;
   void on_write_error(Connection& c, int status) override;
   void on_closed(Connection& c) override;
 
@@ -237,10 +255,18 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
     std::string client_id;  // empty: options_.client_id
     std::function<void(std::vector<uint8_t>&, const codec::RequestHeader&, int16_t)> encode;
     std::function<void(RawAnswer&&)> done;  // empty: no answer expected
+    std::function<void(ClientError)> written;  // post() only: see post()
     int16_t version = -1;
     int32_t correlation_id = 0;
     uint64_t deadline_ms = 0;
+    uint64_t give_up_ms = 0;  // SendOptions::deadline_ms, monotonic ms; 0: none
   };
+  static uint64_t give_up_at(const SendOptions& o) {
+    return o.deadline_ms ? uv_hrtime() / 1000000 + o.deadline_ms : 0;
+  }
+  /// Fails the waiting (unwritten) requests whose give_up_ms has passed
+  /// with kTimeout. False when a callback dropped or closed the client.
+  bool expire_waiting(uint64_t now);
 
   ClientError submit(Outgoing out);
   // UpstreamDialer::Owner
@@ -266,6 +292,11 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   static void on_kick(uv_timer_t* t);
   int32_t next_correlation();
   void finish(Outgoing& o, RawAnswer&& a);
+  /// Runs the `written` callbacks of posts whose bytes were queued, with
+  /// `e`, once the connection's output is empty (kNone) or lost.
+  void report_posts_written(ClientError e);
+  /// True (and forgotten) when `correlation_id` is a post's.
+  bool take_posted(int32_t correlation_id);
   void maybe_closed();
 
   uv_loop_t* loop_;
@@ -283,6 +314,12 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   ApiVersionRanges versions_;
   std::deque<Outgoing> waiting_;  // accepted, not yet written
   std::deque<Outgoing> written_;  // written, answers come in this order
+  // Posts queued on the connection whose bytes may not all be out yet.
+  std::vector<std::function<void(ClientError)>> posts_queued_;
+  // Correlation ids of the latest posts: an answer to one is dropped.
+  // Bounded (brokers send none); an older post's answer is "unexpected".
+  std::deque<int32_t> posted_;
+  static constexpr size_t kPostedKept = 1024;
   std::unique_ptr<SaslLogin> login_;
   uint64_t login_deadline_ms_ = 0;
   bool logged_in_ = false;  // on the current connection

@@ -201,7 +201,7 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
     if (s.compiled->modes.has_reroute_rules() && d.action != policy::Action::kHold) {
       plan.reroute = make_reroute_plan(req, in.api_version, h, d, s.compiled->modes, *snap,
-                                       in.node_id);
+                                       in.node_id, in.budget);
       if (plan.reroute && plan.reroute->observed > 0 && metrics_)
         metrics_->reroute().observed(plan.reroute->observed);
     }

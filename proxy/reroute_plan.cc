@@ -1,7 +1,10 @@
 // proxy/reroute_plan.cc
 #include "proxy/reroute_plan.h"
 
+#include <algorithm>
 #include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "codec/record_batch.h"
 
@@ -17,6 +20,17 @@ std::string uuid_text(const codec::Uuid& id) {
     s.push_back(kHex[b & 15]);
   }
   return s;
+}
+
+// True when one topic-partition appears twice in `req` (by name, or by
+// topic id from v13; the other is empty). Sorts, so a request with many
+// partitions costs n log n.
+bool repeats_a_partition(const codec::ProduceRequest& req) {
+  std::vector<std::tuple<std::string_view, codec::Uuid, int32_t>> keys;
+  for (const auto& t : req.topic_data)
+    for (const auto& p : t.partition_data) keys.emplace_back(t.name, t.topic_id, p.index);
+  std::sort(keys.begin(), keys.end());
+  return std::adjacent_find(keys.begin(), keys.end()) != keys.end();
 }
 
 }  // namespace
@@ -47,7 +61,7 @@ std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req,
                                                const policy::RequestDecision& d,
                                                const policy::ModeResolver& modes,
                                                const policy::MetadataSnapshot& view,
-                                               int32_t node_id) {
+                                               int32_t node_id, BufferBudget* budget) {
   policy::RerouteTargets found = policy::reroute_targets(req, version, d, modes, view, node_id);
   auto plan = std::make_shared<ReroutePlan>();
   plan->observed = found.observed;
@@ -63,7 +77,26 @@ std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req,
   size_t bytes = 0;
   for (uint32_t ti = 0; ti < req.topic_data.size(); ++ti)
     for (const auto& p : req.topic_data[ti].partition_data) bytes += p.records.size;
-  plan->records.reserve(req.acks != 0 ? bytes : 0);
+  // A partition named twice: Kafka's broker keeps only the last copy
+  // (KafkaApis.handleProduceRequest collects partitions in a map), the
+  // librdkafka mock appends both; a reroute of both would answer both with
+  // one base offset. Such a request is not rerouted at all.
+  plan->refuse = repeats_a_partition(req) ? "duplicate_partition" : nullptr;
+  // acks=0 copies only the targets (no answer can ask for the others).
+  if (req.acks == 0) {
+    bytes = 0;
+    for (const policy::RerouteTarget& t : found.partitions)
+      bytes += req.topic_data[t.topic_index].partition_data[t.partition_index].records.size;
+  }
+  if (plan->refuse == nullptr && bytes > 0) {
+    plan->charge = BudgetCharge(budget, bytes);
+    if (budget != nullptr && budget->exceeded()) {
+      plan->charge = BudgetCharge();
+      plan->refuse = "buffer_budget";
+    }
+  }
+  const bool copy = plan->refuse == nullptr;
+  if (copy) plan->records.reserve(bytes);
   size_t next = 0;
   for (uint32_t ti = 0; ti < req.topic_data.size(); ++ti) {
     const auto& topic = req.topic_data[ti];
@@ -94,7 +127,7 @@ std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req,
         part.records_null = p.records.is_null;
         part.records_offset = plan->records.size();
         part.records_size = p.records.size;
-        if (p.records.size > 0)
+        if (copy && p.records.size > 0)
           plan->records.insert(plan->records.end(), p.records.data, p.records.data + p.records.size);
         // One magic 2 batch per partition is what the order rules can read.
         if (!batch.ok()) part.batch_error = codec::record_batch_error_name(batch.error);
@@ -116,6 +149,8 @@ std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req,
       plan->streams.push_back(std::move(s));
     }
   }
+  // What the copies hold (at most the bound charged above).
+  if (copy && bytes > 0) plan->charge = BudgetCharge(budget, plan->records.capacity());
   if (plan->streams.empty() && plan->observed == 0) return nullptr;
   return plan;
 }

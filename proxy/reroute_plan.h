@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "codec/header.h"
+#include "proxy/buffer_budget.h"
 #include "codec/messages/produce_request.h"
 #include "policy/decision.h"
 #include "policy/mode_resolver.h"
@@ -63,6 +64,13 @@ struct ReroutePlan {
   uint32_t observed = 0;  ///< observe mode: not-leader fences it would have rerouted
   uint32_t fenced = 0;    ///< partitions the policy answers locally (targets among them)
   bool keyed = false;     ///< the session completed the stream keys (its peer)
+  /// Set when no partition of the request may be rerouted, whatever the
+  /// order guard says: "duplicate_partition" (a partition named twice) or
+  /// "buffer_budget" (the record copies did not fit). No record was copied
+  /// then; the fenced partitions keep their local answer.
+  const char* refuse = nullptr;
+  /// `records` counted against limits.buffer_budget_bytes while the plan lives.
+  BudgetCharge charge;
 
   /// The Produce request for `indexes` of targets (one leader), at the
   /// client's acks, timeout and transactional id; its record views point
@@ -72,11 +80,14 @@ struct ReroutePlan {
 
 /// Builds the plan for `req` (decided into `d`), or nullptr when no
 /// partition is on a topic whose rule reroutes. `header` gives the client id.
+/// The record copies are charged to `budget` (may be null); when that
+/// passes its limit, or a partition of a rerouting topic is named twice,
+/// nothing is copied and `refuse` says why.
 std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req, int16_t version,
                                                const codec::RequestHeader& header,
                                                const policy::RequestDecision& d,
                                                const policy::ModeResolver& modes,
                                                const policy::MetadataSnapshot& view,
-                                               int32_t node_id);
+                                               int32_t node_id, BufferBudget* budget);
 
 }  // namespace epochgate::proxy

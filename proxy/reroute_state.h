@@ -58,6 +58,10 @@ struct RerouteState {
   /// broker answers them (or the request is dropped with its session).
   std::vector<policy::StreamKey> direct;
   Rerouter* owner = nullptr;  ///< outlives every state (the worker's)
+  /// Set when no partition of this request may be rerouted at all (an
+  /// identity reason, Rerouter::start's `refuse`): a broker's later
+  /// NOT_LEADER_OR_FOLLOWER falls back with it too.
+  const char* refuse = nullptr;
   /// A broker answered NOT_LEADER_OR_FOLLOWER for these streams (indexes in
   /// plan->streams) and the view knows no newer leader yet: they wait for a
   /// refresh until `wait_until_ns`, holding part `wait_part` of the entry.

@@ -16,6 +16,7 @@
 #include "proxy/fencing_hooks.h"
 #include "proxy/in_flight_request.h"
 #include "proxy/log_limited.h"
+#include "proxy/reroute_send_options.h"
 
 namespace epochgate::proxy {
 
@@ -42,7 +43,8 @@ KafkaClientOptions base_options(const config::Config& c) {
 Rerouter::Rerouter(WorkerContext& ctx)
     : ctx_(ctx),
       pool_(ctx.loop, ctx.pool, base_options(*ctx.config), kMaxLeaders),
-      guard_(ctx.config->reroute.max_in_flight) {
+      guard_(ctx.config->reroute.max_in_flight),
+      poster_(ctx) {
   pool_.set_tls(ctx.tls);
   uv_timer_init(ctx.loop, &wait_timer_);
   wait_timer_.data = this;
@@ -57,7 +59,7 @@ void Rerouter::close(std::function<void()> done) {
     closed_ = true;
     uv_close(reinterpret_cast<uv_handle_t*>(&wait_timer_), nullptr);
   }
-  pool_.close(std::move(done));
+  pool_.close([this, done = std::move(done)]() mutable { poster_.close(std::move(done)); });
 }
 
 void Rerouter::fell_back(const char* reason, size_t n) {
@@ -77,59 +79,8 @@ KafkaClient* Rerouter::client_for(int32_t leader) {
   return pool_.client(leader, *address);
 }
 
-SendOptions Rerouter::options_for(const ReroutePlan& plan) const {
-  SendOptions o;
-  // The leader may take the request's own timeout (acks=all replication);
-  // one more second covers the round trip. Bounded either way.
-  o.timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(int64_t{plan.timeout_ms} + 1000, 1000, 60000));
-  // At most the client's version, whose fields the answer merges into; a
-  // leader below it (a Produce <= v9 broker behind epochgate's KIP-951
-  // bridge) gets the highest it supports from v3 (RecordBatch v2, KIP-98),
-  // and the partitions' answers carry no field the client's version lacks.
-  o.min_version = std::min<int16_t>(plan.version, 3);
-  o.max_version = plan.version;
-  // Brokers account quotas by user and client id: the write counts as the client's.
-  o.client_id = plan.client_id;
-  return o;
-}
-
-bool Rerouter::post_all(const std::shared_ptr<ReroutePlan>& shared, const char* refuse) {
-  const ReroutePlan& plan = *shared;
-  if (plan.targets.empty()) return false;
-  if (refuse != nullptr || !enabled()) {
-    fell_back(refuse ? refuse : "max_in_flight", plan.targets.size());
-    return false;
-  }
-  // A batch whose header does not read goes nowhere: with no answer to
-  // carry an error, the client's connection is closed as without rerouting.
-  for (const auto& t : plan.targets) {
-    if (t.batch_error != nullptr) {
-      fell_back("batch_unreadable", plan.targets.size());
-      return false;
-    }
-  }
-  // Group by leader, in request order.
-  std::vector<int32_t> leaders;
-  for (const auto& t : plan.targets)
-    if (std::find(leaders.begin(), leaders.end(), t.leader) == leaders.end())
-      leaders.push_back(t.leader);
-  bool all = true;
-  for (int32_t leader : leaders) {
-    std::vector<size_t> idx;
-    for (size_t i = 0; i < plan.targets.size(); ++i)
-      if (plan.targets[i].leader == leader) idx.push_back(i);
-    KafkaClient* c = client_for(leader);
-    ClientError e =
-        c ? c->post(plan.request_for(idx), options_for(plan), shared) : ClientError::kClosed;
-    if (e == ClientError::kNone) {
-      if (ctx_.metrics) ctx_.metrics->reroute().delivered(idx.size());
-    } else {
-      all = false;
-      fell_back(e == ClientError::kUnsupportedVersion ? "unsupported_version" : "upstream_failed",
-                idx.size());
-    }
-  }
-  return all;
+bool Rerouter::post_all(const std::shared_ptr<ReroutePlan>& plan, const char* refuse) {
+  return poster_.post_all(plan, refuse, enabled());
 }
 
 bool Rerouter::must_wait(const ReroutePlan& plan) const {
@@ -166,6 +117,8 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
   st->entry = &e;
   st->sink = sink;
   st->owner = this;
+  if (refuse == nullptr) refuse = st->plan->refuse;
+  st->refuse = refuse;
   e.reroute = st;
   const ReroutePlan& p = *st->plan;
   // Forwarded partitions: in flight on the client's path until answered.
@@ -226,7 +179,7 @@ void Rerouter::send_legs(const std::shared_ptr<RerouteState>& st, InFlightReques
     ClientError err = ClientError::kClosed;
     if (part >= 0) {
       leg.part = part;
-      err = c->send(p.request_for(leg.targets), options_for(p),
+      err = c->send(p.request_for(leg.targets), reroute_send_options(p),
                     [this, st, li](ClientResult<codec::ProduceResponse>&& r) {
                       on_answer(st, li, std::move(r));
                     },
@@ -315,6 +268,12 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
         const RerouteTargetPart& sp = p.spare[static_cast<size_t>(s.spare)];
         if (sp.partition != part.index || sp.topic != topic.name || sp.topic_id != topic.topic_id)
           continue;
+        // The identity rule holds for this moment too: the answer goes
+        // back to the client as it came.
+        if (st->refuse != nullptr) {
+          fell_back(st->refuse);
+          break;
+        }
         int32_t leader = new_leader(*st, i, false);
         if (leader >= 0) picks.emplace_back(i, leader);
         else st->waiting.push_back(i);

@@ -16,6 +16,7 @@
 #include "policy/reroute_order_guard.h"
 #include "proxy/kafka_client_pool.h"
 #include "proxy/reroute_plan.h"
+#include "proxy/reroute_poster.h"
 #include "proxy/reroute_state.h"
 #include "proxy/worker_context.h"
 
@@ -57,7 +58,8 @@ class Rerouter {
   /// reroute.max_wait_ms for an urgent refresh to name one. Adds parts to
   /// `e` for what it started; the response waits for them.
   void after_broker_answer(InFlightRequest& e);
-  /// acks=0: posts every target, nothing tracked. True when all were
+  /// acks=0: posts every target on the worker's post connections
+  /// (proxy/reroute_poster.h), nothing tracked. True when all were
   /// accepted by their leader's client (the client need not be closed).
   bool post_all(const std::shared_ptr<ReroutePlan>& plan, const char* refuse);
   /// Closes the internal clients; their requests fail with kClosed.
@@ -89,13 +91,13 @@ class Rerouter {
   void check_waiting();
   /// The leader's client, or nullptr (address unknown, pool full or closed).
   KafkaClient* client_for(int32_t leader);
-  SendOptions options_for(const ReroutePlan& plan) const;
   void fell_back(const char* reason, size_t n = 1);
   void report();
 
   WorkerContext& ctx_;
   KafkaClientPool pool_;
   policy::RerouteOrderGuard guard_;
+  ReroutePoster poster_;  // acks=0 posts, on connections of their own
   uv_timer_t wait_timer_;  // polls the view for states waiting for a leader
   std::vector<std::weak_ptr<RerouteState>> waiting_;
   bool closed_ = false;

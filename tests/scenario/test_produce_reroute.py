@@ -356,5 +356,97 @@ def test_acks0_with_an_unreadable_batch_is_not_rerouted(h):
     assert sl.read_partition(h, cluster, TOPIC, 2, start=before_ends[2]) == ["after"]
 
 
+def _connections_to(pid, port):
+    """Established TCP connections of process `pid` to remote `port` on
+    loopback, read from /proc (the kernel's view, not epochgate's)."""
+    inodes = set()
+    fd_dir = "/proc/%d/fd" % pid
+    for fd in os.listdir(fd_dir):
+        try:
+            link = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                if cols[3] == "01" and cols[9] in inodes and int(cols[2].rsplit(":", 1)[1], 16) == port:
+                    n += 1
+    return n
+
+
+def test_acks0_reroute_never_fails_another_clients_acks1_reroute(h):
+    """Two independent clients, both writing to the listener of a broker that
+    no longer leads p2: A with acks=0, B with acks=1. Both are rerouted to
+    the same leader on a cold pool (its answers slowed so that both are
+    queued before either is answered). The mock answers A's acks=0 Produce
+    (a broker would not, and closes the connection after an error on one):
+    that answer must be dropped, and B must still get the leader's success,
+    not NOT_LEADER_OR_FOLLOWER from a connection that was failed under it."""
+    cluster, gate, gc = _setup(h)
+    before_ends = _ends(cluster)
+    before = sl.scrape(gate)
+    leader_port = cluster.broker_address(OTHER)[1]
+    conns_before = _connections_to(gate.proc.proc.pid, leader_port)
+    a = sl.connect(gc.brokers[HERE_BROKER])
+    h.on_close(a.close)
+    b = sl.connect(gc.brokers[HERE_BROKER])
+    h.on_close(b.close)
+    cluster.cmd("rtt %d 300" % OTHER)
+    a.send(sw.produce_request(0xA0, TOPIC, [(2, kw.record_batch([b"acks0"]))], acks=0,
+                              version=10))
+    time.sleep(0.05)
+    b.send(sw.produce_request(0xB1, TOPIC, [(2, kw.record_batch([b"acks1"]))], acks=1,
+                              version=10))
+    rb = sw.parse_produce_response(b.recv_frame(timeout=10), 10)
+    harness.wait_until(lambda: sl.end_offset(cluster, TOPIC, 2) == before_ends[2] + 2, 5,
+                       what="both records to be written at the leader")
+    harness.wait_until(lambda: sl.delta(sl.scrape(gate), before,
+                                        "epochgate_reroute_acks0_answers_total") == 1, 5,
+                       what="the mock's answer to the acks=0 post to be counted")
+    cluster.cmd("rtt %d 0" % OTHER)
+    after = sl.scrape(gate)
+    assert [(p, e) for _, p, e, _, _ in rb["partitions"]] == [(2, 0)], (
+        rb, after.by(REROUTES, "reason"))
+    assert sorted(sl.read_partition(h, cluster, TOPIC, 2, start=before_ends[2])) == [
+        "acks0", "acks1"]
+    assert sl.delta(after, before, REROUTES, result="delivered") == 2, after.by(REROUTES, "reason")
+    assert sl.delta(after, before, REROUTES, result="fell_back") == 0, after.by(REROUTES, "reason")
+    # The two reroutes reached the leader on two new connections of
+    # epochgate's (acks=0 posts never share the acks>=1 one).
+    assert _connections_to(gate.proc.proc.pid, leader_port) - conns_before == 2
+    # A's connection is still open (nothing was closed for the acks=0 write).
+    a.send(kw.api_versions_request(0xA1))
+    assert kw.frame_correlation_id(a.recv_frame(timeout=5), is_request=False) == 0xA1
+    h.note("acks=0 and acks=1 reroutes to one leader: B answered %s, the mock's acks=0 answer "
+           "dropped and counted" % rb["partitions"])
+
+
+def test_acks0_reroute_counted_delivered_only_once_written(h):
+    """An acks=0 write rerouted to a leader that cannot be reached (down:
+    the cold pool's dial is refused) was never written: it is counted
+    upstream_failed, not delivered, and the leader stores nothing."""
+    cluster, gate, gc = _setup(h)
+    before_ends = _ends(cluster)
+    before = sl.scrape(gate)
+    cluster.cmd("down %d" % OTHER)
+    try:
+        conn = sl.connect(gc.brokers[HERE_BROKER])
+        h.on_close(conn.close)
+        conn.send(sw.produce_request(81, TOPIC, [(2, kw.record_batch([b"nowhere"]))], acks=0,
+                                     version=10))
+        harness.wait_until(lambda: sl.delta(sl.scrape(gate), before, REROUTES, result="fell_back",
+                                            reason="upstream_failed") == 1, 15,
+                           what="the unwritten acks=0 reroute to be counted upstream_failed")
+        after = sl.scrape(gate)
+    finally:
+        cluster.cmd("up %d" % OTHER)
+    assert sl.delta(after, before, REROUTES, result="delivered") == 0, after.by(REROUTES, "reason")
+    assert _ends(cluster) == before_ends
+
+
 if __name__ == "__main__":
     harness.main(globals())
