@@ -53,7 +53,9 @@ struct PolicyConfig {
 struct RerouteConfig {
   /// Longest a broker's NOT_LEADER_OR_FOLLOWER is kept back waiting for a
   /// refresh to name the new leader; 0: reroute only to a leader known already.
-  uint32_t max_wait_ms = 50;
+  /// Otherwise at least refresher.urgent_min_interval_ms (the loader checks),
+  /// so the wait's own urgent refresh is allowed out before it ends.
+  uint32_t max_wait_ms = 150;
   /// Rerouted plus held-for-order writes per worker; 0 disables rerouting.
   uint32_t max_in_flight = 1024;
 };

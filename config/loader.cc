@@ -787,6 +787,22 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
     const std::string rp = "policy.rules[" + std::to_string(i) + "].topics";
     if (ck.usable(rp) && p.rules[i].topics.empty()) ck.report(rp, "must not be empty (use \"*\")");
   }
+  // A reroute that waits for its new leader asks for an urgent refresh,
+  // which the refresher sends at most once per urgent_min_interval_ms: a
+  // shorter wait can end before that refresh may go out (docs/rerouting.md).
+  bool reroutes = false;
+  for (const auto& r : p.rules) reroutes = reroutes || r.reroute;
+  const auto& rr = c.reroute;
+  if (reroutes && c.refresher.enabled && ck.usable("reroute.max_wait_ms") &&
+      ck.usable("refresher.urgent_min_interval_ms") && rr.max_wait_ms > 0 &&
+      rr.max_wait_ms < c.refresher.urgent_min_interval_ms) {
+    const char* at = ck.set_explicitly("reroute.max_wait_ms") ? "reroute.max_wait_ms"
+                                                              : "refresher.urgent_min_interval_ms";
+    ck.report(at, "reroute.max_wait_ms (" + std::to_string(rr.max_wait_ms) +
+                      ") must be 0 or at least refresher.urgent_min_interval_ms (" +
+                      std::to_string(c.refresher.urgent_min_interval_ms) +
+                      "): a reroute's urgent refresh may not go out sooner");
+  }
 
   // TLS: file contents are checked when the contexts load (start and reload).
   const TlsConfig& t = c.tls;

@@ -183,7 +183,7 @@ EG_CONFIG = {
     "epochgate reroute": (
         'policy:\n  default_mode: "enforce"\n'
         '  rules:\n    - topics: "*"\n      mode: "enforce"\n      reroute: true\n'
-        'reroute:\n  max_wait_ms: 50\n  max_in_flight: 1024\n'),
+        'reroute:\n  max_wait_ms: 150\n  max_in_flight: 1024\n'),
 }
 
 

@@ -69,6 +69,16 @@ const BadCase kBadCases[] = {
     {"refresh_after_staleness",
      "policy:\n  max_staleness_ms: 1000\n  refresh_before_fence_ms: 5s\n", 3, 28,
      "policy.refresh_before_fence_ms: 5000 must not exceed policy.max_staleness_ms (1000)"},
+    {"reroute_wait_below_urgent_interval",
+     "policy:\n  rules:\n    - topics: a\n      mode: enforce\n      reroute: true\n"
+     "reroute:\n  max_wait_ms: 50\n",
+     7, 16,
+     "reroute.max_wait_ms (50) must be 0 or at least refresher.urgent_min_interval_ms (100)"},
+    {"urgent_interval_above_reroute_wait",
+     "policy:\n  rules:\n    - topics: a\n      mode: enforce\n      reroute: true\n"
+     "refresher:\n  urgent_min_interval_ms: 500\n",
+     7, 27,
+     "reroute.max_wait_ms (150) must be 0 or at least refresher.urgent_min_interval_ms (500)"},
     {"hold_timeout_too_long", "policy:\n  hold_timeout_ms: 2m\n", 2, 20,
      "policy.hold_timeout_ms: 120000 is out of range (0..60000)"},
     {"one_report_rolls_back", "policy:\n  epoch_rollback_confirmations: 1\n", 2, 33,
