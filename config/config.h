@@ -58,6 +58,9 @@ struct RerouteConfig {
   uint32_t max_wait_ms = 150;
   /// Rerouted plus held-for-order writes per worker; 0 disables rerouting.
   uint32_t max_in_flight = 1024;
+  /// Longest a write waits for order behind an earlier write of its stream
+  /// still on the client's own path; 0: never waits for that.
+  uint32_t max_hold_ms = 100;
 };
 
 struct RefresherConfig {

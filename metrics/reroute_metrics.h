@@ -24,12 +24,12 @@ namespace epochgate::metrics {
 /// Every `reason` label value of epochgate_reroutes_total{result="fell_back"}
 /// (docs/rerouting.md, "Fallback reasons"). The order guard's refusals come
 /// first, in policy::RerouteRefusal order (index = enum value).
-inline constexpr std::array<std::string_view, 16> kRerouteReasons = {
+inline constexpr std::array<std::string_view, 17> kRerouteReasons = {
     "",                 // delivered / observed
     "earlier_in_flight", "later_in_flight", "earlier_held", "stream_fell_back", "max_in_flight",
     "off",          "no_leader",       "identity", "second_hop", "upstream_failed",
     "unsupported_version", "batch_unreadable", "hold_full", "duplicate_partition",
-    "buffer_budget"};
+    "buffer_budget", "hold_timeout"};
 
 class RerouteMetrics {
  public:

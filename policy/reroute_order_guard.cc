@@ -23,6 +23,7 @@ const char* reroute_refusal_name(RerouteRefusal r) {
     case RerouteRefusal::kEarlierHeld: return "earlier_held";
     case RerouteRefusal::kStreamFellBack: return "stream_fell_back";
     case RerouteRefusal::kMaxInFlight: return "max_in_flight";
+    case RerouteRefusal::kHoldFull: return "hold_full";
   }
   return "unknown";
 }
@@ -62,26 +63,79 @@ RerouteRefusal RerouteOrderGuard::may_reroute(Ticket t, const StreamKey& stream)
       if (e.kind == Kind::kDirect) {
         return e.ticket < t ? RerouteRefusal::kEarlierInFlight : RerouteRefusal::kLaterInFlight;
       }
-      if (e.kind == Kind::kHeld && e.ticket < t) return RerouteRefusal::kEarlierHeld;
+      if ((e.kind == Kind::kHeld || e.kind == Kind::kParked) && e.ticket < t)
+        return RerouteRefusal::kEarlierHeld;
     }
+    if (st.newest_direct > t) return RerouteRefusal::kLaterInFlight;
   }
   if (bounded_ >= max_in_flight_ || saturated_) return RerouteRefusal::kMaxInFlight;
   return RerouteRefusal::kNone;
 }
 
-bool RerouteOrderGuard::must_wait(const StreamKey& stream) const {
+OrderWait RerouteOrderGuard::must_wait(Ticket t, const StreamKey& stream, int32_t node) const {
   auto it = streams_.find(stream);
-  if (it == streams_.end()) return false;
-  for (const Entry& e : it->second.entries)
-    if (e.kind == Kind::kRerouted || e.kind == Kind::kHeld) return true;
-  return false;
+  if (it == streams_.end()) return OrderWait::kNone;
+  OrderWait w = OrderWait::kNone;
+  for (const Entry& e : it->second.entries) {
+    if (e.kind == Kind::kRerouted) return OrderWait::kRerouted;
+    if (e.ticket >= t) continue;
+    if (e.kind == Kind::kHeld || e.kind == Kind::kParked ||
+        (e.kind == Kind::kDirect && e.node != node))
+      w = OrderWait::kClientPath;
+  }
+  return w;
+}
+
+OrderWait RerouteOrderGuard::reroute_must_wait(Ticket t, const StreamKey& stream,
+                                               int32_t leader) const {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || it->second.fell_back_to != kNoFallBack) return OrderWait::kNone;
+  OrderWait w = OrderWait::kNone;
+  for (const Entry& e : it->second.entries) {
+    if (e.kind == Kind::kRerouted) {
+      if (e.node != leader) return OrderWait::kRerouted;
+    } else if (e.ticket < t) {
+      w = OrderWait::kClientPath;
+    }
+  }
+  return w;
+}
+
+RerouteRefusal RerouteOrderGuard::park(Ticket t, const StreamKey& stream) {
+  Stream& st = streams_[stream];
+  for (const Entry& e : st.entries)
+    if (e.ticket == t && e.kind == Kind::kParked) return RerouteRefusal::kNone;
+  if (bounded_ >= max_in_flight_) {
+    ++counters_.hold_full;
+    forget_if_idle(stream);
+    return RerouteRefusal::kHoldFull;
+  }
+  insert(st, Entry{t, Kind::kParked});
+  ++bounded_;
+  ++counters_.held;
+  return RerouteRefusal::kNone;
+}
+
+void RerouteOrderGuard::unpark(Ticket t, const StreamKey& stream) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end() || !erase(it->second, t, Kind::kParked)) return;
+  --bounded_;
+  forget_if_idle(stream);
+}
+
+RerouteRefusal RerouteOrderGuard::reroute_answered_direct(Ticket t, const StreamKey& stream,
+                                                          int32_t new_leader) {
+  auto it = streams_.find(stream);
+  if (it != streams_.end()) erase(it->second, t, Kind::kDirect);
+  // begin_reroute forgets the stream if it ends idle.
+  return begin_reroute(t, stream, new_leader);
 }
 
 RerouteRefusal RerouteOrderGuard::begin_reroute(Ticket t, const StreamKey& stream,
                                                 int32_t new_leader) {
   const RerouteRefusal r = may_reroute(t, stream);
   if (r == RerouteRefusal::kNone) {
-    insert(streams_[stream], Entry{t, Kind::kRerouted});
+    insert(streams_[stream], Entry{t, Kind::kRerouted, new_leader});
     ++bounded_;
     ++counters_.rerouted;
     return r;
@@ -133,6 +187,18 @@ std::vector<Released> RerouteOrderGuard::reroute_answered(Ticket t, const Stream
   return end_bounded(t, stream, Kind::kRerouted);
 }
 
+bool RerouteOrderGuard::rehop(Ticket t, const StreamKey& stream, int32_t new_leader) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end()) return false;
+  for (Entry& e : it->second.entries) {
+    if (e.ticket == t && e.kind == Kind::kRerouted) {
+      e.node = new_leader;
+      return true;
+    }
+  }
+  return false;
+}
+
 ForwardVerdict RerouteOrderGuard::forward(Ticket t, const StreamKey& stream, int32_t node) {
   Stream& st = streams_[stream];
   if (st.fell_back_to != kNoFallBack && st.fell_back_to == node) {
@@ -148,7 +214,8 @@ ForwardVerdict RerouteOrderGuard::forward(Ticket t, const StreamKey& stream, int
     }
   }
   if (!wait) {
-    insert(st, Entry{t, Kind::kDirect});
+    insert(st, Entry{t, Kind::kDirect, node});
+    st.newest_direct = std::max(st.newest_direct, t);
     return ForwardVerdict::kForward;
   }
   if (bounded_ >= max_in_flight_) {
@@ -176,8 +243,9 @@ std::vector<Released> RerouteOrderGuard::drop_held(Ticket t, const StreamKey& st
 size_t RerouteOrderGuard::held() const {
   size_t n = 0;
   for (const auto& [key, st] : streams_) {
-    n += static_cast<size_t>(std::count_if(st.entries.begin(), st.entries.end(),
-                                           [](const Entry& e) { return e.kind == Kind::kHeld; }));
+    n += static_cast<size_t>(std::count_if(st.entries.begin(), st.entries.end(), [](const Entry& e) {
+      return e.kind == Kind::kHeld || e.kind == Kind::kParked;
+    }));
   }
   return n;
 }

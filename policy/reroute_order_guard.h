@@ -56,8 +56,10 @@ enum class RerouteRefusal : uint8_t {
   kStreamFellBack,   ///< a write of the stream fell back and the client has not moved yet
   kMaxInFlight,      ///< reroute.max_in_flight rerouted and held writes exist (or the
                      ///< table of streams that fell back is full)
+  kHoldFull,         ///< it had to wait for an earlier write, but reroute.max_in_flight
+                     ///< rerouted and held writes left no room to hold it
 };
-inline constexpr size_t kRerouteRefusalCount = 6;
+inline constexpr size_t kRerouteRefusalCount = 7;
 const char* reroute_refusal_name(RerouteRefusal r);
 
 /// What to do with a write forwarded on the path the client chose.
@@ -66,6 +68,14 @@ enum class ForwardVerdict : uint8_t {
   kHold,      ///< keep it: an earlier write of the stream is being rerouted
   kHoldFull,  ///< it must wait but the bound is reached: the caller answers it
               ///< with a retriable error instead of forwarding it out of order
+};
+
+/// Why a write must wait before it goes (must_wait, reroute_must_wait).
+enum class OrderWait : uint8_t {
+  kNone = 0,
+  kClientPath,  ///< behind an earlier write on the client's path, or parked: the
+                ///< caller bounds this wait (reroute.max_hold_ms)
+  kRerouted,    ///< behind a rerouted write: until its answer (the reroute's timeout)
 };
 
 /// Counters the caller exports as metrics.
@@ -131,10 +141,43 @@ class RerouteOrderGuard {
   /// leader the refused reroute was aimed at.
   ForwardVerdict forward(Ticket t, const StreamKey& stream, int32_t node);
 
-  /// True when a write of `stream` arriving now would have to wait: a write
-  /// of it is rerouted and unanswered, or held. A caller that keeps the
+  /// The ticket the next arrive() will return (a request that is not yet
+  /// counted asks with it).
+  Ticket next_ticket() const { return last_ticket_ + 1; }
+
+  /// Non-kNone when the write (t, stream), forwarded on the client's own path to
+  /// node `node`, must wait: a write of the stream is rerouted and
+  /// unanswered, one that arrived earlier is held or parked, or one is
+  /// unanswered on the client's path to another node (the broker that lost
+  /// the partition: its NOT_LEADER_OR_FOLLOWER answer will be rerouted, and
+  /// this write must not be stored before it). A caller that keeps the
   /// request itself (re-offering it later) asks this instead of forward().
-  bool must_wait(const StreamKey& stream) const;
+  OrderWait must_wait(Ticket t, const StreamKey& stream, int32_t node) const;
+
+  /// Non-kNone when the write (t, stream), which epochgate would reroute to
+  /// `leader` by its own decision, must first wait: an earlier write of the
+  /// stream is unanswered on the client's path (its answer may itself be
+  /// rerouted: this one goes after it), an earlier one is held or parked,
+  /// or one is rerouted to another leader (another connection: no order
+  /// between the two). kNone when the stream falls back (waiting would not
+  /// change the refusal).
+  OrderWait reroute_must_wait(Ticket t, const StreamKey& stream, int32_t leader) const;
+
+  /// Records the write (t, stream), kept back by its session (re-offered
+  /// until must_wait/reroute_must_wait say no), as parked: it counts
+  /// against max_in_flight and later writes of the stream wait behind it.
+  /// kHoldFull (counted) when there is no room; kNone when parked or
+  /// already parked.
+  RerouteRefusal park(Ticket t, const StreamKey& stream);
+  /// Forgets the parked write (t, stream): it goes now, or its session
+  /// closed. Releases nothing (parked writes are re-offered by their session).
+  void unpark(Ticket t, const StreamKey& stream);
+
+  /// begin_reroute for a write that was on the client's path and came back
+  /// NOT_LEADER_OR_FOLLOWER: ends its direct write (t, stream) and decides
+  /// the reroute in one step, so what is known of later writes of the
+  /// stream (still in flight or already sent) is not forgotten in between.
+  RerouteRefusal reroute_answered_direct(Ticket t, const StreamKey& stream, int32_t new_leader);
 
   /// The write (t, stream) sent on the client's path was answered (whatever
   /// the error) or its connection closed.
@@ -143,6 +186,11 @@ class RerouteOrderGuard {
   /// Forgets the held write (t, stream) without releasing it (its client
   /// connection closed). Returns the held writes this frees, as reroute_answered.
   std::vector<Released> drop_held(Ticket t, const StreamKey& stream);
+
+  /// The rerouted write (t, stream) goes on to `new_leader` (its first
+  /// leader answered NOT_LEADER_OR_FOLLOWER): it stays rerouted, now to
+  /// that node. False when no such write is rerouted.
+  bool rehop(Ticket t, const StreamKey& stream, int32_t new_leader);
 
   /// Rerouted plus held writes now (what max_in_flight bounds).
   size_t in_flight() const { return bounded_; }
@@ -155,17 +203,24 @@ class RerouteOrderGuard {
   const OrderGuardCounters& counters() const { return counters_; }
 
  private:
-  enum class Kind : uint8_t { kDirect, kRerouted, kHeld };
+  // kHeld: forward() kept it and reroute_answered releases it; kParked:
+  // its session keeps it and re-offers it (never released here).
+  enum class Kind : uint8_t { kDirect, kRerouted, kHeld, kParked };
   struct Entry {
     Ticket ticket;
     Kind kind;
+    int32_t node = -1;  ///< kDirect: the broker; kRerouted: the leader
   };
   static constexpr int32_t kNoFallBack = -2;
   // Entries of one stream in ticket order (few: a client's in-flight limit),
   // and the node a refused reroute was aimed at while the stream falls back.
+  // `newest_direct`: the latest ticket forwarded on the client's path; a
+  // write answered NOT_LEADER_OR_FOLLOWER with an older ticket may not be
+  // rerouted after it, even once that later write is answered.
   struct Stream {
     std::deque<Entry> entries;
     int32_t fell_back_to = kNoFallBack;
+    Ticket newest_direct = 0;
   };
 
   static void insert(Stream& st, Entry e);

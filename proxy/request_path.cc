@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "codec/api_table.h"
 #include "codec/header.h"
@@ -39,7 +40,9 @@ RequestPath::RequestPath(WorkerContext& ctx, int32_t node_id, Connection& client
       in_flight_(in_flight),
       sasl_(sasl),
       bridging_(bridging),
-      host_(host) {}
+      host_(host) {
+  in_flight_.reroute_sink()->reoffer = [this] { host_.reoffer_held(); };
+}
 
 namespace {
 
@@ -116,23 +119,56 @@ bool RequestPath::hold_for_order(ReroutePlan& plan, uint64_t now) {
       if (s.key.producer_id < 0) s.key.client = host + "|" + s.key.client;
     plan.keyed = true;
   }
-  if (!ctx_.rerouter->must_wait(plan)) {
-    order_hold_started_ns_ = 0;
+  Rerouter& r = *ctx_.rerouter;
+  const bool reroutes = reroute_refusal() == nullptr && r.enabled();
+  const policy::Ticket t = order_ticket_ != 0 ? order_ticket_ : r.guard().next_ticket();
+  policy::OrderWait w = r.order_wait(plan, t, reroutes);
+  // A wait behind a write still on the client's path is bounded here; one
+  // behind a rerouted write lasts until its answer (the reroute's timeout).
+  const uint64_t max_hold_ns = uint64_t{ctx_.config->reroute.max_hold_ms} * 1000000;
+  if (w == policy::OrderWait::kClientPath &&
+      (max_hold_ns == 0 ||
+       (order_hold_started_ns_ != 0 && now - order_hold_started_ns_ >= max_hold_ns))) {
+    if (max_hold_ns != 0) plan.wait_refusal = "hold_timeout";
+    w = policy::OrderWait::kNone;
+  }
+  if (w == policy::OrderWait::kNone) {
+    end_order_hold();
     return false;
   }
-  // A write the client sent straight to the new leader while an earlier
-  // rerouted one of its stream is unanswered: it waits (later frames of
-  // this connection behind it), offered again until the reroute is answered.
+  // Kept back (later frames of this connection behind it) and offered again
+  // when the guard changes, or at the hold timer.
+  if (order_ticket_ == 0) order_ticket_ = r.guard().arrive();
+  if (!r.park(plan, order_ticket_, reroutes, parked_) && w == policy::OrderWait::kClientPath) {
+    // No room to hold a partition epochgate would reroute: it falls back.
+    plan.wait_refusal = "hold_full";
+    end_order_hold();
+    return false;
+  }
   if (order_hold_started_ns_ == 0) {
     order_hold_started_ns_ = now;
     if (ctx_.metrics) ctx_.metrics->reroute().held(1);
   }
+  r.wait_for_order(in_flight_.reroute_sink());
   host_.hold_request();
   return true;
 }
 
-void RequestPath::start_reroute(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan) {
-  policy::Ticket ticket = ctx_.rerouter->guard().arrive();
+void RequestPath::end_order_hold() {
+  order_hold_started_ns_ = 0;
+  if (ctx_.rerouter != nullptr) ctx_.rerouter->unpark(order_ticket_, parked_);
+}
+
+RequestPath::~RequestPath() {
+  // The session is going: nothing may re-offer into it.
+  in_flight_.reroute_sink()->reoffer = nullptr;
+  end_order_hold();
+}
+
+void RequestPath::start_reroute(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
+                                policy::Ticket ticket) {
+  // A request held for order keeps the ticket it took when it arrived.
+  if (ticket == 0) ticket = ctx_.rerouter->guard().arrive();
   ctx_.rerouter->start(e, std::move(plan), in_flight_.reroute_sink(), ticket, reroute_refusal());
 }
 
@@ -205,6 +241,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
 
   std::unique_ptr<EntryContext> forward_context;  // what the policy wants back with the answer
   std::shared_ptr<ReroutePlan> reroute;  // a Produce on a rerouting topic
+  policy::Ticket held_ticket = 0;        // its order-guard ticket, if it was held
   if (ctx_.fencing != nullptr && info != nullptr && info->decided.contains(version)) {
     FencingHooks::RequestInput in{node_id_, key, version, corr, frame, size, expects_response};
     in.after_hold = hold_started_ns_ != 0 &&
@@ -223,6 +260,8 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
     reroute = std::move(plan.reroute);
     if (reroute && (reroute->streams.empty() || ctx_.rerouter == nullptr)) reroute.reset();
     if (reroute && hold_for_order(*reroute, now)) return Step::kHold;
+    // Only a request that was held carries a ticket into start_reroute.
+    held_ticket = std::exchange(order_ticket_, 0);
     switch (plan.action) {
       case FencingHooks::RequestPlan::Action::kForward:
       case FencingHooks::RequestPlan::Action::kHold:
@@ -239,7 +278,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
           // the broker's part, and the policy merges them on its answer.
           if (plan.local_part) in_flight_.add_local_part(e);
           in_flight_.mark_forwarded(e, now);
-          if (reroute) start_reroute(e, std::move(reroute));
+          if (reroute) start_reroute(e, std::move(reroute), held_ticket);
         } else {
           in_flight_.forwarded_without_response(corr);
         }
@@ -257,7 +296,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
         e.ready = true;
         if (reroute) {
           e.ready = false;
-          start_reroute(e, std::move(reroute));
+          start_reroute(e, std::move(reroute), held_ticket);
           e.ready = e.outstanding() == 0;  // every reroute refused: the local answer
         }
         return Step::kConsumed;
@@ -319,7 +358,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
     e.own_wait_ms = own_wait_ms;
     e.context = std::move(forward_context);
     in_flight_.mark_forwarded(e, now);
-    if (reroute) start_reroute(e, std::move(reroute));
+    if (reroute) start_reroute(e, std::move(reroute), held_ticket);
   } else {
     in_flight_.forwarded_without_response(corr);
   }

@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "policy/reroute_order_guard.h"
 #include "proxy/connection.h"
 #include "proxy/in_flight_queue.h"
 #include "proxy/sasl_framing.h"
@@ -27,6 +29,8 @@ class RequestPath {
  public:
   RequestPath(WorkerContext& ctx, int32_t node_id, Connection& client, InFlightQueue& in_flight,
               SaslFraming& sasl, const BrokerBridging& bridging, SessionHost& host);
+  /// Unparks a request still held for order (its session closed).
+  ~RequestPath();
 
   /// The upstream connection the requests go to, once it is open.
   void attach_upstream(Connection& upstream) { upstream_ = &upstream; }
@@ -46,11 +50,16 @@ class RequestPath {
   /// Forwards a raw SASL token (SaslHandshake v0 framing) as it is.
   Step forward_raw_sasl_token(uint8_t* frame, size_t size);
   /// Hands the partitions `plan` reroutes for request `e` to the worker's
-  /// Rerouter (order guard ticket, the client's stream keys).
-  void start_reroute(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan);
-  /// True (the request held) when a forwarded partition of `plan` must wait
-  /// for an earlier rerouted write of its stream.
+  /// Rerouter, under `ticket` (taken when it was first held for order; 0:
+  /// a new one).
+  void start_reroute(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan, policy::Ticket ticket);
+  /// True (the request held, offered again later) when a partition of
+  /// `plan` must wait for an earlier write of its stream (Rerouter::order_wait),
+  /// within reroute.max_hold_ms for a wait behind the client's own path.
   bool hold_for_order(ReroutePlan& plan, uint64_t now);
+  /// The request held for order goes (or never waited): forgets its hold
+  /// and unparks its streams (its ticket stays for start_reroute).
+  void end_order_hold();
   /// Why this client's writes may not travel on epochgate's own connection
   /// ("identity"), or nullptr when they may.
   const char* reroute_refusal() const;
@@ -68,6 +77,8 @@ class RequestPath {
   SessionHost& host_;
   uint64_t hold_started_ns_ = 0;  // the held request's first offer; 0: none held
   uint64_t order_hold_started_ns_ = 0;  // held for order (reroute) since; 0: not
+  policy::Ticket order_ticket_ = 0;     // the held request's guard ticket; 0: none
+  std::vector<policy::StreamKey> parked_;  // its streams parked in the guard
 };
 
 }  // namespace epochgate::proxy

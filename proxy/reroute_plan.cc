@@ -139,6 +139,7 @@ std::shared_ptr<ReroutePlan> make_reroute_plan(const codec::ProduceRequest& req,
         const policy::RerouteTarget& t = found.partitions[next++];
         RerouteTargetPart part = copy_part();
         part.leader = t.leader;
+        part.leader_epoch = t.leader_epoch;
         s.target = static_cast<int>(plan->targets.size());
         plan->targets.push_back(std::move(part));
       } else if (req.acks != 0 && d.at(ti, pi).mode == config::Mode::kEnforce) {

@@ -41,6 +41,10 @@ struct RerouteTargetPart {
   codec::Uuid topic_id{};
   int32_t partition = 0;
   int32_t leader = -1;
+  int32_t leader_epoch = -1;  ///< the view's epoch for `leader` when chosen; -1 unknown
+  /// 1: sent to the leader epochgate's view named; 2: that leader answered
+  /// NOT_LEADER_OR_FOLLOWER and the view then named a newer one (the last hop).
+  uint8_t hop = 1;
   size_t records_offset = 0;  ///< into ReroutePlan::records
   uint32_t records_size = 0;
   bool records_null = false;
@@ -71,6 +75,10 @@ struct ReroutePlan {
   const char* refuse = nullptr;
   /// `records` counted against limits.buffer_budget_bytes while the plan lives.
   BudgetCharge charge;
+  /// Set when the request stopped waiting for order without its wait being
+  /// over ("hold_full", "hold_timeout"): a target the guard then refuses for
+  /// an earlier write is counted under this reason.
+  const char* wait_refusal = nullptr;
 
   /// The Produce request for `indexes` of targets (one leader), at the
   /// client's acks, timeout and transactional id; its record views point

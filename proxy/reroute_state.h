@@ -27,8 +27,11 @@ class Rerouter;
 /// How a finished reroute reaches its session: `flush` writes the ready
 /// responses at the head of the client order. `alive` false once the
 /// session's in-flight requests are gone (their entries are freed).
+/// `reoffer`: the order guard changed; a request the session keeps back
+/// for order is offered again soon (never from inside this call).
 struct RerouteSink {
   std::function<void()> flush;
+  std::function<void()> reoffer;
   bool alive = true;
 };
 
@@ -68,6 +71,12 @@ struct RerouteState {
   std::vector<size_t> waiting;
   uint64_t wait_until_ns = 0;
   int wait_part = -1;
+  /// Targets (indexes in plan->targets) whose leader answered
+  /// NOT_LEADER_OR_FOLLOWER, waiting until `rehop_until_ns` for the view to
+  /// name a newer leader for their one more hop, holding part `rehop_part`.
+  std::vector<size_t> rehop_waiting;
+  uint64_t rehop_until_ns = 0;
+  int rehop_part = -1;
 
   RerouteState() = default;
   RerouteState(const RerouteState&) = delete;

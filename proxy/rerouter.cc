@@ -83,14 +83,9 @@ bool Rerouter::post_all(const std::shared_ptr<ReroutePlan>& plan, const char* re
   return poster_.post_all(plan, refuse, enabled());
 }
 
-bool Rerouter::must_wait(const ReroutePlan& plan) const {
-  for (const RerouteStream& s : plan.streams)
-    if (s.target < 0 && guard_.must_wait(s.key)) return true;
-  return false;
-}
-
 void Rerouter::direct_answered(RerouteState& st) {
   for (const policy::StreamKey& k : st.direct) guard_.direct_answered(st.ticket, k);
+  if (!st.direct.empty()) wake_order_waiters();
   st.direct.clear();
 }
 
@@ -103,6 +98,7 @@ void Rerouter::direct_answered_except(RerouteState& st, const std::vector<size_t
     else guard_.direct_answered(st.ticket, k);
   }
   st.direct = std::move(keep);
+  wake_order_waiters();
 }
 
 void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
@@ -146,7 +142,11 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
     spdlog::debug("reroute: ticket {} reroutes {}/{}[{}] pid {}: {}", ticket, s.key.client,
                   s.key.topic, s.key.partition, s.key.producer_id, policy::reroute_refusal_name(r));
     if (r != policy::RerouteRefusal::kNone) {
-      fell_back(policy::reroute_refusal_name(r));
+      // A write that stopped waiting for an earlier one (no room, too long)
+      // is counted by why it stopped.
+      bool waited = r == policy::RerouteRefusal::kEarlierInFlight ||
+                    r == policy::RerouteRefusal::kEarlierHeld;
+      fell_back(waited && p.wait_refusal ? p.wait_refusal : policy::reroute_refusal_name(r));
       continue;
     }
     go[s.target] = 1;
@@ -156,6 +156,7 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
     if (go[i]) targets.push_back(i);
   send_legs(st, e, targets);
   report();
+  wake_order_waiters();
 }
 
 void Rerouter::send_legs(const std::shared_ptr<RerouteState>& st, InFlightRequest& e,
@@ -220,14 +221,21 @@ std::vector<size_t> Rerouter::retarget(RerouteState& st,
       fell_back("batch_unreadable");
       continue;
     }
-    // Its own write came back from the client's path first (direct_answered).
-    policy::RerouteRefusal r = guard_.begin_reroute(st.ticket, s.key, leader);
+    // Its own write on the client's path ends here, in the same step, so
+    // a later write of the stream already sent is still known to the guard.
+    policy::RerouteRefusal r = guard_.reroute_answered_direct(st.ticket, s.key, leader);
     if (r != policy::RerouteRefusal::kNone) {
       fell_back(policy::reroute_refusal_name(r));
       continue;
     }
     RerouteTargetPart t = sp;
     t.leader = leader;
+    int32_t view_leader = -1;
+    if (ctx_.fencing == nullptr ||
+        !ctx_.fencing->leader_of(sp.topic, sp.topic_id, sp.partition, view_leader, t.leader_epoch,
+                                 false) ||
+        view_leader != leader)
+      t.leader_epoch = -1;
     s.target = static_cast<int>(p.targets.size());
     p.targets.push_back(std::move(t));
     st.answers.resize(p.targets.size());
@@ -284,7 +292,9 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
   // A write waiting for its new leader stays "in flight on the client's
   // path" in the guard, so a later write of its stream cannot be rerouted
   // past it while it waits; every other answered write ends here.
-  direct_answered_except(*st, st->waiting);
+  std::vector<size_t> keep = st->waiting;
+  for (const auto& pick : picks) keep.push_back(pick.first);
+  direct_answered_except(*st, keep);
   st->started_ns = uv_hrtime();
   if (!picks.empty()) send_legs(st, e, retarget(*st, picks));
   if (!st->waiting.empty()) {
@@ -304,46 +314,6 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
       if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&wait_timer_)))
         uv_timer_start(&wait_timer_, &Rerouter::on_wait_timer, 2, 2);
     }
-  }
-  report();
-}
-
-void Rerouter::on_wait_timer(uv_timer_t* t) { static_cast<Rerouter*>(t->data)->check_waiting(); }
-
-void Rerouter::check_waiting() {
-  uint64_t now = uv_hrtime();
-  std::vector<std::weak_ptr<RerouteState>> still;
-  std::vector<std::shared_ptr<RerouteState>> due;
-  for (auto& w : waiting_) {
-    std::shared_ptr<RerouteState> st = w.lock();
-    if (!st) continue;
-    bool all_known = true;
-    for (size_t i : st->waiting) all_known = all_known && new_leader(*st, i, false) >= 0;
-    if (all_known || now >= st->wait_until_ns) due.push_back(std::move(st));
-    else still.push_back(std::move(w));
-  }
-  waiting_ = std::move(still);
-  if (waiting_.empty()) uv_timer_stop(&wait_timer_);
-  for (auto& st : due) {
-    std::shared_ptr<RerouteSink> sink = st->sink.lock();
-    bool alive = sink && sink->alive;
-    std::vector<std::pair<size_t, int32_t>> picks;
-    size_t unknown = 0;
-    for (size_t i : st->waiting) {
-      int32_t leader = new_leader(*st, i, false);
-      if (leader >= 0 && alive) picks.emplace_back(i, leader);
-      else ++unknown;
-    }
-    st->waiting.clear();
-    // The wait is over: its writes leave the client's path in the guard
-    // just before retarget() enters them as rerouted (nothing runs between).
-    direct_answered(*st);
-    fell_back("no_leader", unknown);
-    if (!alive) continue;
-    InFlightRequest& e = *st->entry;
-    if (!picks.empty()) send_legs(st, e, retarget(*st, picks));
-    e.answer_part(static_cast<size_t>(st->wait_part));
-    if (finish_rerouted(e) && sink->flush) sink->flush();
   }
   report();
 }
@@ -379,6 +349,7 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
                          ClientResult<codec::ProduceResponse>&& r) {
   RerouteState::Leg& leg = st->legs[li];
   const ReroutePlan& p = *st->plan;
+  std::vector<size_t> rehops;  // NOT_LEADER_OR_FOLLOWER from a first hop's leader
   spdlog::debug("reroute: node {} answered {} partition(s): {}", leg.leader, leg.targets.size(),
                 client_error_name(r.error));
   if (!r.ok()) {
@@ -402,8 +373,11 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
           if (tp.partition != part.index || tp.topic != topic.name || tp.topic_id != topic.topic_id)
             continue;
           if (part.error_code == policy::kErrNotLeaderOrFollower) {
-            // One hop only: a second move goes back to the client as today.
-            ++second;
+            // The leader epochgate's view named moved on too: one more hop
+            // when the view names a newer one (rerouter_wait.cc); a second
+            // hop's refusal goes back to the client as today.
+            if (tp.hop < 2 && enabled()) rehops.push_back(t);
+            else ++second;
           } else {
             if (part.error_code == 0 && !part.current_leader) tell_new_leader(*st, leg.leader, tp, part);
             st->answers[t] = std::move(part);
@@ -417,19 +391,27 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
       for (auto& n : *m.node_endpoints) st->endpoints.push_back(std::move(n));
     if (ctx_.metrics) {
       ctx_.metrics->reroute().delivered(delivered);
-      ctx_.metrics->reroute().added(static_cast<double>(uv_hrtime() - st->started_ns) / 1e9);
+      if (delivered > 0)
+        ctx_.metrics->reroute().added(static_cast<double>(uv_hrtime() - st->started_ns) / 1e9);
     }
     fell_back("second_hop", second);
-    size_t missing = leg.targets.size() - delivered - second;
+    size_t missing = leg.targets.size() - delivered - second - rehops.size();
     fell_back("upstream_failed", missing);
   }
-  for (size_t t : leg.targets)
+  for (size_t t : leg.targets) {
+    if (std::find(rehops.begin(), rehops.end(), t) != rehops.end()) continue;
     for (const RerouteStream& s : p.streams)
       if (s.target == static_cast<int>(t)) guard_.reroute_answered(st->ticket, s.key);
-  report();
+  }
+  // `leg` is not used past here: a rehop adds legs.
+  const int part = leg.part;
   std::shared_ptr<RerouteSink> sink = st->sink.lock();
-  if (!sink || !sink->alive || leg.part < 0) return;
-  st->entry->answer_part(static_cast<size_t>(leg.part));
+  const bool alive = sink && sink->alive && part >= 0;
+  if (!rehops.empty()) rehop(st, rehops, alive);
+  report();
+  wake_order_waiters();
+  if (!alive) return;
+  st->entry->answer_part(static_cast<size_t>(part));
   if (finish_rerouted(*st->entry) && sink->flush) sink->flush();
 }
 

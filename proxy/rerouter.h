@@ -42,10 +42,26 @@ class Rerouter {
   void start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
              const std::shared_ptr<RerouteSink>& sink, policy::Ticket ticket,
              const char* refuse);
-  /// True when a partition of `plan` forwarded on the client's own path
-  /// must wait for an earlier rerouted write of its stream: the caller keeps
-  /// the request and offers it again (bounded: reroutes time out).
-  bool must_wait(const ReroutePlan& plan) const;
+  /// How request `t` (its plan `plan`) must wait for order before it goes:
+  /// the strongest wait of its streams (proxy/rerouter_order.cc). A
+  /// forwarded partition waits behind a rerouted write of its stream, or an
+  /// earlier one on the client's path to another broker; a partition
+  /// epochgate would reroute (`reroutes`: no identity refusal) waits behind
+  /// an earlier write on the client's path or a reroute to another leader.
+  /// The caller keeps the request and offers it again.
+  policy::OrderWait order_wait(const ReroutePlan& plan, policy::Ticket t, bool reroutes) const;
+  /// Parks the waiting streams of `plan` under `t` in the guard (they count
+  /// against reroute.max_in_flight, later writes wait behind them) and
+  /// appends them to `parked`. False when a partition to reroute found no
+  /// room (`hold_full`: it may not wait; a forwarded one waits unparked).
+  bool park(const ReroutePlan& plan, policy::Ticket t, bool reroutes,
+            std::vector<policy::StreamKey>& parked);
+  /// Forgets what park() recorded (the request goes now, or its session
+  /// closed) and clears `parked`.
+  void unpark(policy::Ticket t, std::vector<policy::StreamKey>& parked);
+  /// The session of `sink` keeps a request back for order: its `reoffer`
+  /// runs at the next change of the guard (an answer, a reroute, a release).
+  void wait_for_order(const std::shared_ptr<RerouteSink>& sink);
   /// The broker answered the writes `st` forwarded on the client's path
   /// (or their connection closed). Idempotent.
   void direct_answered(RerouteState& st);
@@ -62,6 +78,9 @@ class Rerouter {
   /// (proxy/reroute_poster.h), nothing tracked. True when all were
   /// accepted by their leader's client (the client need not be closed).
   bool post_all(const std::shared_ptr<ReroutePlan>& plan, const char* refuse);
+  /// The view learned a metadata refresh: writes waiting for their leader
+  /// (after_broker_answer) are looked at now instead of at the next poll.
+  void view_changed();
   /// Closes the internal clients; their requests fail with kClosed.
   void close(std::function<void()> done);
 
@@ -83,6 +102,19 @@ class Rerouter {
   /// refused it.
   int32_t new_leader(const RerouteState& st, size_t i, bool refresh);
   static void on_wait_timer(uv_timer_t* t);
+  /// Targets `idx` of `st` were refused NOT_LEADER_OR_FOLLOWER by the
+  /// leader of their first hop: each goes on to the leader the view names
+  /// with a newer epoch, now or within reroute.max_wait_ms of an urgent
+  /// refresh, or falls back (`second_hop`). `alive`: the request can still
+  /// take an answer (else they fall back at once). proxy/rerouter_wait.cc.
+  void rehop(const std::shared_ptr<RerouteState>& st, const std::vector<size_t>& idx, bool alive);
+  /// The view's leader for target `t` of `st` when it is newer than the one
+  /// it was sent to; -1 otherwise.
+  int32_t newer_leader(const RerouteState& st, size_t t, bool refresh, int32_t& epoch);
+  /// Moves target `t` to `leader` (the guard too); part of a rehop.
+  void move_target(RerouteState& st, size_t t, int32_t leader, int32_t epoch);
+  /// Looks at the states waiting for a rehop's leader (the poll, a refresh).
+  void check_rehops();
   /// Adds CurrentLeader (the view's epoch) and a NodeEndpoints entry for
   /// `leader` (epochgate's listener) to a partition `leader` accepted, when
   /// the view agrees it leads and the client speaks Produce v10+.
@@ -93,6 +125,8 @@ class Rerouter {
   KafkaClient* client_for(int32_t leader);
   void fell_back(const char* reason, size_t n = 1);
   void report();
+  /// Runs every waiting session's reoffer (once each) and forgets them.
+  void wake_order_waiters();
 
   WorkerContext& ctx_;
   KafkaClientPool pool_;
@@ -100,6 +134,8 @@ class Rerouter {
   ReroutePoster poster_;  // acks=0 posts, on connections of their own
   uv_timer_t wait_timer_;  // polls the view for states waiting for a leader
   std::vector<std::weak_ptr<RerouteState>> waiting_;
+  std::vector<std::weak_ptr<RerouteSink>> order_waiters_;
+  std::vector<std::weak_ptr<RerouteState>> rehops_;  // waiting for a rehop's leader
   bool closed_ = false;
 };
 

@@ -119,6 +119,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   void frame_error(const char* reason, const std::string& detail) override;
   void close_once_upstream_written(const char* reason) override;
   void hold_request() override;
+  void reoffer_held() override;
   void count_client_login(SaslLoginOutcome outcome) override;
   void sasl_answered() override { sasl_resume_client_ = true; }
   void responses_flushed() override;

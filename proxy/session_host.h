@@ -41,6 +41,9 @@ class SessionHost {
   /// reroute's answer completed them): the session re-checks its drain and
   /// resumes reading the client if the in-flight limit paused it.
   virtual void responses_flushed() = 0;
+  /// What a request held for order waited on may have changed: offer it
+  /// again on the next loop turn instead of at the hold timer.
+  virtual void reoffer_held() = 0;
 };
 
 }  // namespace epochgate::proxy

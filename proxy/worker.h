@@ -45,6 +45,11 @@ class Worker {
   void begin_drain();
   /// Closes every session now.
   void close_all_sessions(const char* reason);
+  /// The metadata view learned a refresh: reroutes waiting for a leader
+  /// look again now.
+  void view_changed() {
+    if (rerouter_) rerouter_->view_changed();
+  }
   /// Replaces the config seen by new and existing sessions (hot reload).
   void set_config(std::shared_ptr<const config::Config> c) { ctx_.config = std::move(c); }
 
