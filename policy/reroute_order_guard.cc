@@ -54,19 +54,22 @@ void RerouteOrderGuard::forget_if_idle(const StreamKey& key) {
   }
 }
 
-RerouteRefusal RerouteOrderGuard::may_reroute(Ticket t, const StreamKey& stream) const {
+RerouteRefusal RerouteOrderGuard::may_reroute(Ticket t, const StreamKey& stream,
+                                              int32_t from_node) const {
   auto it = streams_.find(stream);
   if (it != streams_.end()) {
     const Stream& st = it->second;
     if (st.fell_back_to != kNoFallBack) return RerouteRefusal::kStreamFellBack;
     for (const Entry& e : st.entries) {
       if (e.kind == Kind::kDirect) {
-        return e.ticket < t ? RerouteRefusal::kEarlierInFlight : RerouteRefusal::kLaterInFlight;
+        if (e.ticket < t) return RerouteRefusal::kEarlierInFlight;
+        if (from_node < 0 || e.node != from_node) return RerouteRefusal::kLaterInFlight;
       }
       if ((e.kind == Kind::kHeld || e.kind == Kind::kParked) && e.ticket < t)
         return RerouteRefusal::kEarlierHeld;
     }
-    if (st.newest_direct > t) return RerouteRefusal::kLaterInFlight;
+    for (const auto& [node, newest] : st.newest_direct)
+      if (newest > t && (from_node < 0 || node != from_node)) return RerouteRefusal::kLaterInFlight;
   }
   if (bounded_ >= max_in_flight_ || saturated_) return RerouteRefusal::kMaxInFlight;
   return RerouteRefusal::kNone;
@@ -124,16 +127,34 @@ void RerouteOrderGuard::unpark(Ticket t, const StreamKey& stream) {
 }
 
 RerouteRefusal RerouteOrderGuard::reroute_answered_direct(Ticket t, const StreamKey& stream,
-                                                          int32_t new_leader) {
+                                                          int32_t new_leader, bool* later_pending) {
+  int32_t from = -1;
+  if (later_pending) *later_pending = false;
   auto it = streams_.find(stream);
-  if (it != streams_.end()) erase(it->second, t, Kind::kDirect);
-  // begin_reroute forgets the stream if it ends idle.
-  return begin_reroute(t, stream, new_leader);
+  if (it != streams_.end()) {
+    for (auto e = it->second.entries.begin(); e != it->second.entries.end(); ++e) {
+      if (e->ticket == t && e->kind == Kind::kDirect) {
+        from = e->node;
+        it->second.entries.erase(e);
+        break;
+      }
+    }
+    if (later_pending && from >= 0)
+      for (const Entry& e : it->second.entries)
+        if (e.kind == Kind::kDirect && e.ticket > t && e.node == from) *later_pending = true;
+  }
+  // begin_reroute_from forgets the stream if it ends idle.
+  return begin_reroute_from(t, stream, new_leader, from);
 }
 
 RerouteRefusal RerouteOrderGuard::begin_reroute(Ticket t, const StreamKey& stream,
                                                 int32_t new_leader) {
-  const RerouteRefusal r = may_reroute(t, stream);
+  return begin_reroute_from(t, stream, new_leader, -1);
+}
+
+RerouteRefusal RerouteOrderGuard::begin_reroute_from(Ticket t, const StreamKey& stream,
+                                                     int32_t new_leader, int32_t from_node) {
+  const RerouteRefusal r = may_reroute(t, stream, from_node);
   if (r == RerouteRefusal::kNone) {
     insert(streams_[stream], Entry{t, Kind::kRerouted, new_leader});
     ++bounded_;
@@ -215,7 +236,13 @@ ForwardVerdict RerouteOrderGuard::forward(Ticket t, const StreamKey& stream, int
   }
   if (!wait) {
     insert(st, Entry{t, Kind::kDirect, node});
-    st.newest_direct = std::max(st.newest_direct, t);
+    bool seen = false;
+    for (auto& [n, newest] : st.newest_direct) {
+      if (n != node) continue;
+      newest = std::max(newest, t);
+      seen = true;
+    }
+    if (!seen) st.newest_direct.emplace_back(node, t);
     return ForwardVerdict::kForward;
   }
   if (bounded_ >= max_in_flight_) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace epochgate::policy {
@@ -121,7 +122,11 @@ class RerouteOrderGuard {
   /// ticket order on one upstream connection, so they stay in order. When
   /// `t` was itself on the client's path (the broker answered
   /// NOT_LEADER_OR_FOLLOWER), call direct_answered for it first.
-  RerouteRefusal may_reroute(Ticket t, const StreamKey& stream) const;
+  /// `from_node` >= 0: the write was on the client's path to that broker,
+  /// which answered NOT_LEADER_OR_FOLLOWER; later writes of the stream still
+  /// in flight to that same broker do not refuse it (they will be refused
+  /// the same way and rerouted after it, on the same connection).
+  RerouteRefusal may_reroute(Ticket t, const StreamKey& stream, int32_t from_node = -1) const;
 
   /// may_reroute, and when allowed records the write as rerouted to node
   /// `new_leader`. A refusal is counted by reason, and from then on the
@@ -177,7 +182,12 @@ class RerouteOrderGuard {
   /// NOT_LEADER_OR_FOLLOWER: ends its direct write (t, stream) and decides
   /// the reroute in one step, so what is known of later writes of the
   /// stream (still in flight or already sent) is not forgotten in between.
-  RerouteRefusal reroute_answered_direct(Ticket t, const StreamKey& stream, int32_t new_leader);
+  /// `later_pending` (if given) is set when later writes of the stream are
+  /// still in flight to the same broker: the reroute may then take no
+  /// further hop (should leadership come back to that broker, they would be
+  /// stored first).
+  RerouteRefusal reroute_answered_direct(Ticket t, const StreamKey& stream, int32_t new_leader,
+                                         bool* later_pending = nullptr);
 
   /// The write (t, stream) sent on the client's path was answered (whatever
   /// the error) or its connection closed.
@@ -214,14 +224,17 @@ class RerouteOrderGuard {
   static constexpr int32_t kNoFallBack = -2;
   // Entries of one stream in ticket order (few: a client's in-flight limit),
   // and the node a refused reroute was aimed at while the stream falls back.
-  // `newest_direct`: the latest ticket forwarded on the client's path; a
-  // write answered NOT_LEADER_OR_FOLLOWER with an older ticket may not be
-  // rerouted after it, even once that later write is answered.
+  // `newest_direct`: per broker, the latest ticket forwarded on the
+  // client's path to it; a write answered NOT_LEADER_OR_FOLLOWER by another
+  // broker with an older ticket may not be rerouted after it, even once that
+  // later write is answered. Few brokers per stream (a move or two).
   struct Stream {
     std::deque<Entry> entries;
     int32_t fell_back_to = kNoFallBack;
-    Ticket newest_direct = 0;
+    std::vector<std::pair<int32_t, Ticket>> newest_direct;
   };
+  RerouteRefusal begin_reroute_from(Ticket t, const StreamKey& stream, int32_t new_leader,
+                                    int32_t from_node);
 
   static void insert(Stream& st, Entry e);
   static bool erase(Stream& st, Ticket t, Kind kind);

@@ -223,13 +223,18 @@ std::vector<size_t> Rerouter::retarget(RerouteState& st,
     }
     // Its own write on the client's path ends here, in the same step, so
     // a later write of the stream already sent is still known to the guard.
-    policy::RerouteRefusal r = guard_.reroute_answered_direct(st.ticket, s.key, leader);
+    bool later_pending = false;
+    policy::RerouteRefusal r =
+        guard_.reroute_answered_direct(st.ticket, s.key, leader, &later_pending);
     if (r != policy::RerouteRefusal::kNone) {
       fell_back(policy::reroute_refusal_name(r));
       continue;
     }
     RerouteTargetPart t = sp;
     t.leader = leader;
+    // Later writes still at the old broker: no further hop, which could
+    // reach that broker after them should it lead again.
+    if (later_pending) t.hop = 2;
     int32_t view_leader = -1;
     if (ctx_.fencing == nullptr ||
         !ctx_.fencing->leader_of(sp.topic, sp.topic_id, sp.partition, view_leader, t.leader_epoch,
@@ -283,7 +288,9 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
           break;
         }
         int32_t leader = new_leader(*st, i, false);
-        if (leader >= 0) picks.emplace_back(i, leader);
+        // Behind writes still waiting for their leader, a known one waits
+        // too: check_waiting sends them all in the order they came back.
+        if (leader >= 0 && waiting_.empty()) picks.emplace_back(i, leader);
         else st->waiting.push_back(i);
         break;
       }
@@ -307,11 +314,15 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
     } else {
       // The leader is unknown: refresh now, and keep the answer back (its
       // FIFO slot unready, later responses behind it) for at most max_wait_ms.
-      for (size_t i : st->waiting) new_leader(*st, i, true);
+      bool known = false;
+      for (size_t i : st->waiting)
+        if (new_leader(*st, i, false) >= 0) known = true;
+        else new_leader(*st, i, true);
       st->wait_part = part;
       st->wait_until_ns = uv_hrtime() + uint64_t{wait_ms} * 1000000;
       waiting_.push_back(st);
-      if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&wait_timer_)))
+      if (known) uv_timer_start(&wait_timer_, &Rerouter::on_wait_timer, 0, 2);
+      else if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&wait_timer_)))
         uv_timer_start(&wait_timer_, &Rerouter::on_wait_timer, 2, 2);
     }
   }

@@ -101,10 +101,13 @@ void Rerouter::rehop(const std::shared_ptr<RerouteState>& st, const std::vector<
   }
   InFlightRequest& e = *st->entry;
   std::vector<size_t> now;
+  bool known = false;
   for (size_t t : idx) {
     int32_t epoch = -1;
     int32_t leader = newer_leader(*st, t, false, epoch);
-    if (leader >= 0) {
+    // Behind rehops still waiting for their leader, a known one waits too:
+    // check_rehops sends them all in the order their refusals came.
+    if (leader >= 0 && rehops_.empty() && st->rehop_waiting.empty()) {
       move_target(*st, t, leader, epoch);
       now.push_back(t);
       continue;
@@ -123,11 +126,13 @@ void Rerouter::rehop(const std::shared_ptr<RerouteState>& st, const std::vector<
       st->rehop_until_ns = uv_hrtime() + uint64_t{ctx_.config->reroute.max_wait_ms} * 1000000;
       rehops_.push_back(st);
     }
-    newer_leader(*st, t, true, epoch);
+    if (leader >= 0) known = true;
+    else newer_leader(*st, t, true, epoch);
     st->rehop_waiting.push_back(t);
   }
   if (!now.empty()) send_legs(st, e, now);
-  if (!st->rehop_waiting.empty() && !uv_is_active(reinterpret_cast<uv_handle_t*>(&wait_timer_)))
+  if (known) uv_timer_start(&wait_timer_, &Rerouter::on_wait_timer, 0, 2);
+  else if (!st->rehop_waiting.empty() && !uv_is_active(reinterpret_cast<uv_handle_t*>(&wait_timer_)))
     uv_timer_start(&wait_timer_, &Rerouter::on_wait_timer, 2, 2);
 }
 
@@ -144,7 +149,8 @@ void Rerouter::check_rehops() {
       int32_t epoch = -1;
       all_known = all_known && newer_leader(*st, t, false, epoch) >= 0;
     }
-    if (all_known || now >= st->rehop_until_ns) due.push_back(std::move(st));
+    // In order: a rehop never overtakes one that still waits.
+    if (still.empty() && (all_known || now >= st->rehop_until_ns)) due.push_back(std::move(st));
     else still.push_back(std::move(w));
   }
   rehops_ = std::move(still);

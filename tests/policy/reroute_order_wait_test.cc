@@ -112,6 +112,28 @@ TEST(RerouteOrderWait, ParkedWritesCountAgainstTheBoundAndLaterWritesWaitBehindT
   EXPECT_EQ(g.held(), 0u);
 }
 
+TEST(RerouteOrderWait, PipelinedWritesToTheOldLeaderAreReroutedInOrder) {
+  RerouteOrderGuard g(16);
+  const StreamKey s = plain();
+  const Ticket a = g.arrive(), b = g.arrive();
+  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
+  ASSERT_EQ(g.forward(b, s, kOld), ForwardVerdict::kForward);
+  // A's NOT_LEADER_OR_FOLLOWER comes back while B is still at the old
+  // leader: B will be refused the same way and follow A.
+  bool later_pending = false;
+  EXPECT_EQ(g.reroute_answered_direct(a, s, kNew, &later_pending), RerouteRefusal::kNone);
+  EXPECT_TRUE(later_pending);
+  EXPECT_EQ(g.reroute_answered_direct(b, s, kNew, &later_pending), RerouteRefusal::kNone);
+  EXPECT_FALSE(later_pending);
+  // A later write to another broker still refuses: it may be stored first.
+  const Ticket c = g.arrive(), d = g.arrive();
+  ASSERT_EQ(g.forward(c, s, kOld), ForwardVerdict::kHold);  // behind A and B's reroutes
+  g.reroute_answered(a, s);
+  g.reroute_answered(b, s);
+  ASSERT_EQ(g.forward(d, s, kNewer), ForwardVerdict::kForward);
+  EXPECT_EQ(g.reroute_answered_direct(c, s, kNew), RerouteRefusal::kLaterInFlight);
+}
+
 TEST(RerouteOrderWait, AStreamThatFellBackDoesNotWait) {
   RerouteOrderGuard g(16);
   const StreamKey s = plain();
