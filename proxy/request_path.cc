@@ -119,6 +119,9 @@ bool RequestPath::hold_for_order(ReroutePlan& plan, uint64_t now) {
       if (s.key.producer_id < 0) s.key.client = host + "|" + s.key.client;
     plan.keyed = true;
   }
+  // acks=0 is rerouted without waiting for anything (nothing of it is
+  // tracked, and there is no answer to keep back).
+  if (plan.acks == 0) return false;
   Rerouter& r = *ctx_.rerouter;
   const bool reroutes = reroute_refusal() == nullptr && r.enabled();
   const policy::Ticket t = order_ticket_ != 0 ? order_ticket_ : r.guard().next_ticket();
