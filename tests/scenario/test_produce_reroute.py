@@ -153,8 +153,10 @@ def _recv_produce(conn, version, timeout=10.0):
 def test_order_hazard_earlier_write_in_flight_falls_back(h):
     """Write A of a stream is on its way to the old leader (slow to answer)
     when epochgate's view learns the move; write B of the same stream then
-    must not overtake it on epochgate's own connection: B falls back
-    (NOT_LEADER_OR_FOLLOWER plus hint, the client resends it after A)."""
+    must not overtake it on epochgate's own connection: B is held for it,
+    at most reroute.max_hold_ms (100 ms; A takes 3 s), then falls back
+    (NOT_LEADER_OR_FOLLOWER plus hint, the client resends it after A).
+    scenario.reroute_old_clients has the hold that ends in time."""
     cluster, gate, gc = _setup(h)
     x = gc.conn(HERE_BROKER)
     gc.conn(OTHER)
@@ -184,8 +186,9 @@ def test_order_hazard_earlier_write_in_flight_falls_back(h):
     assert [(p, e, l) for _, p, e, _, l in rb["partitions"]] == [
         (0, sw.NOT_LEADER_OR_FOLLOWER, (OTHER, epoch))], rb
     assert sl.read_partition(h, cluster, TOPIC, 0, start=start) == ["A"]
-    assert sl.delta(after, before, REROUTES, result="fell_back", reason="earlier_in_flight") == 1, \
+    assert sl.delta(after, before, REROUTES, result="fell_back", reason="hold_timeout") == 1, \
         after.by(REROUTES, "reason")
+    assert sl.delta(after, before, "epochgate_reroute_held_total") == 1
     assert sl.delta(after, before, REROUTES, result="delivered") == 0
 
 
