@@ -77,6 +77,9 @@ struct RerouteState {
   std::vector<size_t> rehop_waiting;
   uint64_t rehop_until_ns = 0;
   int rehop_part = -1;
+  /// A metadata refresh was learned while they waited: the view's leader
+  /// may then be the refused one itself (the refusal came inside the move).
+  bool rehop_refreshed = false;
 
   RerouteState() = default;
   RerouteState(const RerouteState&) = delete;

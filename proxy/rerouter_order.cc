@@ -57,7 +57,10 @@ void Rerouter::unpark(policy::Ticket t, std::vector<policy::StreamKey>& parked) 
 }
 
 void Rerouter::view_changed() {
-  if (!closed_ && (!waiting_.empty() || !rehops_.empty())) check_waiting();
+  if (closed_ || (waiting_.empty() && rehops_.empty())) return;
+  for (auto& w : rehops_)
+    if (std::shared_ptr<RerouteState> st = w.lock()) st->rehop_refreshed = true;
+  check_waiting();
 }
 
 void Rerouter::wait_for_order(const std::shared_ptr<RerouteSink>& sink) {

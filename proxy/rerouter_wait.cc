@@ -72,7 +72,13 @@ int32_t Rerouter::newer_leader(const RerouteState& st, size_t t, bool refresh, i
   if (ctx_.fencing == nullptr ||
       !ctx_.fencing->leader_of(tp.topic, tp.topic_id, tp.partition, leader, epoch, refresh))
     return -1;
-  if (leader < 0 || leader == tp.leader) return -1;
+  if (leader < 0) return -1;
+  // A refresh learned since the refusal that names the same leader at the
+  // same epoch: the refusal came inside the move (the view learned it just
+  // before the leader took over); the one more hop goes to it again.
+  if (st.rehop_refreshed && leader == tp.leader && epoch >= 0 && epoch == tp.leader_epoch)
+    return leader;
+  if (leader == tp.leader) return -1;
   // Strictly newer than what the first hop was sent under: a view that only
   // disagrees (or an unknown epoch) is no reason for another hop.
   if (tp.leader_epoch < 0 || epoch <= tp.leader_epoch) return -1;
@@ -102,6 +108,8 @@ void Rerouter::rehop(const std::shared_ptr<RerouteState>& st, const std::vector<
   InFlightRequest& e = *st->entry;
   std::vector<size_t> now;
   bool known = false;
+  // Only a refresh learned from here on counts (see newer_leader).
+  if (st->rehop_waiting.empty()) st->rehop_refreshed = false;
   for (size_t t : idx) {
     int32_t epoch = -1;
     int32_t leader = newer_leader(*st, t, false, epoch);
