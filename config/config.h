@@ -152,6 +152,10 @@ struct LimitsConfig {
   /// tagged fields) one request the policy decides on may carry; counted
   /// while it decodes. Bounds a decoded request to about 100 bytes an entry.
   uint32_t max_partitions_per_request = 100000;
+  /// A Fetch response at least this large (size prefix, bytes) that needs no
+  /// merge, reroute or version bridge is relayed to the client as it arrives
+  /// instead of being read whole first; 0: every response is read whole.
+  uint32_t stream_fetch_min_bytes = 65536;
 };
 
 struct BrokerPortsConfig {

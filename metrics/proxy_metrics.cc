@@ -8,6 +8,7 @@
 #include "metrics/proxy_metrics.h"
 
 #include "metrics/reroute_metrics.h"
+#include "metrics/stream_metrics.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -465,7 +466,8 @@ Counter& interned_counter(LabelInterner<std::string, Cap>& interner,
 
 ProxyMetrics::ProxyMetrics(std::shared_ptr<prometheus::Registry> registry)
     : impl_(std::make_unique<Impl>(std::move(registry))),
-      reroute_(std::make_unique<RerouteMetrics>(*impl_->registry)) {
+      reroute_(std::make_unique<RerouteMetrics>(*impl_->registry)),
+      stream_(std::make_unique<StreamMetrics>(*impl_->registry)) {
   // Series an operator alerts on exist at 0 from the start, so rate() and
   // increase() see the first event instead of a series appearing from nowhere.
   for (const char* reason :

@@ -18,6 +18,7 @@ class Registry;
 namespace epochgate::metrics {
 
 class RerouteMetrics;
+class StreamMetrics;
 
 /// Which way bytes flow: from clients to brokers, or back.
 enum class Direction { kClientToUpstream, kUpstreamToClient };
@@ -112,6 +113,8 @@ class ProxyMetrics {
   void version_downgrade(int16_t api_key);
   /// The epochgate_reroute* families (metrics/reroute_metrics.h).
   RerouteMetrics& reroute() { return *reroute_; }
+  /// The streamed-response families (metrics/stream_metrics.h).
+  StreamMetrics& stream() { return *stream_; }
 
  private:
   struct Impl;
@@ -119,6 +122,7 @@ class ProxyMetrics {
                                       std::string_view mode);
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<RerouteMetrics> reroute_;
+  std::unique_ptr<StreamMetrics> stream_;
 };
 
 }  // namespace epochgate::metrics

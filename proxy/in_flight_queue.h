@@ -74,6 +74,10 @@ class InFlightQueue {
     size_t part = 0;
     return upstreams_[0].match(correlation_id, out, &part);
   }
+  /// The request match_upstream(correlation_id) would match, not taken.
+  InFlightRequest* peek_upstream(int32_t correlation_id) const {
+    return upstreams_[0].peek(correlation_id);
+  }
   /// Takes the oldest forwarded request that owes a response on the
   /// session's own upstream, whatever the response says (a raw SASL token
   /// answer carries no correlation id); nullptr when none is pending.

@@ -50,7 +50,8 @@ ResponsePath::ResponsePath(WorkerContext& ctx, int32_t node_id, Connection& clie
       sasl_(sasl),
       bridging_(bridging),
       upstream_name_(upstream_name),
-      host_(host) {
+      host_(host),
+      stream_(ctx, node_id, client, in_flight, upstream_name, host) {
   // A reroute answered after the broker's part: its session writes what is
   // ready then (never into a closing client connection).
   in_flight_.reroute_sink()->flush = [this] {
@@ -152,7 +153,7 @@ void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix,
   }
   if (in_flight_.is_front(e)) {
     client_.write_through(frame_with_prefix, len);
-    record_proxy_latency(e);
+    record_proxy_latency(ctx_, e);
     in_flight_.pop_front();
     return;
   }
@@ -160,21 +161,11 @@ void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix,
   e.ready = true;
 }
 
-void ResponsePath::record_proxy_latency(const InFlightRequest& e) {
-  if (!ctx_.metrics) return;
-  // Time epochgate held the request before forwarding plus the time it held
-  // the response after the broker's answer; the broker's own time excluded.
-  uint64_t now = now_ns();
-  uint64_t held = e.forwarded_ns ? (e.forwarded_ns - e.received_ns) + (now - e.answered_ns)
-                                 : now - e.received_ns;
-  ctx_.metrics->proxy_latency(static_cast<double>(held) / 1e9);
-}
-
 void ResponsePath::flush_ready() {
   while (InFlightRequest* f = in_flight_.front()) {
     if (!f->ready) break;
     client_.queue(f->response.data(), f->response.size());
-    record_proxy_latency(*f);
+    record_proxy_latency(ctx_, *f);
     in_flight_.pop_front();
   }
 }

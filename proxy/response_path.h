@@ -3,7 +3,8 @@
 // upstream's order), learns from it and rewrites broker addresses to
 // epochgate's, caps ApiVersions (and decides KIP-951 bridging from it),
 // lets the policy merge a split request's parts, and writes responses to the
-// client in the client's request order. Never reads a socket, never lets an
+// client in the client's request order (a large Fetch response may stream,
+// proxy/response_stream.h). Never reads a socket, never lets an
 // upstream address reach the client, never answers an acks=0 Produce.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "codec/header.h"
 #include "proxy/connection.h"
 #include "proxy/in_flight_queue.h"
+#include "proxy/response_stream.h"
 #include "proxy/sasl_framing.h"
 #include "proxy/session_host.h"
 #include "proxy/worker_context.h"
@@ -36,6 +38,13 @@ class ResponsePath {
   /// Queues to the client every response at the head of the client order
   /// that is ready (answered locally, or answered while older ones waited).
   void flush_ready();
+  /// A large Fetch response whose bytes are still arriving (`frame_size`
+  /// with its prefix; proxy/response_stream.h): true when it now streams.
+  bool try_stream(ByteBuffer& in, size_t frame_size) {
+    return !sasl_.broker_sends_raw_token() && stream_.try_begin(in, frame_size);
+  }
+  bool streaming() const { return stream_.active(); }
+  ResponseStream::Step relay_stream(ByteBuffer& in) { return stream_.relay(in); }
 
  private:
   /// Delivers the broker's raw answer to a SASL token; false to close.
@@ -52,7 +61,6 @@ class ResponsePath {
   /// The response of `e` (all parts answered): written now when `e` is the
   /// oldest request owed, else kept until the older ones are written.
   void deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len);
-  void record_proxy_latency(const InFlightRequest& e);
 
   WorkerContext& ctx_;
   int32_t node_id_;
@@ -65,6 +73,7 @@ class ResponsePath {
   // Broker limits seen in this connection's ApiVersions, for KIP-951 bridging.
   int16_t broker_max_produce_ = -1;
   int16_t broker_max_fetch_ = -1;
+  ResponseStream stream_;
 };
 
 }  // namespace epochgate::proxy

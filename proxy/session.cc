@@ -388,12 +388,24 @@ void Session::process_upstream_input() {
   const auto& lim = ctx_.config->limits;
   uint64_t delivered = client_.bytes_accepted();
   while (state_ == State::kOpen && !in.empty()) {
+    if (responses_.streaming()) {
+      // A large Fetch response goes out as it arrives (proxy/response_stream.h).
+      ResponseStream::Step step = responses_.relay_stream(in);
+      if (step == ResponseStream::Step::kClosed) return;
+      if (step == ResponseStream::Step::kMore) break;
+      continue;
+    }
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
     if (s.kind == codec::FrameScan::Kind::kError) {
       frame_error(codec::errc_name(s.error), "response frame size prefix from " + upstream_name_);
       return;
     }
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+      // Streamed, the frame never needs a buffer of its own size.
+      if (!own_login_ && responses_.try_stream(in, s.size)) {
+        upstream_->clear_pending_frame();
+        continue;
+      }
       upstream_->reserve_input(s.size, kFrameGrowStep);
       break;
     }
@@ -472,23 +484,6 @@ void Session::on_read_error(Connection& c, int status) {
 void Session::on_write_error(Connection& c, int status) {
   spdlog::debug("{} write error: {}", &c == &client_ ? "client" : "upstream", uv_strerror(status));
   close(&c == &client_ ? "client_error" : "upstream_error");
-}
-
-// ---- SessionList ------------------------------------------------------------
-
-void SessionList::add(Session* s) {
-  s->prev = nullptr;
-  s->next = head_;
-  if (head_) head_->prev = s;
-  head_ = s;
-  ++size_;
-}
-
-void SessionList::remove(Session* s) {
-  if (s->prev) s->prev->next = s->next; else head_ = s->next;
-  if (s->next) s->next->prev = s->prev;
-  s->prev = s->next = nullptr;
-  --size_;
 }
 
 }  // namespace epochgate::proxy

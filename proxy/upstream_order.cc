@@ -38,6 +38,14 @@ InFlightRequest* UpstreamOrder::oldest_owed() const {
   return nullptr;
 }
 
+InFlightRequest* UpstreamOrder::peek(int32_t correlation_id) const {
+  for (const Slot& s : slots_) {
+    if (s.correlation_id == correlation_id) return s.request;
+    if (s.request != nullptr) return nullptr;  // match() would find it out of order
+  }
+  return nullptr;
+}
+
 MatchResult UpstreamOrder::match(int32_t correlation_id, InFlightRequest** r, size_t* part) {
   *r = nullptr;
   size_t i = 0;

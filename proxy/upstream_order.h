@@ -39,6 +39,9 @@ class UpstreamOrder {
   /// Takes the oldest slot that owes an answer, whatever the answer says (a
   /// raw SASL token's answer has no correlation id); nullptr when none.
   InFlightRequest* match_next_owed();
+  /// The request match() would give `correlation_id` (kMatched), not taken
+  /// and nothing marked answered; nullptr for any other outcome.
+  InFlightRequest* peek(int32_t correlation_id) const;
   /// The oldest slot's request that owes an answer, not taken; or nullptr.
   InFlightRequest* oldest_owed() const;
   /// Slots sent and not yet answered (with or without a response due).

@@ -369,7 +369,7 @@ TEST(LoaderTest, SchemaKeysCoverEveryConfigSection) {
                               "refresher", "upstream_sasl", "logging"}) {
     EXPECT_TRUE(keys.count(section)) << section;
   }
-  EXPECT_EQ(keys.at("limits").size(), 11u);
+  EXPECT_EQ(keys.at("limits").size(), 12u);
 }
 
 }  // namespace
