@@ -1,0 +1,361 @@
+"""Large Fetch responses streamed through epochgate as they arrive.
+
+From limits.stream_fetch_min_bytes up, a Fetch response whose request is the
+oldest the client is owed goes to the client while its bytes still arrive
+(docs/streaming.md). These runs pin what a client must see all the same:
+byte-identical responses where nothing needs a rewrite, the same records
+for kcat (librdkafka) and kafka-python as from the broker directly, and,
+across a leader move, a NodeEndpoints tail that names epochgate's listener
+at the broker's length, with no upstream address in the bytes.
+"""
+
+import hashlib
+import json
+import os
+import random
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenario_lib as sl  # noqa: E402
+import scenario_wire as sw  # noqa: E402
+from scenario_lib import harness, kw  # noqa: E402
+
+STREAMED = "epochgate_responses_streamed_total"
+TAIL = "epochgate_stream_tail_total"
+
+
+def _value(rnd, i, n):
+    # Printable, so kcat's line output carries it whole.
+    return ((b"%07d:" % i) + bytes(rnd.randrange(97, 123) for _ in range(997)) * (n // 997 + 1))[:n]
+
+
+def _fill(gc, node, topic, partition, count, size, seed):
+    rnd = random.Random(seed)
+    for i in range(count):
+        r = sl.produce_values(gc, node, topic, partition, [_value(rnd, i, size)], version=9)
+        assert r["partitions"][0][2] == 0, r
+
+
+def _recv_frames(sock, n, timeout=60.0, chunk=4096, pause=0.0):
+    """`n` frames read in small chunks, as a slow client reads them."""
+    data, frames = b"", []
+    deadline = time.monotonic() + timeout
+    while len(frames) < n and time.monotonic() < deadline:
+        got = sock.recv(chunk)
+        if not got:
+            raise AssertionError("closed after %d frames" % len(frames))
+        data += got
+        fr, data = kw.split_frames(data)
+        frames += fr
+        if pause:
+            time.sleep(pause)
+    assert len(frames) == n, (len(frames), n)
+    return frames
+
+
+def _mock_ports(cluster, brokers=3):
+    return [cluster.broker_address(b)[1] for b in range(1, brokers + 1)]
+
+
+def test_raw_fetch_every_version_byte_identical(h):
+    # Fetch v9-v16 responses of about 1 MB, pipelined with Metadata, read in
+    # 4 KiB chunks by a slow client: each one streamed and byte-identical to
+    # the broker's own answer.
+    topic = "stream-raw"
+    cluster = h.start_cluster(1, ["%s:1:1" % topic])
+    gate = sl.start_gate(h, cluster)
+    gc = sl.GateClient(h, gate)
+    md = gc.metadata_v12([topic])
+    tid = bytes.fromhex(md["topics"][topic]["topic_id"])
+    rnd = random.Random(1)
+    for b in range(3):  # the mock serves one record batch a fetch: 300 KB ones
+        r = sl.produce_values(gc, 1, topic, 0, [_value(rnd, i, 100000) for i in range(3)],
+                              version=9)
+        assert r["partitions"][0][2] == 0, r
+    reqs, corr = [], 7000
+    for version in (9, 11, 12, 13, 15, 16):
+        for off in (0, 3):
+            corr += 1
+            t = tid if version >= 13 else topic
+            reqs.append(("fetch", corr, sw.fetch_request(corr, t, [(0, -1, off)], version=version)))
+        corr += 1
+        reqs.append(("md", corr, kw.metadata_request(corr, [topic], version=7)))
+    direct = sl.connect(cluster.broker_address(1), timeout=20)
+    h.on_close(direct.close)
+    expected = {}
+    for kind, c, f in reqs:
+        if kind == "fetch":
+            direct.send(f)
+            expected[c] = direct.recv_frame(timeout=20)
+            assert len(expected[c]) > 250000, len(expected[c])
+    before = sl.scrape(gate)
+    s = socket.create_connection(gc.brokers[1], timeout=30)
+    h.on_close(s.close)
+    s.sendall(b"".join(f for _, _, f in reqs))
+    frames = _recv_frames(s, len(reqs), chunk=4096, pause=0.0002)
+    for (kind, c, _), got in zip(reqs, frames):
+        assert kw.frame_correlation_id(got, False) == c, (kind, c)
+        if kind == "fetch":
+            assert got == expected[c], (c, len(got), len(expected[c]))
+    after = sl.scrape(gate)
+    streamed = sl.delta(after, before, STREAMED, api="fetch")
+    h.note("streamed %d of %d fetches" % (streamed, len(expected)))
+    assert streamed == len(expected), streamed
+
+
+def test_streaming_off_reads_whole(h):
+    # limits.stream_fetch_min_bytes: 0 keeps every response on the
+    # whole-frame path; the bytes are the same.
+    topic = "stream-off"
+    cluster = h.start_cluster(1, ["%s:1:1" % topic])
+    gate = sl.start_gate(h, cluster, config="limits:\n  stream_fetch_min_bytes: 0\n")
+    gc = sl.GateClient(h, gate)
+    gc.metadata([topic])
+    _fill(gc, 1, topic, 0, 4, 100000, 2)
+    f = sw.fetch_request(gc.next_corr(), topic, [(0, -1, 0)], version=12)
+    direct = sl.connect(cluster.broker_address(1), timeout=20)
+    h.on_close(direct.close)
+    direct.send(f)
+    want = direct.recv_frame(timeout=20)
+    before = sl.scrape(gate)
+    got = gc.exchange(f, 1, timeout=20)
+    after = sl.scrape(gate)
+    assert got == want
+    assert sl.delta(after, before, STREAMED, api="fetch") == 0
+
+
+def _kcat_consume(h, bootstrap, topic, count):
+    out = h.kcat(["-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
+                  "-c", str(count), "-f", "%p %o %S %s\n",
+                  "-X", "fetch.message.max.bytes=2097152"], timeout=120)
+    lines = [l for l in out.stdout.splitlines() if l]
+    rows = []
+    for l in lines:
+        p, o, n, v = l.split(" ", 3)
+        assert int(n) == len(v), (p, o, n, len(v))
+        rows.append((int(p), int(o), hashlib.sha256(v.encode()).hexdigest()))
+    return sorted(rows)
+
+
+def _produce_kcat(h, bootstrap, topic, count, size, seed):
+    # Keyed, so the records spread over the partitions evenly and stay
+    # within what the mock retains of each.
+    rnd = random.Random(seed)
+    lines = b"\n".join(b"%d\t" % i + _value(rnd, i, size) for i in range(count)) + b"\n"
+    h.kcat(["-b", bootstrap, "-P", "-t", topic, "-K", "\t", "-X", "message.max.bytes=2000000"],
+           input=lines, timeout=120)
+
+
+def test_kcat_consume_matches_direct(h):
+    # kcat (librdkafka) reads about 14 MB over 3 brokers through epochgate:
+    # the same partitions, offsets and values as reading the brokers directly,
+    # most Fetch responses streamed.
+    topic = "stream-kcat"
+    cluster = h.start_cluster(3, ["%s:6:1" % topic])
+    gate = sl.start_gate(h, cluster)
+    _produce_kcat(h, cluster.bootstrap, topic, 1800, 8000, 3)
+    direct = _kcat_consume(h, cluster.bootstrap, topic, 1800)
+    before = sl.scrape(gate)
+    through = _kcat_consume(h, gate.bootstrap, topic, 1800)
+    after = sl.scrape(gate)
+    assert len(direct) == 1800, len(direct)
+    assert through == direct
+    streamed = sl.delta(after, before, STREAMED, api="fetch")
+    h.note("kcat: %d streamed responses" % streamed)
+    assert streamed > 0
+
+
+KAFKA_PYTHON = r"""
+import hashlib, json, sys, time
+from kafka import KafkaConsumer, TopicPartition
+bootstrap, topic, parts, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+                  max_partition_fetch_bytes=2097152, fetch_max_bytes=8388608,
+                  request_timeout_ms=30000, consumer_timeout_ms=20000)
+tps = [TopicPartition(topic, p) for p in range(parts)]
+c.assign(tps)
+c.seek_to_beginning(*tps)
+rows = []
+deadline = time.monotonic() + 90
+while len(rows) < count and time.monotonic() < deadline:
+    for tp, msgs in c.poll(timeout_ms=1000).items():
+        for m in msgs:
+            rows.append((m.partition, m.offset, hashlib.sha256(m.value).hexdigest()))
+c.close()
+print(json.dumps(sorted(rows)))
+"""
+
+
+def _kafka_python_consume(h, bootstrap, topic, parts, count):
+    try:
+        import kafka  # noqa: F401
+    except ImportError:
+        raise harness.Skip("python3-kafka not installed")
+    r = h.run([harness.TEST_PYTHON, "-c", KAFKA_PYTHON, bootstrap, topic, str(parts), str(count)],
+              timeout=150, name="kafka-python")
+    return [tuple(x) for x in json.loads(r.stdout.strip().splitlines()[-1])]
+
+
+def test_librdkafka_2_15_consumer_group_streamed(h):
+    # librdkafka 2.15.1 (Fetch v16, flexible versions) produces 1200 keyed
+    # records of 8 KB (about 1.6 MB a partition, within what the mock
+    # retains) and reads them back in a consumer group through epochgate:
+    # each exactly once and in order per partition (epochgate-rdkafka-check
+    # accounts for every one), over streamed responses.
+    topic = "stream-rdk"
+    cluster = h.start_cluster(3, ["%s:6:1" % topic])
+    gate = sl.start_gate(h, cluster)
+    before = sl.scrape(gate)
+    s = h.rdkafka_check(["--bootstrap", gate.bootstrap, "--topic", topic, "--messages", "1200",
+                         "--partitions-keyed", "--message-size", "8000",
+                         "--consume-group", "g-stream"])
+    after = sl.scrape(gate)
+    assert s["passed"], s
+    streamed = sl.delta(after, before, STREAMED, api="fetch")
+    h.note("librdkafka 2.15.1: %d streamed responses" % streamed)
+    assert streamed > 0
+
+
+def test_kafka_python_consume_matches_direct(h):
+    # kafka-python (its own protocol code, pre-flexible Fetch versions)
+    # reads the same records through epochgate as directly.
+    topic = "stream-kpy"
+    cluster = h.start_cluster(2, ["%s:4:1" % topic])
+    gate = sl.start_gate(h, cluster)
+    _produce_kcat(h, cluster.bootstrap, topic, 1200, 9000, 4)
+    direct = _kafka_python_consume(h, cluster.bootstrap, topic, 4, 1200)
+    before = sl.scrape(gate)
+    through = _kafka_python_consume(h, gate.bootstrap, topic, 4, 1200)
+    after = sl.scrape(gate)
+    assert len(direct) == 1200, len(direct)
+    assert through == direct
+    streamed = sl.delta(after, before, STREAMED, api="fetch")
+    h.note("kafka-python: %d streamed responses" % streamed)
+    assert streamed > 0
+
+
+def _leader_move_fetch(h, advertise):
+    """Four partitions led by broker 1 hold about 300 KB each; partition 3
+    moves to broker 2; a Fetch v16 at the epochs the client knew goes to
+    broker 1 directly and through epochgate (advertising `advertise`), which
+    serves 0-2 and answers 3 with NOT_LEADER_OR_FOLLOWER, CurrentLeader and
+    NodeEndpoints (the mock's KIP-951 answer). Returns (through epochgate,
+    direct, parsed through, parsed direct, metrics before, after, gate
+    client, cluster, topic id)."""
+    topic = "stream-move"
+    cluster = h.start_cluster(3, ["%s:4:3" % topic])
+    for p in range(4):
+        cluster.cmd("leader %s %d 1" % (topic, p))
+    gate = sl.start_gate(h, cluster, args=["--advertise-host", advertise])
+    gc = sl.GateClient(h, gate)
+    md = gc.metadata_v12([topic])
+    t = md["topics"][topic]
+    tid = bytes.fromhex(t["topic_id"])
+    epochs = {p: t["partitions"][p]["leader_epoch"] for p in range(4)}
+    for p in range(4):
+        rnd = random.Random(10 + p)
+        r = sl.produce_values(gc, 1, topic, p, [_value(rnd, i, 100000) for i in range(3)], version=9)
+        assert r["partitions"][0][2] == 0, r
+    cluster.move_leader(topic, 3, 2)
+    fetch = sw.fetch_request(gc.next_corr(), tid, [(p, epochs[p], 0) for p in range(4)],
+                             version=16)
+    direct = sl.connect(cluster.broker_address(1), timeout=20)
+    h.on_close(direct.close)
+    direct.send(fetch)
+    want = direct.recv_frame(timeout=20)
+    wanted = sw.parse_fetch_response(want, 16)
+    moved = wanted["partitions"][(tid, 3)]
+    if moved["error"] == 0 or not wanted["node_endpoints"]:
+        raise harness.Skip("the mock answered the moved partition without a KIP-951 hint: %r"
+                           % (moved,))
+    before = sl.scrape(gate)
+    s = socket.create_connection(gc.brokers[1], timeout=30)
+    h.on_close(s.close)
+    s.sendall(fetch)
+    got = _recv_frames(s, 1, chunk=8192)[0]
+    after = sl.scrape(gate)
+    resp = sw.parse_fetch_response(got, 16)
+    h.note("direct endpoints %r, through epochgate %r" % (wanted["node_endpoints"],
+                                                          resp["node_endpoints"]))
+    assert sl.delta(after, before, STREAMED, api="fetch") == 1
+    # Same length: the size prefix went out first. Every partition as the
+    # broker sent it, CurrentLeader included.
+    assert len(got) == len(want), (len(got), len(want))
+    assert got[:4] == want[:4]
+    assert resp["partitions"] == wanted["partitions"]
+    for p in range(3):
+        assert len(resp["partitions"][(tid, p)]["records"]) > 250000, p
+    assert moved["current_leader"][0] == 2, moved
+    # No upstream address in the bytes after the last records.
+    tail = got[-120:]
+    for port in _mock_ports(cluster):
+        assert struct.pack(">i", port) not in tail, port
+    # The view learned the move from the streamed response.
+    sl.wait_view(gate, topic, 3, 2, moved["current_leader"][1], timeout=5)
+    return resp, before, after, gc
+
+
+def test_leader_move_streamed_endpoints_same_length(h):
+    # epochgate's address as long as the broker's: rewritten in place.
+    resp, before, after, gc = _leader_move_fetch(h, "127.0.0.1")
+    assert resp["node_endpoints"][2][:2] == gc.brokers[2], resp["node_endpoints"]
+    assert sl.delta(after, before, TAIL, reason="padded") == 0
+
+
+def test_leader_move_streamed_endpoints_padded(h):
+    # "127.1" is shorter: the rewritten NodeEndpoints is padded with an
+    # unknown tagged field to the broker's length.
+    resp, before, after, gc = _leader_move_fetch(h, "127.1")
+    assert gc.brokers[2][0] == "127.1", gc.brokers
+    assert resp["node_endpoints"][2][:2] == gc.brokers[2], resp["node_endpoints"]
+    assert sl.delta(after, before, TAIL, reason="padded") == 1
+
+
+def test_leader_move_streamed_endpoints_dropped(h):
+    # A longer host does not fit: the endpoint is left out (CurrentLeader
+    # stays), never sent with the broker's address.
+    resp, before, after, gc = _leader_move_fetch(h, "127.000.000.001")
+    assert resp["node_endpoints"] == {}, resp["node_endpoints"]
+    assert sl.delta(after, before, TAIL, reason="endpoints_dropped") == 1
+
+
+def test_librdkafka_consumes_across_leader_moves(h):
+    # kcat reads 6 partitions while their leaders move every 300 ms: every
+    # record arrives, the same as directly, through streamed responses.
+    topic = "stream-moves"
+    cluster = h.start_cluster(3, ["%s:6:3" % topic])
+    gate = sl.start_gate(h, cluster)
+    _produce_kcat(h, cluster.bootstrap, topic, 2400, 8000, 5)
+    direct = _kcat_consume(h, cluster.bootstrap, topic, 2400)
+    import threading
+    stop = threading.Event()
+
+    def mover():
+        rnd = random.Random(6)
+        while not stop.is_set():
+            p = rnd.randrange(6)
+            leader = cluster.partition(topic, p)["leader"]
+            cluster.move_leader(topic, p, 1 + leader % 3)
+            stop.wait(0.3)
+
+    th = threading.Thread(target=mover, daemon=True)
+    before = sl.scrape(gate)
+    th.start()
+    try:
+        through = _kcat_consume(h, gate.bootstrap, topic, 2400)
+    finally:
+        stop.set()
+        th.join(timeout=10)
+    after = sl.scrape(gate)
+    assert through == direct
+    h.note("streamed %d, tail %s" % (sl.delta(after, before, STREAMED, api="fetch"),
+                                     {r: sl.delta(after, before, TAIL, reason=r)
+                                      for r in ("padded", "endpoints_dropped")}))
+    assert sl.delta(after, before, STREAMED, api="fetch") > 0
+
+
+if __name__ == "__main__":
+    harness.main(globals())
