@@ -49,6 +49,8 @@ class FetchStreamParser {
   /// parses the tail (tail_size() bytes after `consumed`), not consumed.
   Result feed(const uint8_t* data, size_t n, size_t& consumed);
 
+  /// Payload bytes not consumed yet.
+  size_t left() const { return payload_size_ - offset_; }
   /// Bytes of the tail (known once every topic was read).
   size_t tail_size() const { return payload_size_ - offset_; }
   /// Of the tail: the top-level tagged section's length (0 before v12).

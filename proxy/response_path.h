@@ -45,6 +45,8 @@ class ResponsePath {
   }
   bool streaming() const { return stream_.active(); }
   ResponseStream::Step relay_stream(ByteBuffer& in) { return stream_.relay(in); }
+  /// Bytes of the streamed frame not yet read (0 when none streams).
+  size_t stream_left() const { return stream_.left(); }
 
  private:
   /// Delivers the broker's raw answer to a SASL token; false to close.

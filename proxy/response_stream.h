@@ -44,6 +44,8 @@ class ResponseStream {
   /// any other response.
   bool try_begin(ByteBuffer& in, size_t frame_size);
   bool active() const { return parser_.has_value(); }
+  /// Payload bytes of the streamed frame still to arrive or be parsed.
+  size_t left() const { return parser_ ? parser_->left() : 0; }
 
   enum class Step { kMore, kDone, kClosed };
   /// Relays what `in` holds of the streamed frame, consuming it. kMore: the

@@ -392,8 +392,14 @@ void Session::process_upstream_input() {
       // A large Fetch response goes out as it arrives (proxy/response_stream.h).
       ResponseStream::Step step = responses_.relay_stream(in);
       if (step == ResponseStream::Step::kClosed) return;
-      if (step == ResponseStream::Step::kMore) break;
-      continue;
+      if (step == ResponseStream::Step::kDone) {
+        upstream_->clear_pending_frame();
+        continue;
+      }
+      // Room for up to one large read of what is still to come.
+      upstream_->reserve_input(in.size() + std::min(responses_.stream_left(), Connection::kMaxReadBytes),
+                               kFrameGrowStep);
+      break;
     }
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
     if (s.kind == codec::FrameScan::Kind::kError) {
@@ -402,10 +408,7 @@ void Session::process_upstream_input() {
     }
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
       // Streamed, the frame never needs a buffer of its own size.
-      if (!own_login_ && responses_.try_stream(in, s.size)) {
-        upstream_->clear_pending_frame();
-        continue;
-      }
+      if (!own_login_ && responses_.try_stream(in, s.size)) continue;
       upstream_->reserve_input(s.size, kFrameGrowStep);
       break;
     }
@@ -424,7 +427,8 @@ void Session::process_upstream_input() {
     if (own_relogin_at_ns_ != 0 && in_flight_.upstream_pending() == 0)
       sasl_resume_client_ = true;  // a re-login may have waited for this answer
   }
-  if (in.empty()) upstream_->release_idle_input();
+  // A streamed frame keeps its read buffer until it ends.
+  if (in.empty() && !responses_.streaming()) upstream_->release_idle_input();
   if (state_ != State::kOpen) return;
   if (sasl_resume_client_) {
     // Client frames held behind a SASL answer can be read now.
