@@ -56,6 +56,22 @@ def _recv_frames(sock, n, timeout=60.0, chunk=4096, pause=0.0):
     return frames
 
 
+def _recv_exact(sock, n):
+    out = b""
+    while len(out) < n:
+        got = sock.recv(min(8192, n - len(out)))
+        if not got:
+            raise AssertionError("closed after %d of %d bytes" % (len(out), n))
+        out += got
+    return out
+
+
+def _recv_exact_frame(sock):
+    """One frame, reading not a byte past its end."""
+    prefix = _recv_exact(sock, 4)
+    return prefix + _recv_exact(sock, struct.unpack(">i", prefix)[0])
+
+
 def _mock_ports(cluster, brokers=3):
     return [cluster.broker_address(b)[1] for b in range(1, brokers + 1)]
 
@@ -275,8 +291,18 @@ def _leader_move_fetch(h, advertise):
     s = socket.create_connection(gc.brokers[1], timeout=30)
     h.on_close(s.close)
     s.sendall(fetch)
-    got = _recv_frames(s, 1, chunk=8192)[0]
+    got = _recv_exact_frame(s)
     after = sl.scrape(gate)
+    moved_through = sw.parse_fetch_response(got, 16)["partitions"][(tid, 3)]
+    # The view learned the move from the streamed response (before anything
+    # else could teach it).
+    sl.wait_view(gate, topic, 3, 2, moved_through["current_leader"][1], timeout=5)
+    # The connection stays in step: the next response follows the streamed
+    # one exactly where its size prefix said it ends.
+    corr = gc.next_corr()
+    s.sendall(kw.metadata_request(corr, [topic], version=7))
+    nxt = _recv_exact_frame(s)
+    assert kw.frame_correlation_id(nxt, False) == corr, nxt[:16]
     resp = sw.parse_fetch_response(got, 16)
     h.note("direct endpoints %r, through epochgate %r" % (wanted["node_endpoints"],
                                                           resp["node_endpoints"]))
@@ -293,8 +319,6 @@ def _leader_move_fetch(h, advertise):
     tail = got[-120:]
     for port in _mock_ports(cluster):
         assert struct.pack(">i", port) not in tail, port
-    # The view learned the move from the streamed response.
-    sl.wait_view(gate, topic, 3, 2, moved["current_leader"][1], timeout=5)
     return resp, before, after, gc
 
 
