@@ -20,6 +20,11 @@ sent). Every process it starts is stopped; everything binds 127.0.0.1.
 
   bench/tls_bench.py --build-dir BUILD [--messages N] [--size BYTES]
                      [--rounds R] [--idle 1000] [--out FILE.md]
+                     [--subjects haproxy,epochgate[,epochgate-whole]]
+
+`epochgate-whole` is epochgate with `limits.stream_fetch_min_bytes: 0`: every
+Fetch response read whole before it is forwarded, for a before/after
+comparison of streaming within one run.
 """
 
 import argparse
@@ -92,17 +97,20 @@ class Mock:
 class Gate:
     """epochgate with TLS on both sides, started with the CLI contract."""
 
-    def __init__(self, build, workdir, certs, upstream):
-        config = os.path.join(workdir, "epochgate-tls.yaml")
+    def __init__(self, build, workdir, certs, upstream, name="epochgate", limits=None):
+        config = os.path.join(workdir, name + "-tls.yaml")
+        doc = {"tls": {"cert_file": certs.path("server", "crt"),
+                       "key_file": certs.path("server", "key")},
+               "upstream_tls": {"enabled": True, "ca_file": certs.ca}}
+        if limits:
+            doc["limits"] = limits
         with open(config, "w") as f:
-            json.dump({"tls": {"cert_file": certs.path("server", "crt"),
-                               "key_file": certs.path("server", "key")},
-                       "upstream_tls": {"enabled": True, "ca_file": certs.ca}}, f)
+            json.dump(doc, f)
         argv = [os.path.join(build, "proxy", "epochgate"), "--config", config, "--bootstrap",
                 ",".join("%s:%d" % a for a in upstream), "--listen", "127.0.0.1:0",
                 "--broker-port-base", "0", "--advertise-host", "127.0.0.1",
                 "--admin", "127.0.0.1:0", "--log-level", "warn"]
-        self.log = open(os.path.join(workdir, "epochgate.log"), "ab")
+        self.log = open(os.path.join(workdir, name + ".log"), "ab")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, text=True,
                                      start_new_session=True)
         deadline = time.monotonic() + 20
@@ -201,7 +209,10 @@ class Subject:
             self.pid, self.bootstrap = mid.proc.pid, ",".join("%s:%d" % a for a in mid.addresses)
         else:
             self.mock.advertise(self.fronts.addresses)
-            gate = Gate(opts.build_dir, workdir, certs, self.fronts.addresses)
+            # epochgate-whole: every Fetch response read whole before it is
+            # forwarded (store and forward, as before streaming).
+            limits = {"stream_fetch_min_bytes": 0} if name == "epochgate-whole" else None
+            gate = Gate(opts.build_dir, workdir, certs, self.fronts.addresses, name, limits)
             self.stops.append(gate.stop)
             self.pid, self.bootstrap = gate.pid, gate.bootstrap
         self.rows = []
@@ -301,6 +312,15 @@ def main():
                          g["produce_cpu_per_gb"] / h["produce_cpu_per_gb"],
                          g["consume_cpu_per_gb"] / h["consume_cpu_per_gb"], g["idle"],
                          g["rss_idle_mib"]))
+    if "error" not in results.get("haproxy", {"error": 1}) and \
+            "error" not in results.get("epochgate-whole", {"error": 1}):
+        h, g = results["haproxy"], results["epochgate-whole"]
+        lines.append("")
+        lines.append("epochgate-whole (Fetch responses read whole, limits.stream_fetch_min_bytes 0)"
+                     " / HAProxy: produce %.2f, consume %.2f; CPU per GB produce %.2f, consume %.2f"
+                     % (g["produce_mbs"] / h["produce_mbs"], g["consume_mbs"] / h["consume_mbs"],
+                        g["produce_cpu_per_gb"] / h["produce_cpu_per_gb"],
+                        g["consume_cpu_per_gb"] / h["consume_cpu_per_gb"]))
     lines.append("")
     lines.append("Run %s; load average at start `%s`, at end `%s` (2 cores shared with "
                  "other work: compare the ratios, taken within this one run)."

@@ -62,6 +62,9 @@ struct Options {
   std::string profile_workload = "produce";  ///< produce (acks=1) | consume
   bool scale = false;  ///< also the scale scenarios (scale.h); or --only scale
   ScaleContext scale_ctx;
+  /// YAML appended to every epochgate configuration the bench writes (a
+  /// before/after of one setting, e.g. "limits:\n  stream_fetch_min_bytes: 0\n").
+  std::string epochgate_yaml;
 };
 
 void usage() {
@@ -77,7 +80,7 @@ void usage() {
                "         [--only produce,consume,latency,pingpong,idle,leader,micro,soak]\n"
                "         [--profile-cmd 'perf record ... -p {pid}' [--profile-seconds S]\n"
                "          [--profile-workload produce|consume]]\n"
-               "         [--command TEXT] [--source-rev TEXT]\n");
+               "         [--command TEXT] [--source-rev TEXT] [--epochgate-yaml TEXT]\n");
 }
 
 bool parse(int argc, char** argv, Options* o) {
@@ -92,6 +95,7 @@ bool parse(int argc, char** argv, Options* o) {
     else if (a == "--out") o->out = next();
     else if (a == "--command") o->command = next();
     else if (a == "--source-rev") o->source_rev = next();
+    else if (a == "--epochgate-yaml") o->epochgate_yaml = next();
     else if (a == "--rounds") o->rounds = std::atoi(next().c_str());
     else if (a == "--seconds") o->seconds = std::atof(next().c_str());
     else if (a == "--latency-rate") o->latency_rate = std::atof(next().c_str());
@@ -175,7 +179,7 @@ bool start_epochgate(const Options& o, const std::string& bootstrap, const std::
                      const std::string& name, ProxyProcess& proc, std::string* out_bootstrap,
                      std::string* error) {
   const std::string cfg = o.out + "/" + name + ".yaml";
-  write_file(cfg, "policy:\n  default_mode: \"" + mode + "\"\n");
+  write_file(cfg, "policy:\n  default_mode: \"" + mode + "\"\n" + o.epochgate_yaml);
   std::vector<std::string> argv = {o.epochgate,           "--bootstrap", bootstrap,
                                    "--listen",            "127.0.0.1:0", "--broker-port-base",
                                    "0",                   "--advertise-host", "127.0.0.1",
