@@ -42,16 +42,21 @@ bool FlowControl::update_client(bool draining, size_t in_flight) {
   return false;
 }
 
-void FlowControl::update_upstream() {
-  bool should_read = !client_.above_high_watermark();
+void FlowControl::update_upstream(bool streaming) {
+  bool above = client_.above_high_watermark();
+  bool pace = streaming && !above && client_.queued_bytes() > 0;
+  if (pace) client_.notify_when_written();  // on_drained() then resumes the read
+  bool should_read = !above && !pace;
   if (should_read && !upstream_->reading()) {
     upstream_->start_reading();
     upstream_paused_ = false;
   } else if (!should_read && upstream_->reading()) {
     upstream_->stop_reading();
-    if (!upstream_paused_ && ctx_.metrics)
-      ctx_.metrics->backpressure_pause(Direction::kUpstreamToClient);
-    upstream_paused_ = true;
+    if (!pace) {
+      if (!upstream_paused_ && ctx_.metrics)
+        ctx_.metrics->backpressure_pause(Direction::kUpstreamToClient);
+      upstream_paused_ = true;
+    }
   }
 }
 

@@ -31,7 +31,12 @@ class FlowControl {
   bool update_client(bool draining, size_t in_flight);
   /// The upstream reads while the client's output is at or under its high
   /// watermark: responses are what frees memory, so the budget never stops them.
-  void update_upstream();
+  /// While a response streams (`streaming`), it also waits whenever the
+  /// client's output queue holds bytes: what the client's socket did not
+  /// take at once was copied there, and reading on would copy nearly every
+  /// byte of the response once more; the rest waits in the kernel's socket
+  /// buffer instead, as with a relay's fixed buffer (not a backpressure pause).
+  void update_upstream(bool streaming = false);
   /// Marks the client paused on the buffer budget (counted and logged once
   /// per pause, rate-limited) and asks the worker to re-check soon.
   void pause_for_budget();

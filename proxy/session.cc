@@ -455,7 +455,7 @@ void Session::update_backpressure() {
   if (state_ != State::kOpen || close_after_write_) return;
   if (flow_.update_client(draining_, in_flight_.size())) process_client_input();
   if (state_ != State::kOpen) return;
-  flow_.update_upstream();
+  flow_.update_upstream(responses_.streaming());
 }
 
 void Session::on_drained(Connection& c) {

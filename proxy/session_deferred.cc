@@ -18,7 +18,7 @@ void Session::responses_flushed() {
   // Frames buffered while paused are offered from the hold timer, not from
   // inside the rerouter's callback that got here.
   if (flow_.update_client(draining_, in_flight_.size()) && !holding_) hold_request();
-  flow_.update_upstream();
+  flow_.update_upstream(responses_.streaming());
 }
 
 void Session::reoffer_held() {
