@@ -77,6 +77,9 @@ FetchTailFit fit_fetch_tail(
   const auto* eps = endpoints ? &*endpoints : nullptr;
   const size_t n = eps ? eps->size() : 0;
   const uint32_t last_tag = others.empty() ? 0 : others.back().tag;
+  // Kafka reads tags as non-negative ints: past the largest, a padding tag
+  // would wrap to one already used, so such a tail is only kept as is.
+  const bool can_pad = last_tag < 0x7fffffffu;
   // Every endpoint first; then fewer, from the end; last, no NodeEndpoints at all.
   for (size_t option = 0; option <= n + 1; ++option) {
     const bool present = eps != nullptr && option <= n;
@@ -87,7 +90,7 @@ FetchTailFit fit_fetch_tail(
     if (base.size() == size) {
       fit.bytes = std::move(base);
     } else {
-      int64_t pad = pad_for(base.size(), fields, last_tag, size);
+      int64_t pad = can_pad ? pad_for(base.size(), fields, last_tag, size) : -1;
       if (pad < 0) continue;
       fit.bytes = encode(eps, keep, present, others, version, pad);
       fit.padded = true;

@@ -369,6 +369,18 @@ TEST(FetchTail, NothingFitsLeavesNodeEndpointsOut) {
   EXPECT_TRUE(!m.node_endpoints || m.node_endpoints->empty());
 }
 
+TEST(FetchTail, NoPaddingPastTheLargestTagABrokerSent) {
+  // A broker's own tag at the top of Kafka's range leaves no tag above it:
+  // the tail cannot be padded, so it does not fit (the stream then closes).
+  Built b = build(16, true);
+  size_t size = tail_of(b);
+  static const uint8_t kByte[1] = {7};
+  codec::TaggedFields others{{0x7fffffffu, codec::Bytes{kByte, 1}}};
+  FetchTailFit fit = fit_fetch_tail(endpoints({{3, "gw"}}), others, 16, size + 6);
+  EXPECT_FALSE(fit.padded);
+  EXPECT_FALSE(fit.ok);
+}
+
 TEST(FetchTail, EveryTargetLengthIsReachable) {
   // Each size from the smallest encoding up, across the padding's one-byte
   // and two-byte length forms (payloads 127 and 128).
