@@ -381,5 +381,45 @@ def test_librdkafka_consumes_across_leader_moves(h):
     assert sl.delta(after, before, STREAMED, api="fetch") > 0
 
 
+
+def test_large_fetch_behind_a_rerouted_produce_waits_for_its_answer(h):
+    # A Produce that epochgate reroutes to a slow leader, then a large Fetch
+    # and a Metadata request pipelined on the same connection: the broker
+    # answers the Fetch first, but the client must get the three answers in
+    # its request order, the Fetch whole (it may not stream ahead of the
+    # Produce's answer).
+    cluster = h.start_cluster(3, ["rr:3:3"])
+    for p, b in ((0, 1), (1, 1), (2, 2)):
+        cluster.cmd("leader rr %d %d" % (p, b))
+    gate = sl.start_gate(h, cluster, config="""
+policy:
+  rules:
+    - topics: "rr"
+      mode: enforce
+      reroute: true
+""")
+    gc = sl.GateClient(h, gate)
+    parts = gc.metadata(["rr"])["topics"]["rr"]["partitions"]
+    for p in range(3):
+        sl.wait_view(gate, "rr", p, parts[p]["leader"], parts[p]["leader_epoch"])
+    _fill(gc, 1, "rr", 0, 3, 100000, seed=3)
+    cluster.cmd("rtt 2 600")
+    before = sl.scrape(gate)
+    s = socket.create_connection(gc.brokers[1], timeout=30)
+    h.on_close(s.close)
+    pc, fc, mc = 0x1111, 0x2222, 0x3333
+    produce = sw.produce_request(pc, "rr", [(2, kw.record_batch([b"x" * 100]))], acks=1, version=9)
+    fetch = sw.fetch_request(fc, "rr", [(0, -1, 0)], version=12)
+    md = kw.metadata_request(mc, ["rr"], version=7)
+    s.settimeout(30)
+    s.sendall(produce + fetch + md)
+    got = [_recv_exact_frame(s) for _ in range(3)]
+    assert [kw.frame_correlation_id(g, False) for g in got] == [pc, fc, mc]
+    assert len(got[1]) > 65536  # past limits.stream_fetch_min_bytes: it would stream
+    after = sl.scrape(gate)
+    assert after.sum("epochgate_reroutes_total", result="delivered") >= 1
+    assert sl.delta(after, before, STREAMED, api="fetch") == 0
+
+
 if __name__ == "__main__":
     harness.main(globals())
