@@ -367,12 +367,20 @@ def move_view_first(cluster, gc, topic, partition, new, on_learned=None):
     old, epoch = before["leader"], before["leader_epoch"] + 1
     if old == new:
         raise AssertionError("partition %s[%d] already led by %d" % (topic, partition, new))
-    cluster.cmd("push-leader-response %s %d %d %d" % (topic, partition, new, epoch))
-    gc.metadata([topic], node=new)
-    learned_us = int(time.time() * 1e6)  # the answer crossed epochgate: the view has it
-    learned = view_partition(gc.gate, topic, partition)
-    if not learned or (learned["leader"], learned["epoch"]) != (new, epoch):
-        raise AssertionError("view after the pushed Metadata: %s" % learned)
+    # A refresh of epochgate's own (an urgent one after a client's fenced
+    # request) can take the pushed answer or roll the view back to what the
+    # cluster still says before the move; the cluster has not moved yet, so
+    # the setup is repeated (at most 3 times) until the view has the move.
+    for attempt in range(3):
+        cluster.cmd("push-leader-response %s %d %d %d" % (topic, partition, new, epoch))
+        gc.metadata([topic], node=new)
+        learned_us = int(time.time() * 1e6)  # the answer crossed epochgate: the view has it
+        learned = view_partition(gc.gate, topic, partition)
+        if learned and (learned["leader"], learned["epoch"]) == (new, epoch):
+            break
+        if attempt == 2:
+            raise AssertionError("view after the pushed Metadata: %s" % learned)
+        time.sleep(0.3)
     if on_learned is not None:
         on_learned()
     moved_us = int(time.time() * 1e6)
