@@ -229,7 +229,7 @@ def story(demo, options):
               % ((min(sent_after) - moved_us) / 1000.0))
     if recovery is not None:
         print("  first message acknowledged by broker %d: %.1f ms after the move "
-              "(librdkafka waits retry.backoff.ms = 100 ms before resending)" % (new, recovery))
+              "(any message, one sent before the move included)" % (new, recovery))
     if fetched:
         print("  first records the consumer fetched from broker %d: %.1f ms after the move"
               % (new, (fetched * 1e6 - moved_us) / 1000.0))
