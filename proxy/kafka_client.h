@@ -143,16 +143,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   template <class Req>
   ClientError send(Req req, const SendOptions& options, Callback<Req> done,
                    std::shared_ptr<const void> keep_alive = nullptr) {
-    auto held = std::make_shared<Req>(std::move(req));
-    Outgoing out;
-    out.api_key = Req::kApiKey;
-    out.lo = std::max<int16_t>(Req::kMinVersion, options.min_version);
-    out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
-    out.timeout_ms = options.timeout_ms;
-    out.give_up_ms = give_up_at(options);
-    out.client_id = options.client_id;
-    out.encode = [held, keep_alive](std::vector<uint8_t>& frame, const codec::RequestHeader& h,
-                                    int16_t v) { codec::encode_frame(frame, h, *held, v); };
+    Outgoing out = outgoing(std::move(req), options, std::move(keep_alive));
     out.done = [done = std::move(done)](RawAnswer&& raw) {
       ClientResult<ResponseOf<Req>> r;
       r.error = raw.error;
@@ -186,16 +177,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   ClientError post(Req req, const SendOptions& options,
                    std::shared_ptr<const void> keep_alive = nullptr,
                    std::function<void(ClientError)> written = nullptr) {
-    auto held = std::make_shared<Req>(std::move(req));
-    Outgoing out;
-    out.api_key = Req::kApiKey;
-    out.lo = std::max<int16_t>(Req::kMinVersion, options.min_version);
-    out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
-    out.timeout_ms = options.timeout_ms;
-    out.give_up_ms = give_up_at(options);
-    out.client_id = options.client_id;
-    out.encode = [held, keep_alive](std::vector<uint8_t>& frame, const codec::RequestHeader& h,
-                                    int16_t v) { codec::encode_frame(frame, h, *held, v); };
+    Outgoing out = outgoing(std::move(req), options, std::move(keep_alive));
     out.written = std::move(written);
     return submit(std::move(out));
   }
@@ -269,6 +251,22 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   bool expire_waiting(uint64_t now);
 
   ClientError submit(Outgoing out);
+  /// What send() and post() share: `req` (held until encoded or dropped,
+  /// with `keep_alive`), its version range and its time bounds.
+  template <class Req>
+  Outgoing outgoing(Req req, const SendOptions& options, std::shared_ptr<const void> keep_alive) {
+    auto held = std::make_shared<Req>(std::move(req));
+    Outgoing out;
+    out.api_key = Req::kApiKey;
+    out.lo = std::max<int16_t>(Req::kMinVersion, options.min_version);
+    out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
+    out.timeout_ms = options.timeout_ms;
+    out.give_up_ms = give_up_at(options);
+    out.client_id = options.client_id;
+    out.encode = [held, keep_alive](std::vector<uint8_t>& frame, const codec::RequestHeader& h,
+                                    int16_t v) { codec::encode_frame(frame, h, *held, v); };
+    return out;
+  }
   // UpstreamDialer::Owner
   void on_dial_attempt_failed(const UpstreamDialer::Failure& f) override;
   void on_dialed(std::unique_ptr<Connection> conn, size_t index,
