@@ -367,6 +367,18 @@ def move_view_first(cluster, gc, topic, partition, new, on_learned=None):
     old, epoch = before["leader"], before["leader_epoch"] + 1
     if old == new:
         raise AssertionError("partition %s[%d] already led by %d" % (topic, partition, new))
+    # A view that learned the topic only from Metadata below v10 has no topic
+    # id, and doubts a lower epoch the refresher reports (a recreated topic
+    # and a lagging broker look alike without one): an urgent refresh in the
+    # moment before the real move would then stop the fencing this setup is
+    # for. Let the view learn the id first, as any v10+ client's Metadata or a
+    # periodic refresh gives it.
+    known = view_partition(gc.gate, topic, partition)
+    if known is None or known["topic_id"] is None:
+        gc.metadata_v12([topic])
+        known = view_partition(gc.gate, topic, partition)
+        if known is None or known["topic_id"] is None:
+            raise AssertionError("the view has no topic id after Metadata v12: %s" % known)
     # A refresh of epochgate's own (an urgent one after a client's fenced
     # request) can take the pushed answer or roll the view back to what the
     # cluster still says before the move; the cluster has not moved yet, so
