@@ -6,7 +6,7 @@
 # loaded machine; --scale adds 4-5), draws the plot
 # and copies the results into bench/. Never part of the test suite.
 #
-# usage: bench/run.sh [BUILD_DIR] [--soak-minutes N] [--profile] [--quick]
+# usage: bench/run.sh [-h|--help] [BUILD_DIR] [--soak-minutes N] [--profile] [--quick]
 #                     [any other epochgate-bench option, e.g. --rounds 5]
 #   BUILD_DIR        build tree to (re)use, default <repo>/build-bench
 #   --soak-minutes N also run epochgate for N minutes under steady load and
@@ -22,6 +22,13 @@
 #                    epochgate against HAProxy terminating and originating TLS,
 #                    written to BUILD_DIR/bench-results/TLS.md
 set -euo pipefail
+
+# The usage text is this header: print it and stop, before anything is
+# installed or built.
+if [[ " $* " == *" --help "* || " $* " == *" -h "* ]]; then
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  exit 0
+fi
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$SRC/build-bench

