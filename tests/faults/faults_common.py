@@ -98,10 +98,14 @@ def node_addresses(conn, corr=0x4D01):
     return {node: (host, port) for node, (host, port, _) in md["brokers"].items()}
 
 
+_DEAD_PORTS = []  # kept open for the test process's life
+
+
 def dead_port():
-    """A loopback port nothing listens on (bound, then released)."""
+    """A loopback port nothing listens on: bound and never listening, so a
+    connect is refused and no other process can start listening on it while
+    the test runs (a port bound then released could be taken meanwhile)."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    _DEAD_PORTS.append(s)
+    return s.getsockname()[1]

@@ -133,33 +133,44 @@ def test_ten_thousand_nodes_open_bounded_listeners_that_close_when_they_leave(h)
     assert metric_of(gate, "epochgate_listeners_closed_total") >= 253
 
 
-def _adjacent_free_ports():
-    """Two consecutive loopback ports nothing listens on (bounded search)."""
-    for _ in range(50):
-        a = socket.socket()
-        a.bind(("127.0.0.1", 0))
-        port = a.getsockname()[1]
-        b = socket.socket()
-        try:
-            b.bind(("127.0.0.1", port + 1))
-        except OSError:
-            a.close()
-            b.close()
-            continue
-        a.close()
-        b.close()
-        return port
-    raise AssertionError("no two adjacent free ports")
+def _reserve(port=0):
+    """A socket bound to 127.0.0.1:port with SO_REUSEADDR that never listens.
+
+    It keeps the port from ephemeral connects and from binds without
+    SO_REUSEADDR, while epochgate's listener (it sets SO_REUSEADDR) can still
+    bind and listen on it (socket(7): such a bind fails only against an active
+    listener), so no other process can take the port between the test
+    choosing it and epochgate binding it."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        raise
+    return s
 
 
 def _busy_node_one(h):
-    """(base, holder): node 1's port under `base` held by a listening socket."""
-    base = _adjacent_free_ports()
-    holder = socket.socket()
-    holder.bind(("127.0.0.1", base + 1))
-    holder.listen(1)
-    h.on_close(holder.close)
-    return base, holder
+    """(base, holder): node 0's port under `base` reserved for epochgate, node
+    1's held busy by a listening socket (both stay reserved when it closes)."""
+    for _ in range(100):
+        low = _reserve()
+        base = low.getsockname()[1]
+        try:
+            high = _reserve(base + 1)
+        except OSError:
+            low.close()
+            continue
+        h.on_close(low.close)
+        h.on_close(high.close)
+        holder = socket.socket()
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("127.0.0.1", base + 1))
+        holder.listen(1)
+        h.on_close(holder.close)
+        return base, holder
+    raise AssertionError("no two adjacent loopback ports to reserve")
 
 
 def _gate_with_busy_node(h, sb, base):

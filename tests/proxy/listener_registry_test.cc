@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <memory>
 #include <vector>
 
 namespace epochgate::proxy {
@@ -149,19 +150,96 @@ TEST(ListenerRegistry, NamedAgainWithinTheGraceKeepsTheListener) {
   EXPECT_EQ(rec.closed, 0);
 }
 
+// Keeps a loopback port from other users without listening on it: a socket
+// bound with SO_REUSEADDR that never listens. Ephemeral connects and binds
+// without SO_REUSEADDR skip the port, while the registry's listener (it sets
+// SO_REUSEADDR, see proxy/listen_socket.cc) may still bind and listen on it
+// (socket(7): such a bind fails only against an active listener). This removes
+// the race of "probe a free port, close it, hope nobody takes it".
+class ReservedPort {
+ public:
+  // port 0: an ephemeral port; otherwise that port (ok() is false if taken).
+  explicit ReservedPort(uint16_t port = 0) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  ReservedPort(const ReservedPort&) = delete;
+  ReservedPort& operator=(const ReservedPort&) = delete;
+  ~ReservedPort() { ::close(fd_); }
+  bool ok() const { return port_ != 0; }
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+// Holds a loopback port busy (a listener, so the registry's bind fails);
+// release() closes the listener but keeps the port reserved, so the
+// registry's next bind attempt gets it and nobody else does meanwhile.
+class BusyPort {
+ public:
+  explicit BusyPort(uint16_t port = 0) : reserved_(port) {
+    if (!reserved_.ok()) return;
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(reserved_.port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    listening_ = bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && listen(fd_, 1) == 0;
+  }
+  ~BusyPort() { release(); }
+  void release() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  bool ok() const { return listening_; }
+  uint16_t port() const { return reserved_.port(); }
+
+ private:
+  ReservedPort reserved_;
+  int fd_ = -1;
+  bool listening_ = false;
+};
+
+// A busy port p and a reserved (free for the registry) port p + 1, so that
+// with broker_ports.base = p node 0 fails to bind and node 1 binds. Bounded
+// search: p + 1 may belong to someone else on a shared machine.
+struct BusyThenFree {
+  std::unique_ptr<BusyPort> busy;
+  std::unique_ptr<ReservedPort> next;
+  bool find() {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      auto b = std::make_unique<BusyPort>();
+      if (!b->ok() || b->port() == 65535) continue;
+      auto n = std::make_unique<ReservedPort>(static_cast<uint16_t>(b->port() + 1));
+      if (!n->ok()) continue;
+      busy = std::move(b);
+      next = std::move(n);
+      return true;
+    }
+    return false;
+  }
+};
+
 TEST(ListenerRegistry, PinnedNodesStayWhenAbsent) {
   Recorder rec;
   ListenerLimits l = loopback_limits();
   l.absent_grace_ms = 10;
-  int probe = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  socklen_t len = sizeof a;
-  getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len);
-  uint16_t free_port = ntohs(a.sin_port);
-  ::close(probe);
+  ReservedPort reserved;  // held until the registry has bound it
+  ASSERT_TRUE(reserved.ok());
+  const uint16_t free_port = reserved.port();
   l.explicit_ports = {{1001, free_port}};
   ListenerRegistry reg(l, rec.events());
   std::string error;
@@ -171,34 +249,9 @@ TEST(ListenerRegistry, PinnedNodesStayWhenAbsent) {
   EXPECT_EQ(reg.port_of(1001), free_port);
 }
 
-// Holds a loopback port busy; release() frees it.
-class BusyPort {
- public:
-  BusyPort() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    listen(fd_, 1);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-  }
-  ~BusyPort() { release(); }
-  void release() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  uint16_t port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
-};
-
 TEST(ListenerRegistry, FailedBindIsRetriedWithBackoffAndReadinessRecovers) {
   BusyPort busy;
+  ASSERT_TRUE(busy.ok());
   Recorder rec;
   ListenerLimits l = loopback_limits();
   l.port_base = busy.port();  // node 0's port is taken
@@ -224,13 +277,17 @@ TEST(ListenerRegistry, FailedBindIsRetriedWithBackoffAndReadinessRecovers) {
 }
 
 TEST(ListenerRegistry, ReadinessForgetsAFailedNodeTheClusterNoLongerNames) {
-  BusyPort busy;
+  BusyThenFree ports;
+  ASSERT_TRUE(ports.find()) << "no busy port followed by a free one";
   Recorder rec;
   ListenerLimits l = loopback_limits();
-  l.port_base = busy.port();
+  l.port_base = ports.busy->port();  // node 0 cannot bind, node 1 (base + 1) can
   ListenerRegistry reg(l, rec.events());
   reg.observe_brokers({0, 1}, 1000);
-  EXPECT_NE(reg.unready_reason(), "");
+  EXPECT_NE(reg.unready_reason().find("broker node 0"), std::string::npos) << reg.unready_reason();
+  ASSERT_TRUE(reg.port_of(1));
+  EXPECT_EQ(*reg.port_of(1), ports.next->port());
+  EXPECT_TRUE(can_connect(*reg.port_of(1)));
   reg.observe_brokers({1}, 2000);  // node 0 left the cluster
   EXPECT_EQ(reg.unready_reason(), "");
   int failures = rec.bind_failures;
