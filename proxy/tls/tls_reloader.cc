@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,9 @@ namespace epochgate::proxy::tls {
 
 namespace {
 constexpr uint64_t kDebounceMs = 200;
+// A directory written to more often than kDebounceMs (a log file beside the
+// certificates) would otherwise postpone the reload for as long as it is busy.
+constexpr uint64_t kMaxDebounceMs = 1000;
 constexpr uint64_t kExpiryTickMs = 10000;
 
 int64_t now_unix() { return static_cast<int64_t>(std::time(nullptr)); }
@@ -91,9 +95,10 @@ bool TlsReloader::reload(const char* trigger, bool force, std::string* error_out
   std::string error;
   if (!build(s, c, error)) {
     ++reloads_refused_;
-    if (metrics_) metrics_->reload(false);
+    // The line before the count: whoever sees the counter move finds it.
     spdlog::error("TLS reload ({}) refused, the loaded certificates stay in use: {}", trigger,
                   error);
+    if (metrics_) metrics_->reload(false);
     if (error_out) *error_out = error;
     std::lock_guard<std::mutex> lock(mu_);
     fingerprint_ = fp;  // the same bad bytes are not retried on every event
@@ -106,8 +111,8 @@ bool TlsReloader::reload(const char* trigger, bool force, std::string* error_out
     fingerprint_ = std::move(fp);
   }
   ++reloads_ok_;
-  if (metrics_) metrics_->reload(true);
   spdlog::info("TLS certificates reloaded ({}); new connections use them", trigger);
+  if (metrics_) metrics_->reload(true);
   publish_metrics();
   return true;
 }
@@ -198,8 +203,14 @@ int TlsReloader::start() {
 void TlsReloader::on_fs_event(uv_fs_event_t* h, const char*, int, int status) {
   auto* self = static_cast<TlsReloader*>(h->data);
   if (status != 0) return;
-  // Editors and Secret updates touch several names in a burst: one reload.
-  uv_timer_start(&self->debounce_, &TlsReloader::on_debounce, kDebounceMs, 0);
+  // Editors and Secret updates touch several names in a burst: one reload,
+  // kDebounceMs after the last event, at most kMaxDebounceMs after the first.
+  const uint64_t now = uv_now(self->loop_);
+  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&self->debounce_)))
+    self->burst_started_ms_ = now;
+  const uint64_t latest = self->burst_started_ms_ + kMaxDebounceMs;
+  const uint64_t delay = latest > now ? std::min(kDebounceMs, latest - now) : 0;
+  uv_timer_start(&self->debounce_, &TlsReloader::on_debounce, delay, 0);
 }
 
 void TlsReloader::on_debounce(uv_timer_t* t) {

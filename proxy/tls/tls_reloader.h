@@ -1,7 +1,8 @@
 // proxy/tls/tls_reloader.h: owns the process's current TLS contexts (the
 // client-facing server context and the upstream client context) and
 // replaces them when their files change (uv_fs_event on each file's
-// directory, which also sees a Kubernetes Secret's ..data swap, debounced)
+// directory, which also sees a Kubernetes Secret's ..data swap; debounced,
+// but never postponed past a second by a directory that keeps changing)
 // and on SIGHUP. A reload builds new contexts first: new connections use
 // them, established ones keep the context their SSL holds. A file that fails
 // to load or does not match its key is refused with the file name and
@@ -83,6 +84,7 @@ class TlsReloader {
   std::string fingerprint_;
   std::vector<std::unique_ptr<Watch>> watches_;
   uv_timer_t debounce_{};
+  uint64_t burst_started_ms_ = 0;  ///< loop time of the first event the pending reload waits on
   uv_timer_t expiry_{};
   uv_signal_t sighup_{};
   bool started_ = false;

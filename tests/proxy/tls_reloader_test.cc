@@ -1,12 +1,14 @@
 // tests/proxy/tls_reloader_test.cc: certificate reload: a rotated file is
-// picked up (file watch and forced, as SIGHUP does), a bad one is refused
-// naming the file with the old context kept, and the metrics show both.
+// picked up (file watch, also in a directory that keeps changing, and
+// forced, as SIGHUP does), a bad one is refused naming the file with the old
+// context kept, and the metrics show both.
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 #include <uv.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -111,6 +113,39 @@ TEST(TlsReloader, KeyThatDoesNotMatchIsRefusedAndTheOldContextStays) {
                              std::filesystem::copy_options::overwrite_existing);
   EXPECT_TRUE(r.reloader->reload("file change", false, &error)) << error;
   EXPECT_NE(r.reloader->current_server(), before);
+}
+
+TEST(TlsReloader, ABusyDirectoryDoesNotPostponeTheReload) {
+  // A log file beside the certificates is written every 50 ms, more often
+  // than the debounce: the rotation is still picked up (after about a
+  // second) while the writes go on.
+  Rig r;
+  std::string error;
+  ASSERT_TRUE(r.reloader->load(error)) << error;
+  ASSERT_EQ(r.reloader->start(), 0);
+  std::filesystem::copy_file(rotated() + ".crt", r.dir + "/tls.crt.new");
+  std::filesystem::copy_file(rotated() + ".key", r.dir + "/tls.key.new");
+  std::filesystem::rename(r.dir + "/tls.key.new", r.dir + "/tls.key");
+  std::filesystem::rename(r.dir + "/tls.crt.new", r.dir + "/tls.crt");
+  const auto rotated_at = std::chrono::steady_clock::now();
+  auto next_write = rotated_at;
+  FILE* log = std::fopen((r.dir + "/epochgate.log").c_str(), "a");
+  ASSERT_NE(log, nullptr);
+  // Writes for 3 s whatever happens, so an uncapped debounce never fires.
+  const auto writes_end = rotated_at + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < writes_end) {
+    if (std::chrono::steady_clock::now() >= next_write) {
+      std::fputs("a line\n", log);
+      std::fflush(log);
+      next_write += std::chrono::milliseconds(50);
+    }
+    uv_run(&r.loop, UV_RUN_NOWAIT);
+    usleep(5000);
+  }
+  std::fclose(log);
+  ASSERT_EQ(r.reloader->reloads_ok(), 1u) << "no reload while the directory kept changing";
+  EXPECT_NE(r.reloader->current_server()->files().front().subject.find("rotated.kafka.example.com"),
+            std::string::npos);
 }
 
 TEST(TlsReloader, ExpiryGaugeCountsDownToNotAfter) {

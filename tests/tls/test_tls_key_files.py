@@ -92,9 +92,14 @@ def test_wrong_key_password_is_refused(h):
     harness.wait_until(lambda: tls_lib.metrics_value(gate, "epochgate_tls_reloads_total",
                                                      result="refused") > refused, 15,
                        what="the reload with a wrong passphrase refused")
-    log = open(gate.proc.log_path, errors="replace").read()
-    line = [l for l in log.splitlines() if "refused" in l and "server-enc.key" in l]
-    assert line and "bad decrypt" in line[-1], log[-1500:]
+    # The log line is written by another thread than the one serving
+    # /metrics: look for it until it is there (bounded), then check it.
+    def refusal_lines():
+        log = open(gate.proc.log_path, errors="replace").read()
+        return [l for l in log.splitlines() if "refused" in l and "server-enc.key" in l]
+    harness.wait_until(refusal_lines, 5, what="the refused reload's log line")
+    line = refusal_lines()
+    assert line and "bad decrypt" in line[-1], open(gate.proc.log_path, errors="replace").read()[-1500:]
     hs = tls_lib.s_client(h, port, ca=c.ca, verify_host="localhost")
     assert hs.verify_code == 0 and hs.leaf("serial") == served, hs.out[-800:]
     s = h.rdkafka_check(["--bootstrap", gate.bootstrap, "--topic", "t", "--messages", "100"]
