@@ -65,7 +65,7 @@ RerouteRefusal RerouteOrderGuard::may_reroute(Ticket t, const StreamKey& stream,
         if (e.ticket < t) return RerouteRefusal::kEarlierInFlight;
         if (from_node < 0 || e.node != from_node) return RerouteRefusal::kLaterInFlight;
       }
-      if ((e.kind == Kind::kHeld || e.kind == Kind::kParked) && e.ticket < t)
+      if (e.kind == Kind::kParked && e.ticket < t)
         return RerouteRefusal::kEarlierHeld;
     }
     for (const auto& [node, newest] : st.newest_direct)
@@ -82,8 +82,7 @@ OrderWait RerouteOrderGuard::must_wait(Ticket t, const StreamKey& stream, int32_
   for (const Entry& e : it->second.entries) {
     if (e.kind == Kind::kRerouted) return OrderWait::kRerouted;
     if (e.ticket >= t) continue;
-    if (e.kind == Kind::kHeld || e.kind == Kind::kParked ||
-        (e.kind == Kind::kDirect && e.node != node))
+    if (e.kind == Kind::kParked || (e.kind == Kind::kDirect && e.node != node))
       w = OrderWait::kClientPath;
   }
   return w;
@@ -181,31 +180,11 @@ RerouteRefusal RerouteOrderGuard::begin_reroute_from(Ticket t, const StreamKey& 
   return r;
 }
 
-std::vector<Released> RerouteOrderGuard::release_ready(const StreamKey& key, Stream& st) {
-  std::vector<Released> out;
-  for (Entry& e : st.entries) {
-    if (e.kind == Kind::kRerouted) break;  // everything after it still waits
-    if (e.kind == Kind::kHeld) {
-      e.kind = Kind::kDirect;
-      --bounded_;
-      ++counters_.released;
-      out.push_back(Released{e.ticket, key});
-    }
-  }
-  return out;
-}
-
-std::vector<Released> RerouteOrderGuard::end_bounded(Ticket t, const StreamKey& stream, Kind kind) {
+void RerouteOrderGuard::reroute_answered(Ticket t, const StreamKey& stream) {
   auto it = streams_.find(stream);
-  if (it == streams_.end() || !erase(it->second, t, kind)) return {};
+  if (it == streams_.end() || !erase(it->second, t, Kind::kRerouted)) return;
   --bounded_;
-  std::vector<Released> out = release_ready(stream, it->second);
   forget_if_idle(stream);
-  return out;
-}
-
-std::vector<Released> RerouteOrderGuard::reroute_answered(Ticket t, const StreamKey& stream) {
-  return end_bounded(t, stream, Kind::kRerouted);
 }
 
 bool RerouteOrderGuard::rehop(Ticket t, const StreamKey& stream, int32_t new_leader) {
@@ -220,40 +199,19 @@ bool RerouteOrderGuard::rehop(Ticket t, const StreamKey& stream, int32_t new_lea
   return false;
 }
 
-ForwardVerdict RerouteOrderGuard::forward(Ticket t, const StreamKey& stream, int32_t node) {
+void RerouteOrderGuard::forward(Ticket t, const StreamKey& stream, int32_t node) {
   Stream& st = streams_[stream];
   if (st.fell_back_to != kNoFallBack && st.fell_back_to == node) {
     st.fell_back_to = kNoFallBack;
     if (--fell_back_streams_ == 0) saturated_ = false;
   }
-  bool wait = false;
-  for (const Entry& e : st.entries) {
-    if (e.ticket >= t) break;
-    if (e.kind == Kind::kRerouted || e.kind == Kind::kHeld) {
-      wait = true;
-      break;
-    }
+  insert(st, Entry{t, Kind::kDirect, node});
+  for (auto& [n, newest] : st.newest_direct) {
+    if (n != node) continue;
+    newest = std::max(newest, t);
+    return;
   }
-  if (!wait) {
-    insert(st, Entry{t, Kind::kDirect, node});
-    bool seen = false;
-    for (auto& [n, newest] : st.newest_direct) {
-      if (n != node) continue;
-      newest = std::max(newest, t);
-      seen = true;
-    }
-    if (!seen) st.newest_direct.emplace_back(node, t);
-    return ForwardVerdict::kForward;
-  }
-  if (bounded_ >= max_in_flight_) {
-    ++counters_.hold_full;
-    forget_if_idle(stream);
-    return ForwardVerdict::kHoldFull;
-  }
-  insert(st, Entry{t, Kind::kHeld});
-  ++bounded_;
-  ++counters_.held;
-  return ForwardVerdict::kHold;
+  st.newest_direct.emplace_back(node, t);
 }
 
 void RerouteOrderGuard::direct_answered(Ticket t, const StreamKey& stream) {
@@ -263,15 +221,11 @@ void RerouteOrderGuard::direct_answered(Ticket t, const StreamKey& stream) {
   forget_if_idle(stream);
 }
 
-std::vector<Released> RerouteOrderGuard::drop_held(Ticket t, const StreamKey& stream) {
-  return end_bounded(t, stream, Kind::kHeld);
-}
-
 size_t RerouteOrderGuard::held() const {
   size_t n = 0;
   for (const auto& [key, st] : streams_) {
     n += static_cast<size_t>(std::count_if(st.entries.begin(), st.entries.end(), [](const Entry& e) {
-      return e.kind == Kind::kHeld || e.kind == Kind::kParked;
+      return e.kind == Kind::kParked;
     }));
   }
   return n;

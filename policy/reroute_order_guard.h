@@ -3,11 +3,11 @@
 // the partition's new leader. It answers two questions: "may this partition
 // of this request be rerouted now?" and "must this request, forwarded on the
 // path the client chose, wait until earlier rerouted writes are answered?",
-// releases the waiting ones in arrival order, and bounds how many reroutes
-// and held writes exist at once. A pure unit: the caller reports what was
-// sent and what came back.
-// Must never: do I/O, read a clock, or release a held write before every
-// rerouted write that arrived before it has been answered.
+// and bounds how many reroutes and parked writes exist at once. A pure unit:
+// the caller reports what was sent and what came back; the writes that must
+// wait are kept back by their session (parked here) and offered again.
+// Must never: do I/O, read a clock, keep or release a write itself, or let a
+// write go before every rerouted write that arrived before it is answered.
 #pragma once
 
 #include <cstddef>
@@ -55,21 +55,13 @@ enum class RerouteRefusal : uint8_t {
   kLaterInFlight,    ///< a later write of the stream is already on the client's path
   kEarlierHeld,      ///< an earlier write of the stream waits to be forwarded
   kStreamFellBack,   ///< a write of the stream fell back and the client has not moved yet
-  kMaxInFlight,      ///< reroute.max_in_flight rerouted and held writes exist (or the
+  kMaxInFlight,      ///< reroute.max_in_flight rerouted and parked writes exist (or the
                      ///< table of streams that fell back is full)
   kHoldFull,         ///< it had to wait for an earlier write, but reroute.max_in_flight
-                     ///< rerouted and held writes left no room to hold it
+                     ///< rerouted and parked writes left no room to park it
 };
 inline constexpr size_t kRerouteRefusalCount = 7;
 const char* reroute_refusal_name(RerouteRefusal r);
-
-/// What to do with a write forwarded on the path the client chose.
-enum class ForwardVerdict : uint8_t {
-  kForward,   ///< send it now (it is counted as in flight on the client's path)
-  kHold,      ///< keep it: an earlier write of the stream is being rerouted
-  kHoldFull,  ///< it must wait but the bound is reached: the caller answers it
-              ///< with a retriable error instead of forwarding it out of order
-};
 
 /// Why a write must wait before it goes (must_wait, reroute_must_wait).
 enum class OrderWait : uint8_t {
@@ -83,15 +75,8 @@ enum class OrderWait : uint8_t {
 struct OrderGuardCounters {
   uint64_t rerouted = 0;  ///< begin_reroute calls that were allowed
   uint64_t refused[kRerouteRefusalCount] = {};  ///< by RerouteRefusal (index 0 unused)
-  uint64_t held = 0;       ///< writes held for order
-  uint64_t released = 0;   ///< held writes released
+  uint64_t held = 0;       ///< writes parked for order (park calls that parked)
   uint64_t hold_full = 0;  ///< writes that had to wait but found no room
-};
-
-/// A held write the guard released: the request and partition to send now.
-struct Released {
-  Ticket ticket = 0;
-  StreamKey stream;
 };
 
 /// The guard of one worker. Callers report every partition write of a
@@ -99,7 +84,7 @@ struct Released {
 /// or rerouted (begin_reroute/reroute_answered). Not thread-safe.
 class RerouteOrderGuard {
  public:
-  /// `max_in_flight` bounds rerouted and held writes together
+  /// `max_in_flight` bounds rerouted and parked writes together
   /// (`reroute.max_in_flight`); 0 refuses every reroute. Streams that fell
   /// back are remembered apart, up to a fixed 65536; past that every reroute
   /// is refused until they drain.
@@ -134,17 +119,18 @@ class RerouteOrderGuard {
   /// on the client's own path (forward with that node): the client moved.
   RerouteRefusal begin_reroute(Ticket t, const StreamKey& stream, int32_t new_leader);
 
-  /// The rerouted write (t, stream) was answered, or failed for good. Returns
-  /// the held writes that no longer wait, in arrival order; each is recorded
-  /// as in flight on the client's path (the caller sends them now).
-  std::vector<Released> reroute_answered(Ticket t, const StreamKey& stream);
+  /// The rerouted write (t, stream) was answered, or failed for good: it no
+  /// longer counts against the bound, and writes that waited behind it may
+  /// go when their sessions offer them again (must_wait says so).
+  void reroute_answered(Ticket t, const StreamKey& stream);
 
-  /// A write of request `t` is about to be forwarded on the client's own
-  /// path, to node `node` (the broker its listener stands for). Held when a
-  /// write of the stream that arrived earlier is rerouted and unanswered, or
-  /// is itself held. Clears the stream's fell-back state when `node` is the
-  /// leader the refused reroute was aimed at.
-  ForwardVerdict forward(Ticket t, const StreamKey& stream, int32_t node);
+  /// A write of request `t` is forwarded now on the client's own path, to
+  /// node `node` (the broker its listener stands for): recorded as in flight
+  /// there until direct_answered. The caller asked must_wait first (a write
+  /// that must wait is parked by its session, never forwarded). Clears the
+  /// stream's fell-back state when `node` is the leader the refused reroute
+  /// was aimed at.
+  void forward(Ticket t, const StreamKey& stream, int32_t node);
 
   /// The ticket the next arrive() will return (a request that is not yet
   /// counted asks with it).
@@ -152,7 +138,7 @@ class RerouteOrderGuard {
 
   /// Non-kNone when the write (t, stream), forwarded on the client's own path to
   /// node `node`, must wait: a write of the stream is rerouted and
-  /// unanswered, one that arrived earlier is held or parked, or one is
+  /// unanswered, one that arrived earlier is parked, or one is
   /// unanswered on the client's path to another node (the broker that lost
   /// the partition: its NOT_LEADER_OR_FOLLOWER answer will be rerouted, and
   /// this write must not be stored before it). A caller that keeps the
@@ -162,7 +148,7 @@ class RerouteOrderGuard {
   /// Non-kNone when the write (t, stream), which epochgate would reroute to
   /// `leader` by its own decision, must first wait: an earlier write of the
   /// stream is unanswered on the client's path (its answer may itself be
-  /// rerouted: this one goes after it), an earlier one is held or parked,
+  /// rerouted: this one goes after it), an earlier one is parked,
   /// or one is rerouted to another leader (another connection: no order
   /// between the two). kNone when the stream falls back (waiting would not
   /// change the refusal).
@@ -193,29 +179,24 @@ class RerouteOrderGuard {
   /// the error) or its connection closed.
   void direct_answered(Ticket t, const StreamKey& stream);
 
-  /// Forgets the held write (t, stream) without releasing it (its client
-  /// connection closed). Returns the held writes this frees, as reroute_answered.
-  std::vector<Released> drop_held(Ticket t, const StreamKey& stream);
-
   /// The rerouted write (t, stream) goes on to `new_leader` (its first
   /// leader answered NOT_LEADER_OR_FOLLOWER): it stays rerouted, now to
   /// that node. False when no such write is rerouted.
   bool rehop(Ticket t, const StreamKey& stream, int32_t new_leader);
 
-  /// Rerouted plus held writes now (what max_in_flight bounds).
+  /// Rerouted plus parked writes now (what max_in_flight bounds).
   size_t in_flight() const { return bounded_; }
   /// Streams falling back now (a refused reroute, client not moved yet).
   size_t fell_back_streams() const { return fell_back_streams_; }
-  /// Held writes now.
+  /// Parked writes now.
   size_t held() const;
   /// Streams with any write tracked (for tests and /debug).
   size_t streams() const { return streams_.size(); }
   const OrderGuardCounters& counters() const { return counters_; }
 
  private:
-  // kHeld: forward() kept it and reroute_answered releases it; kParked:
-  // its session keeps it and re-offers it (never released here).
-  enum class Kind : uint8_t { kDirect, kRerouted, kHeld, kParked };
+  // kParked: its session keeps it and re-offers it.
+  enum class Kind : uint8_t { kDirect, kRerouted, kParked };
   struct Entry {
     Ticket ticket;
     Kind kind;
@@ -238,10 +219,6 @@ class RerouteOrderGuard {
 
   static void insert(Stream& st, Entry e);
   static bool erase(Stream& st, Ticket t, Kind kind);
-  std::vector<Released> release_ready(const StreamKey& key, Stream& st);
-  /// Ends write `t` of `kind` (rerouted or held), which counted against the
-  /// bound, and releases what waited on it.
-  std::vector<Released> end_bounded(Ticket t, const StreamKey& stream, Kind kind);
   void forget_if_idle(const StreamKey& key);
 
   // Streams remembered as falling back cost a map entry each until their

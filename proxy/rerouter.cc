@@ -118,11 +118,11 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
   e.reroute = st;
   const ReroutePlan& p = *st->plan;
   // Forwarded partitions: in flight on the client's path until answered.
-  // must_wait() was false for each, so none is held here.
+  // must_wait() was kNone for each (the session parks those that wait).
   for (const RerouteStream& s : p.streams) {
     if (s.target >= 0) continue;
-    if (guard_.forward(ticket, s.key, s.node) == policy::ForwardVerdict::kForward)
-      st->direct.push_back(s.key);
+    guard_.forward(ticket, s.key, s.node);
+    st->direct.push_back(s.key);
   }
   // Which targets may go, by the identity and order rules; the rest keep
   // their local answer.

@@ -3,11 +3,11 @@
 // around a leader move: a write rerouted by epochgate while the client, after
 // its own metadata refresh, sends the next write straight to the new leader
 // (the order hazard, provoked on purpose), pipelined writes on the old path,
-// fall-backs the client will resend, and the bound.
+// fall-backs the client will resend, writes parked behind reroutes, and the
+// bound.
 #include <gtest/gtest.h>
 
 #include <string>
-#include <vector>
 
 #include "policy/reroute_order_guard.h"
 
@@ -21,30 +21,28 @@ StreamKey idempotent(int64_t pid, int32_t partition = 0) {
   return StreamKey{pid, "", "orders", partition};
 }
 
-std::vector<Ticket> tickets(const std::vector<Released>& r) {
-  std::vector<Ticket> out;
-  for (const Released& x : r) out.push_back(x.ticket);
-  return out;
-}
-
 TEST(RerouteOrderGuard, DirectWriteToNewLeaderWaitsForItsReroutedPredecessor) {
   RerouteOrderGuard g(16);
   const StreamKey s = idempotent(4000);
   // A goes to the old leader, which answers NOT_LEADER_OR_FOLLOWER.
   const Ticket a = g.arrive();
-  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
+  g.forward(a, s, kOld);
   g.direct_answered(a, s);
   ASSERT_EQ(g.begin_reroute(a, s, kNew), RerouteRefusal::kNone);
-  // Before A's answer, the client sends B straight to the new leader.
+  // Before A's answer, the client sends B straight to the new leader: its
+  // session keeps it (parked) until A is answered.
   const Ticket b = g.arrive();
-  EXPECT_EQ(g.forward(b, s, kNew), ForwardVerdict::kHold);
+  EXPECT_EQ(g.must_wait(b, s, kNew), OrderWait::kRerouted);
+  ASSERT_EQ(g.park(b, s), RerouteRefusal::kNone);
   EXPECT_EQ(g.held(), 1u);
   EXPECT_EQ(g.counters().held, 1u);
-  // A's answer arrives: B goes now, and is on the client's path.
-  EXPECT_EQ(tickets(g.reroute_answered(a, s)), std::vector<Ticket>{b});
+  // A's answer arrives: B may go now, and is on the client's path.
+  g.reroute_answered(a, s);
+  EXPECT_EQ(g.must_wait(b, s, kNew), OrderWait::kNone);
+  g.unpark(b, s);
+  g.forward(b, s, kNew);
   EXPECT_EQ(g.held(), 0u);
   EXPECT_EQ(g.in_flight(), 0u);
-  EXPECT_EQ(g.counters().released, 1u);
   // B now counts as in flight on the client's path: a later write of the
   // stream may not be rerouted past it.
   const Ticket c = g.arrive();
@@ -53,17 +51,7 @@ TEST(RerouteOrderGuard, DirectWriteToNewLeaderWaitsForItsReroutedPredecessor) {
   EXPECT_EQ(g.streams(), 0u);
 }
 
-TEST(RerouteOrderGuard, WriteSentBeforeTheRerouteIsNotHeld) {
-  RerouteOrderGuard g(16);
-  const StreamKey s = idempotent(4000);
-  const Ticket a = g.arrive();  // arrives first, rerouted later
-  const Ticket b = g.arrive();
-  ASSERT_EQ(g.begin_reroute(b, s, kNew), RerouteRefusal::kNone);
-  // A has the earlier ticket: nothing rerouted arrived before it.
-  EXPECT_EQ(g.forward(a, s, kNew), ForwardVerdict::kForward);
-}
-
-TEST(RerouteOrderGuard, HeldWritesLeaveInArrivalOrderAfterEveryEarlierReroute) {
+TEST(RerouteOrderGuard, ParkedWritesWaitForEveryEarlierRerouteThenGoInArrivalOrder) {
   RerouteOrderGuard g(16);
   const StreamKey s = idempotent(4000);
   const Ticket a = g.arrive();
@@ -72,11 +60,20 @@ TEST(RerouteOrderGuard, HeldWritesLeaveInArrivalOrderAfterEveryEarlierReroute) {
   ASSERT_EQ(g.begin_reroute(b, s, kNew), RerouteRefusal::kNone);  // rerouted after A
   const Ticket c = g.arrive();
   const Ticket d = g.arrive();
-  EXPECT_EQ(g.forward(c, s, kNew), ForwardVerdict::kHold);
-  EXPECT_EQ(g.forward(d, s, kNew), ForwardVerdict::kHold);
-  // B answered before A (another connection could be faster): nothing yet.
-  EXPECT_TRUE(g.reroute_answered(b, s).empty());
-  EXPECT_EQ(tickets(g.reroute_answered(a, s)), (std::vector<Ticket>{c, d}));
+  EXPECT_EQ(g.must_wait(c, s, kNew), OrderWait::kRerouted);
+  ASSERT_EQ(g.park(c, s), RerouteRefusal::kNone);
+  ASSERT_EQ(g.park(d, s), RerouteRefusal::kNone);
+  // B answered before A (another connection could be faster): nothing goes yet.
+  g.reroute_answered(b, s);
+  EXPECT_EQ(g.must_wait(c, s, kNew), OrderWait::kRerouted);
+  EXPECT_EQ(g.must_wait(d, s, kNew), OrderWait::kRerouted);
+  g.reroute_answered(a, s);
+  // C first; D waits behind the parked C until C has gone.
+  EXPECT_EQ(g.must_wait(c, s, kNew), OrderWait::kNone);
+  EXPECT_EQ(g.must_wait(d, s, kNew), OrderWait::kClientPath);
+  g.unpark(c, s);
+  g.forward(c, s, kNew);
+  EXPECT_EQ(g.must_wait(d, s, kNew), OrderWait::kNone);  // same broker: it keeps the order
 }
 
 TEST(RerouteOrderGuard, RerouteAfterAHeldWriteIsRefused) {
@@ -85,7 +82,7 @@ TEST(RerouteOrderGuard, RerouteAfterAHeldWriteIsRefused) {
   const Ticket a = g.arrive();
   ASSERT_EQ(g.begin_reroute(a, s, kNew), RerouteRefusal::kNone);
   const Ticket b = g.arrive();
-  ASSERT_EQ(g.forward(b, s, kNew), ForwardVerdict::kHold);
+  ASSERT_EQ(g.park(b, s), RerouteRefusal::kNone);  // its session keeps it behind A
   // C reaches the old leader after B: rerouted now it would pass B.
   const Ticket c = g.arrive();
   EXPECT_EQ(g.begin_reroute(c, s, kNew), RerouteRefusal::kEarlierHeld);
@@ -96,7 +93,7 @@ TEST(RerouteOrderGuard, NeverRerouteWhileAnEarlierWriteIsOnTheOldPath) {
   RerouteOrderGuard g(16);
   const StreamKey s = idempotent(4000);
   const Ticket a = g.arrive();
-  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
+  g.forward(a, s, kOld);
   // The view learns the move; B reaches the old leader's listener.
   const Ticket b = g.arrive();
   EXPECT_EQ(g.begin_reroute(b, s, kNew), RerouteRefusal::kEarlierInFlight);
@@ -107,11 +104,11 @@ TEST(RerouteOrderGuard, NeverRerouteWhileAnEarlierWriteIsOnTheOldPath) {
   EXPECT_EQ(g.begin_reroute(a, s, kNew), RerouteRefusal::kStreamFellBack);
   // The client moves: its resend of A reaches the new leader directly.
   const Ticket a2 = g.arrive();
-  EXPECT_EQ(g.forward(a2, s, kNew), ForwardVerdict::kForward);
+  g.forward(a2, s, kNew);
   g.direct_answered(a2, s);
   const Ticket c = g.arrive();
   EXPECT_EQ(g.begin_reroute(c, s, kNew), RerouteRefusal::kNone);
-  EXPECT_TRUE(g.reroute_answered(c, s).empty());
+  g.reroute_answered(c, s);
   EXPECT_EQ(g.streams(), 0u);
   EXPECT_EQ(g.in_flight(), 0u);
 }
@@ -121,8 +118,8 @@ TEST(RerouteOrderGuard, PipelinedWritesOnTheOldPathAllFallBack) {
   const StreamKey s = idempotent(4000);
   const Ticket a = g.arrive();
   const Ticket b = g.arrive();
-  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
-  ASSERT_EQ(g.forward(b, s, kOld), ForwardVerdict::kForward);
+  g.forward(a, s, kOld);
+  g.forward(b, s, kOld);
   // A's NOT_LEADER arrives while B is still at the old leader.
   g.direct_answered(a, s);
   EXPECT_EQ(g.begin_reroute(a, s, kNew), RerouteRefusal::kLaterInFlight);
@@ -132,7 +129,7 @@ TEST(RerouteOrderGuard, PipelinedWritesOnTheOldPathAllFallBack) {
   EXPECT_EQ(g.begin_reroute(b, s, kNew), RerouteRefusal::kStreamFellBack);
   // Writing to the old leader again is not moving.
   const Ticket c = g.arrive();
-  EXPECT_EQ(g.forward(c, s, kOld), ForwardVerdict::kForward);
+  g.forward(c, s, kOld);
   g.direct_answered(c, s);
   EXPECT_EQ(g.begin_reroute(c, s, kNew), RerouteRefusal::kStreamFellBack);
 }
@@ -142,42 +139,45 @@ TEST(RerouteOrderGuard, StreamsAreIndependent) {
   const StreamKey p7 = idempotent(7), p8 = idempotent(8), p7_part1 = idempotent(7, 1);
   const Ticket a = g.arrive();
   ASSERT_EQ(g.begin_reroute(a, p7, kNew), RerouteRefusal::kNone);
-  EXPECT_EQ(g.forward(g.arrive(), p8, kNew), ForwardVerdict::kForward);
-  EXPECT_EQ(g.forward(g.arrive(), p7_part1, kNew), ForwardVerdict::kForward);
+  EXPECT_EQ(g.must_wait(g.next_ticket(), p8, kNew), OrderWait::kNone);
+  EXPECT_EQ(g.must_wait(g.next_ticket(), p7_part1, kNew), OrderWait::kNone);
   // Idempotent producers are told apart by producer id, not by client.
   StreamKey same_pid = p7;
   same_pid.client = "another connection";
-  EXPECT_EQ(g.forward(g.arrive(), same_pid, kNew), ForwardVerdict::kHold);
+  EXPECT_EQ(g.must_wait(g.next_ticket(), same_pid, kNew), OrderWait::kRerouted);
   // Non-idempotent ones by client.
   StreamKey plain_a{-1, "10.0.0.1 app", "orders", 0}, plain_b{-1, "10.0.0.2 app", "orders", 0};
   const Ticket x = g.arrive();
   ASSERT_EQ(g.begin_reroute(x, plain_a, kNew), RerouteRefusal::kNone);
-  EXPECT_EQ(g.forward(g.arrive(), plain_b, kNew), ForwardVerdict::kForward);
-  EXPECT_EQ(g.forward(g.arrive(), plain_a, kNew), ForwardVerdict::kHold);
+  EXPECT_EQ(g.must_wait(g.next_ticket(), plain_b, kNew), OrderWait::kNone);
+  EXPECT_EQ(g.must_wait(g.next_ticket(), plain_a, kNew), OrderWait::kRerouted);
 }
 
-TEST(RerouteOrderGuard, BoundCoversReroutesAndHeldWrites) {
+TEST(RerouteOrderGuard, BoundCoversReroutesAndParkedWrites) {
   RerouteOrderGuard g(2);
   const StreamKey s1 = idempotent(1), s2 = idempotent(2), s3 = idempotent(3);
   const Ticket a = g.arrive();
   ASSERT_EQ(g.begin_reroute(a, s1, kNew), RerouteRefusal::kNone);
   const Ticket b = g.arrive();
-  ASSERT_EQ(g.forward(b, s1, kNew), ForwardVerdict::kHold);
+  ASSERT_EQ(g.park(b, s1), RerouteRefusal::kNone);
   EXPECT_EQ(g.in_flight(), 2u);
   EXPECT_EQ(g.begin_reroute(g.arrive(), s2, kNew), RerouteRefusal::kMaxInFlight);
-  // A write that must wait but finds no room is not forwarded out of order.
-  EXPECT_EQ(g.forward(g.arrive(), s1, kNew), ForwardVerdict::kHoldFull);
+  // A write that must wait but finds no room is refused, not let go out of order.
+  const Ticket late = g.arrive();
+  EXPECT_EQ(g.must_wait(late, s1, kNew), OrderWait::kRerouted);
+  EXPECT_EQ(g.park(late, s1), RerouteRefusal::kHoldFull);
   EXPECT_EQ(g.counters().hold_full, 1u);
   // A write of another stream with nothing to wait for still goes.
-  EXPECT_EQ(g.forward(g.arrive(), s3, kNew), ForwardVerdict::kForward);
-  EXPECT_EQ(tickets(g.reroute_answered(a, s1)), std::vector<Ticket>{b});
+  EXPECT_EQ(g.must_wait(g.next_ticket(), s3, kNew), OrderWait::kNone);
+  g.reroute_answered(a, s1);
+  g.unpark(b, s1);
   EXPECT_EQ(g.in_flight(), 0u);
   // s2's refused write is the client's to resend: s2 falls back until then.
   EXPECT_EQ(g.fell_back_streams(), 1u);
   EXPECT_EQ(g.begin_reroute(g.arrive(), s2, kNew), RerouteRefusal::kStreamFellBack);
   g.direct_answered(0, s2);
   const Ticket resend = g.arrive();
-  EXPECT_EQ(g.forward(resend, s2, kNew), ForwardVerdict::kForward);
+  g.forward(resend, s2, kNew);
   g.direct_answered(resend, s2);
   EXPECT_EQ(g.fell_back_streams(), 0u);
   EXPECT_EQ(g.begin_reroute(g.arrive(), s2, kNew), RerouteRefusal::kNone);
@@ -186,21 +186,25 @@ TEST(RerouteOrderGuard, BoundCoversReroutesAndHeldWrites) {
 TEST(RerouteOrderGuard, ZeroBoundRefusesEveryReroute) {
   RerouteOrderGuard g(0);
   EXPECT_EQ(g.begin_reroute(g.arrive(), idempotent(1), kNew), RerouteRefusal::kMaxInFlight);
-  EXPECT_EQ(g.forward(g.arrive(), idempotent(1), kNew), ForwardVerdict::kForward);
+  EXPECT_EQ(g.must_wait(g.next_ticket(), idempotent(1), kNew), OrderWait::kNone);
 }
 
-TEST(RerouteOrderGuard, DroppedHeldWriteFreesItsRoom) {
+TEST(RerouteOrderGuard, UnparkedWriteFreesItsRoom) {
   RerouteOrderGuard g(4);
   const StreamKey s = idempotent(9);
   const Ticket a = g.arrive();
   ASSERT_EQ(g.begin_reroute(a, s, kNew), RerouteRefusal::kNone);
   const Ticket b = g.arrive();
   const Ticket c = g.arrive();
-  ASSERT_EQ(g.forward(b, s, kNew), ForwardVerdict::kHold);
-  ASSERT_EQ(g.forward(c, s, kNew), ForwardVerdict::kHold);
-  EXPECT_TRUE(g.drop_held(b, s).empty());  // its client went away; A still unanswered
+  ASSERT_EQ(g.park(b, s), RerouteRefusal::kNone);
+  ASSERT_EQ(g.park(c, s), RerouteRefusal::kNone);
+  g.unpark(b, s);  // its client went away; A still unanswered
   EXPECT_EQ(g.in_flight(), 2u);
-  EXPECT_EQ(tickets(g.reroute_answered(a, s)), std::vector<Ticket>{c});
+  EXPECT_EQ(g.must_wait(c, s, kNew), OrderWait::kRerouted);
+  g.reroute_answered(a, s);
+  EXPECT_EQ(g.must_wait(c, s, kNew), OrderWait::kNone);  // B is gone: nothing before C
+  g.unpark(c, s);
+  g.forward(c, s, kNew);
   g.direct_answered(c, s);
   EXPECT_EQ(g.streams(), 0u);
   EXPECT_EQ(g.in_flight(), 0u);
@@ -211,10 +215,10 @@ TEST(RerouteOrderGuard, AnswersForUnknownWritesChangeNothing) {
   const StreamKey s = idempotent(9);
   const Ticket a = g.arrive();
   ASSERT_EQ(g.begin_reroute(a, s, kNew), RerouteRefusal::kNone);
-  EXPECT_TRUE(g.reroute_answered(a + 100, s).empty());
+  g.reroute_answered(a + 100, s);
   g.direct_answered(a, s);  // wrong kind: a reroute is not a direct write
   EXPECT_EQ(g.in_flight(), 1u);
-  EXPECT_EQ(g.forward(g.arrive(), s, kNew), ForwardVerdict::kHold);
+  EXPECT_EQ(g.must_wait(g.next_ticket(), s, kNew), OrderWait::kRerouted);
 }
 
 TEST(RerouteOrderGuard, RefusalNamesAreTheMetricLabels) {

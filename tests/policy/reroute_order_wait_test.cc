@@ -22,7 +22,7 @@ TEST(RerouteOrderWait, RerouteWaitsBehindAnEarlierWriteOnTheOldPathInsteadOfFall
   RerouteOrderGuard g(16);
   const StreamKey s = plain();
   const Ticket a = g.arrive();
-  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
+  g.forward(a, s, kOld);
   // The view learns the move; B reaches the old leader's listener while A
   // is still there: B waits (parked) instead of falling back.
   const Ticket b = g.arrive();
@@ -38,8 +38,8 @@ TEST(RerouteOrderWait, RerouteWaitsBehindAnEarlierWriteOnTheOldPathInsteadOfFall
   EXPECT_EQ(g.begin_reroute(b, s, kNew), RerouteRefusal::kNone);
   EXPECT_EQ(g.held(), 0u);
   EXPECT_EQ(g.in_flight(), 2u);
-  EXPECT_TRUE(g.reroute_answered(a, s).empty());
-  EXPECT_TRUE(g.reroute_answered(b, s).empty());
+  g.reroute_answered(a, s);
+  g.reroute_answered(b, s);
   EXPECT_EQ(g.streams(), 0u);
 }
 
@@ -61,7 +61,7 @@ TEST(RerouteOrderWait, DirectWriteToTheNewLeaderWaitsWhileAnEarlierOneIsAtTheOld
   RerouteOrderGuard g(16);
   const StreamKey s = plain();
   const Ticket a = g.arrive();
-  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
+  g.forward(a, s, kOld);
   // The client refreshed its metadata and sends B to the new leader while
   // A's answer (to be rerouted) is not in yet.
   const Ticket b = g.next_ticket();
@@ -78,11 +78,11 @@ TEST(RerouteOrderWait, AnAnsweredLaterDirectWriteStillForbidsTheEarlierOnesRerou
   RerouteOrderGuard g(16);
   const StreamKey s = plain();
   const Ticket a = g.arrive();
-  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
+  g.forward(a, s, kOld);
   // B stopped waiting (reroute.max_hold_ms) and went to the new leader,
   // which stored it and answered before A's NOT_LEADER_OR_FOLLOWER came.
   const Ticket b = g.arrive();
-  ASSERT_EQ(g.forward(b, s, kNew), ForwardVerdict::kForward);
+  g.forward(b, s, kNew);
   g.direct_answered(b, s);
   // A rerouted now would be stored after B.
   EXPECT_EQ(g.reroute_answered_direct(a, s, kNew), RerouteRefusal::kLaterInFlight);
@@ -92,7 +92,7 @@ TEST(RerouteOrderWait, ParkedWritesCountAgainstTheBoundAndLaterWritesWaitBehindT
   RerouteOrderGuard g(2);
   const StreamKey s = plain(), other = plain(1);
   const Ticket a = g.arrive();
-  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
+  g.forward(a, s, kOld);
   const Ticket b = g.arrive();
   ASSERT_EQ(g.park(b, s), RerouteRefusal::kNone);
   EXPECT_EQ(g.park(b, s), RerouteRefusal::kNone);  // parking twice is once
@@ -116,8 +116,8 @@ TEST(RerouteOrderWait, PipelinedWritesToTheOldLeaderAreReroutedInOrder) {
   RerouteOrderGuard g(16);
   const StreamKey s = plain();
   const Ticket a = g.arrive(), b = g.arrive();
-  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
-  ASSERT_EQ(g.forward(b, s, kOld), ForwardVerdict::kForward);
+  g.forward(a, s, kOld);
+  g.forward(b, s, kOld);
   // A's NOT_LEADER_OR_FOLLOWER comes back while B is still at the old
   // leader: B will be refused the same way and follow A.
   bool later_pending = false;
@@ -127,10 +127,17 @@ TEST(RerouteOrderWait, PipelinedWritesToTheOldLeaderAreReroutedInOrder) {
   EXPECT_FALSE(later_pending);
   // A later write to another broker still refuses: it may be stored first.
   const Ticket c = g.arrive(), d = g.arrive();
-  ASSERT_EQ(g.forward(c, s, kOld), ForwardVerdict::kHold);  // behind A and B's reroutes
+  EXPECT_EQ(g.must_wait(c, s, kOld), OrderWait::kRerouted);  // behind A and B's reroutes
+  ASSERT_EQ(g.park(c, s), RerouteRefusal::kNone);
   g.reroute_answered(a, s);
   g.reroute_answered(b, s);
-  ASSERT_EQ(g.forward(d, s, kNewer), ForwardVerdict::kForward);
+  EXPECT_EQ(g.must_wait(c, s, kOld), OrderWait::kNone);
+  g.unpark(c, s);
+  g.forward(c, s, kOld);
+  // D, to yet another broker, waits behind C; it stopped waiting
+  // (reroute.max_hold_ms) and went.
+  EXPECT_EQ(g.must_wait(d, s, kNewer), OrderWait::kClientPath);
+  g.forward(d, s, kNewer);
   EXPECT_EQ(g.reroute_answered_direct(c, s, kNew), RerouteRefusal::kLaterInFlight);
 }
 
@@ -138,7 +145,7 @@ TEST(RerouteOrderWait, AStreamThatFellBackDoesNotWait) {
   RerouteOrderGuard g(16);
   const StreamKey s = plain();
   const Ticket a = g.arrive();
-  ASSERT_EQ(g.forward(a, s, kOld), ForwardVerdict::kForward);
+  g.forward(a, s, kOld);
   const Ticket b = g.arrive();
   ASSERT_EQ(g.begin_reroute(b, s, kNew), RerouteRefusal::kEarlierInFlight);
   // The client resends B itself: waiting would not make C reroutable.
