@@ -260,26 +260,6 @@ bool Session::idle_for(uint64_t now, uint64_t limit_ns) const {
   return in_flight_.empty() && now - last_activity_ns_ > limit_ns;
 }
 
-void Session::check_overdue(uint64_t now) {
-  uint32_t margin_ms = ctx_.config->limits.upstream_overdue_ms;
-  if (margin_ms == 0 || state_ != State::kOpen) return;
-  InFlightRequest* e = in_flight_.oldest_awaiting_upstream();
-  if (e == nullptr || e->overdue_reported || e->own_wait_ms < 0) return;
-  uint64_t waited_ms = (now - e->forwarded_ns) / 1000000;
-  uint64_t allowed_ms = static_cast<uint64_t>(e->own_wait_ms) + margin_ms;
-  if (waited_ms < allowed_ms) return;
-  e->overdue_reported = true;
-  if (ctx_.metrics) ctx_.metrics->upstream_overdue(e->api_key);
-  const codec::ApiInfo* info = codec::api_info(e->api_key);
-  EPOCHGATE_PROXY_LOG(warn, "upstream_overdue",
-                      "client {} node {}: {} request (correlation id {}) forwarded to {} {} ms "
-                      "ago is unanswered, {} ms past its own wait of {} ms "
-                      "(limits.upstream_overdue_ms {})",
-                      client_.peer(), node_id_, info ? info->name : "?", e->correlation_id,
-                      upstream_name_, waited_ms, waited_ms - e->own_wait_ms, e->own_wait_ms,
-                      margin_ms);
-}
-
 bool Session::partial_frame_stalled(uint64_t now, uint64_t limit_ns) const {
   return partial_since_ns_ != 0 && now - partial_since_ns_ > limit_ns;
 }
