@@ -45,6 +45,10 @@ class RequestPath {
   /// prefix, which must precede it in the same buffer (the frame is
   /// forwarded from there, its version patched in place when bridged).
   Step handle(uint8_t* frame, size_t size);
+  /// True while a request handle() kept (kHold: for a refresh or for
+  /// order) waits in the client input to be offered again. It was accepted
+  /// from the client, so a drain carries it to its answer.
+  bool holds_request() const { return hold_started_ns_ != 0 || order_hold_started_ns_ != 0; }
 
  private:
   /// Forwards a raw SASL token (SaslHandshake v0 framing) as it is.

@@ -243,7 +243,7 @@ void Session::maybe_free() {
 void Session::begin_drain() {
   if (draining_ || state_ == State::kClosing) return;
   draining_ = true;
-  if (in_flight_.empty()) {
+  if (drained()) {
     close("drain");
     return;
   }
@@ -314,8 +314,9 @@ void Session::process_client_input() {
   ByteBuffer& in = client_.input();
   const auto& lim = ctx_.config->limits;
   size_t forwarded_bytes = 0;
-  while (state_ == State::kOpen && !in.empty() && !draining_ && !holding_ &&
-         !sasl_.holds_client_input() && !close_after_write_ && !own_login_) {
+  // Draining, only a request held before the drain is offered again.
+  while (state_ == State::kOpen && !in.empty() && (!draining_ || requests_.holds_request()) &&
+         !holding_ && !sasl_.holds_client_input() && !close_after_write_ && !own_login_) {
     if (in_flight_.size() >= lim.max_in_flight_per_connection) break;
     if (own_relogin_at_ns_ != 0 && now_ns() >= own_relogin_at_ns_) {
       // KIP-368: log in again before the broker's session ends, once the
@@ -358,6 +359,10 @@ void Session::process_client_input() {
   upstream_->flush();
   responses_.flush_ready();
   client_.flush();
+  if (drained()) {
+    close("drain");  // the held request was answered here
+    return;
+  }
   update_backpressure();
 }
 
@@ -422,7 +427,7 @@ void Session::process_upstream_input() {
   uint64_t after = client_.bytes_accepted();
   if (ctx_.metrics && after > delivered) ctx_.metrics->bytes(Direction::kUpstreamToClient, after - delivered);
   client_.flush();
-  if (draining_ && in_flight_.empty()) {
+  if (drained()) {
     close("drain");
     return;
   }

@@ -47,7 +47,8 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   void start();
   /// Closes both sides (idempotent); the session frees itself when all handles closed.
   void close(const char* reason) override;
-  /// Graceful drain: stop reading new requests; close once nothing is in flight.
+  /// Graceful drain: stop reading new requests; close once nothing is in
+  /// flight and a request held before the drain (order, refresh) was answered.
   void begin_drain();
   bool idle_for(uint64_t now_ns, uint64_t limit_ns) const;
   /// Counts and logs (once per request) the request the broker owes next when
@@ -98,7 +99,8 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   // waits (check_held_client_input). Inside kOpen, four conditions stop the
   // request path without leaving the state: epochgate's own SASL login in
   // sidecar mode (own_login_), a request held for a refresh (holding_), a
-  // drain (draining_: no new requests, close once nothing is in flight), and
+  // drain (draining_: no new requests, close once nothing is in flight or
+  // held), and
   // closing once upstream bytes are written (close_after_write_).
   enum class State { kStarting, kDialing, kOpen, kClosing };
 
@@ -139,6 +141,9 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// login while it runs, else to the response path.
   void process_upstream_input();
   void update_backpressure();
+  /// A drain may close the connection: nothing in flight and no request
+  /// held (a held request was accepted before the drain and still goes).
+  bool drained() const { return draining_ && in_flight_.empty() && !requests_.holds_request(); }
   void maybe_free();
 
   WorkerContext& ctx_;

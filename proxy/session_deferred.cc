@@ -11,7 +11,7 @@ namespace epochgate::proxy {
 
 void Session::responses_flushed() {
   if (state_ != State::kOpen || close_after_write_) return;
-  if (draining_ && in_flight_.empty()) {
+  if (drained()) {
     close("drain");
     return;
   }
