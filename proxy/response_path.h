@@ -47,6 +47,10 @@ class ResponsePath {
   ResponseStream::Step relay_stream(ByteBuffer& in) { return stream_.relay(in); }
   /// Bytes of the streamed frame not yet read (0 when none streams).
   size_t stream_left() const { return stream_.left(); }
+  /// The request whose response streams, or nullptr (ResponseStream::request()).
+  InFlightRequest* streamed_request() const { return stream_.request(); }
+  /// Bytes of the streamed frame with its size prefix (0 when none streams).
+  size_t stream_frame_bytes() const { return stream_.frame_bytes(); }
 
  private:
   /// Delivers the broker's raw answer to a SASL token; false to close.

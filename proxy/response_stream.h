@@ -46,6 +46,11 @@ class ResponseStream {
   bool active() const { return parser_.has_value(); }
   /// Payload bytes of the streamed frame still to arrive or be parsed.
   size_t left() const { return parser_ ? parser_->left() : 0; }
+  /// The request whose response streams, or nullptr: its broker still owes
+  /// the rest of the frame, so it is watched like an unanswered request.
+  InFlightRequest* request() const { return parser_ ? request_ : nullptr; }
+  /// Bytes of the streamed frame with its size prefix (0 when none streams).
+  size_t frame_bytes() const { return parser_ ? frame_bytes_ : 0; }
 
   enum class Step { kMore, kDone, kClosed };
   /// Relays what `in` holds of the streamed frame, consuming it. kMore: the

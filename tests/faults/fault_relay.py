@@ -3,7 +3,8 @@
 Owns: a loopback listener that forwards every accepted connection to one
 upstream broker, reads the responses frame by frame, and misbehaves on the
 responses to requests whose correlation id the test marked: cut the
-connection in the middle of the frame, send a size prefix that is too large
+connection in the middle of the frame, stall in the middle of it (the
+sockets stay open, nothing more is relayed), send a size prefix that is too large
 or negative, or replace the body with garbage. Every other byte crosses
 unchanged and in order. It must never bind anything but 127.0.0.1, never
 touch a frame the test did not mark, and never outlive close().
@@ -32,6 +33,8 @@ class FaultRelay:
 
     `fault` is one of:
       "cut"           send half of the marked response, then close both sides
+      "stall"         send half of the marked response, then relay nothing more
+                      on that connection, keeping it open until close()
       "huge_size"     size prefix 0x7FFFFFF0 instead of the real one
       "negative_size" size prefix -16
       "garbage_body"  keep size and correlation id, fill the body with 0xFF
@@ -51,6 +54,7 @@ class FaultRelay:
         self._lock = threading.Lock()
         self._sockets = [self.listener]
         self._stopped = False
+        self._closed = threading.Event()
         threading.Thread(target=self._accept_loop, daemon=True).start()
 
     @property
@@ -131,6 +135,10 @@ class FaultRelay:
                         dst.sendall(frame[:len(frame) // 2])
                         self._shutdown(src, dst)
                         return
+                    if self.fault == "stall":
+                        dst.sendall(frame[:len(frame) // 2])
+                        self._closed.wait()
+                        return
                     if self.fault == "huge_size":
                         dst.sendall(struct.pack(">I", 0x7FFFFFF0) + frame[4:])
                     elif self.fault == "negative_size":
@@ -146,6 +154,7 @@ class FaultRelay:
 
     def close(self):
         self._stopped = True
+        self._closed.set()
         with self._lock:
             socks = list(self._sockets)
         for s in socks:

@@ -8,7 +8,11 @@ for kcat (librdkafka) and kafka-python as from the broker directly, and,
 across a leader move, a NodeEndpoints tail that names epochgate's listener
 at the broker's length, with no upstream address in the bytes; librdkafka
 2.15.1 consuming every record once and in order through padded and
-trimmed tails.
+trimmed tails; and a broker that stalls half way through a streamed
+response is reported overdue like any unanswered request
+(limits.upstream_overdue_ms), through tests/faults/fault_relay.py in front
+of the mock broker, while a client that stops reading a stream is not (the
+broker owes nothing then).
 """
 
 import hashlib
@@ -21,11 +25,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "faults"))
 import scenario_lib as sl  # noqa: E402
 import scenario_wire as sw  # noqa: E402
+from fault_relay import FaultRelay, mark  # noqa: E402
 from scenario_lib import harness, kw  # noqa: E402
 
 STREAMED = "epochgate_responses_streamed_total"
+OVERDUE = "epochgate_upstream_overdue_requests_total"
 TAIL = "epochgate_stream_tail_total"
 
 
@@ -514,6 +521,101 @@ policy:
     after = sl.scrape(gate)
     assert after.sum("epochgate_reroutes_total", result="delivered") >= 1
     assert sl.delta(after, before, STREAMED, api="fetch") == 0
+
+
+def test_broker_stalling_mid_stream_is_reported_overdue(h):
+    # The broker (a relay in front of the mock) sends half of a ~100 KB
+    # Fetch response and then nothing, its connection open. The client has
+    # the size prefix and part of the body, streamed; the request is still
+    # owed, so limits.upstream_overdue_ms past the Fetch's own max_wait_ms it
+    # is counted once, as a request that is not answered at all would be,
+    # and the connection stays open (the overdue contract: the client's own
+    # deadlines decide).
+    overdue_ms, max_wait_ms, sweep_s, slack_s = 300, 100, 1.0, 3.0
+    topic = "stall"
+    cluster = h.start_cluster(1, ["%s:1:1" % topic])
+    relay = FaultRelay(cluster.broker_address(1), fault="stall")
+    h.on_close(relay.close)
+    gate = sl.start_gate(h, cluster, upstream=relay.address,
+                         config="limits:\n  upstream_overdue_ms: %d\n" % overdue_ms)
+    gc = sl.GateClient(h, gate)
+    gc.metadata([topic])
+    _fill(gc, 1, topic, 0, 3, 100000, seed=4)  # through node 1's listener: no relay
+    client = sl.connect(gate.bootstrap_address, timeout=20)  # bootstrap: through the relay
+    h.on_close(client.close)
+    before = sl.scrape(gate)
+    corr = mark(0x5151)
+    start = time.monotonic()
+    client.send(sw.fetch_request(corr, topic, [(0, -1, 0)], version=12, max_wait_ms=max_wait_ms))
+    bound_s = (max_wait_ms + overdue_ms) / 1000.0 + sweep_s + slack_s
+    got = b""
+    counted_s = None
+    client.sock.settimeout(0.1)
+    while time.monotonic() - start < bound_s + 1.0:
+        try:
+            chunk = client.sock.recv(1 << 16)
+            assert chunk, "closed after %d bytes" % len(got)  # the connection stays open
+            got += chunk
+        except socket.timeout:
+            pass
+        if counted_s is None and sl.delta(sl.scrape(gate), before, OVERDUE, api="fetch") >= 1:
+            counted_s = time.monotonic() - start
+        if counted_s is not None and time.monotonic() - start > counted_s + 0.5:
+            break
+    after = sl.scrape(gate)
+    size = struct.unpack(">i", got[:4])[0] if len(got) >= 4 else None
+    h.note("client got %d of %s bytes; overdue counted after %s s (bound %.1f s)"
+           % (len(got), size and size + 4, counted_s and round(counted_s, 2), bound_s))
+    assert relay.faults_applied == 1
+    # Past limits.stream_fetch_min_bytes, and cut short: the client has part of it.
+    assert size is not None and size + 4 >= 65536 and 8 < len(got) < size + 4, (len(got), size)
+    assert struct.unpack(">i", got[4:8])[0] == corr
+    assert sl.delta(after, before, STREAMED, api="fetch") == 1
+    assert counted_s is not None, "a stream stalled mid-frame was never counted overdue"
+    assert counted_s >= (max_wait_ms + overdue_ms) / 1000.0 - 0.05, counted_s
+    assert counted_s <= bound_s, counted_s
+    assert sl.delta(after, before, OVERDUE, api="fetch") == 1  # once, not per sweep
+
+
+def test_client_that_stops_reading_a_stream_is_not_the_broker_overdue(h):
+    # The control: the broker sends a 5 MB Fetch response at once, but the
+    # client (a 4 KiB receive buffer) stops reading after 1000 bytes. Flow
+    # control stops reading the broker meanwhile; the broker owes nothing,
+    # so however long the client waits, nothing is counted overdue, and the
+    # whole response arrives once the client reads again.
+    overdue_ms, max_wait_ms, sweep_s = 300, 100, 1.0
+    topic = "stopped"
+    cluster = h.start_cluster(1, ["%s:1:1" % topic])
+    gate = sl.start_gate(h, cluster, config="limits:\n  upstream_overdue_ms: %d\n" % overdue_ms)
+    gc = sl.GateClient(h, gate)
+    gc.metadata([topic])
+    direct = sl.connect(cluster.broker_address(1), timeout=30)
+    h.on_close(direct.close)
+    values = [bytes([97 + i]) * 1000000 for i in range(5)]
+    direct.send(sw.produce_request(9, topic, [(0, kw.record_batch(values))], acks=1, version=9))
+    assert sw.parse_produce_response(direct.recv_frame(timeout=30), 9)["partitions"][0][2] == 0
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(30)
+    s.connect(gc.brokers[1])
+    h.on_close(s.close)
+    before = sl.scrape(gate)
+    corr = 0x5252
+    s.sendall(sw.fetch_request(corr, topic, [(0, -1, 0)], version=12, max_wait_ms=max_wait_ms))
+    head = _recv_exact(s, 1000)
+    time.sleep((max_wait_ms + overdue_ms) / 1000.0 + 2 * sweep_s + 0.5)
+    stalled = sl.scrape(gate)
+    size = struct.unpack(">i", head[:4])[0]
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)  # reads on, fast
+    rest = _recv_exact(s, size + 4 - len(head))
+    after = sl.scrape(gate)
+    h.note("%d byte response, client paused %.1f s after 1000 bytes: overdue %d"
+           % (size + 4, (max_wait_ms + overdue_ms) / 1000.0 + 2 * sweep_s + 0.5,
+              sl.delta(after, before, OVERDUE, api="fetch")))
+    assert size > 5000000 and struct.unpack(">i", head[4:8])[0] == corr
+    assert sl.delta(stalled, before, STREAMED, api="fetch") == 1
+    assert sl.delta(after, before, OVERDUE, api="fetch") == 0
+    assert rest.count(b"e" * 1000) >= 999  # the last record arrived whole
 
 
 if __name__ == "__main__":
