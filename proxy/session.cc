@@ -360,7 +360,7 @@ void Session::process_client_input() {
   responses_.flush_ready();
   client_.flush();
   if (drained()) {
-    close("drain");  // the held request was answered here
+    close("drain");  // a held request epochgate answered itself was written
     return;
   }
   update_backpressure();

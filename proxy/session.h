@@ -51,8 +51,9 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// flight and a request held before the drain (order, refresh) was answered.
   void begin_drain();
   bool idle_for(uint64_t now_ns, uint64_t limit_ns) const;
-  /// Counts and logs (once per request) the request the broker owes next when
-  /// it has waited limits.upstream_overdue_ms past its own deadline. The
+  /// Counts and logs (once per request) the request the broker owes next (a
+  /// Fetch whose response streams, until its last byte) when it has waited
+  /// limits.upstream_overdue_ms past its own deadline. The
   /// connection stays open: a client with deadlines of its own decides.
   void check_overdue(uint64_t now_ns);
   /// A frame started longer than `limit_ns` ago and is still incomplete.
@@ -100,8 +101,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   // request path without leaving the state: epochgate's own SASL login in
   // sidecar mode (own_login_), a request held for a refresh (holding_), a
   // drain (draining_: no new requests, close once nothing is in flight or
-  // held), and
-  // closing once upstream bytes are written (close_after_write_).
+  // held), and closing once upstream bytes are written (close_after_write_).
   enum class State { kStarting, kDialing, kOpen, kClosing };
 
   void dial();

@@ -2,8 +2,9 @@
 // (limits.upstream_overdue_ms): the oldest request forwarded on its own
 // upstream and not yet answered, or the Fetch response streaming to the
 // client whose last byte has not arrived (a broker that stalls mid-frame
-// owes the rest of it) while epochgate reads it. Counts and logs once per request; never closes the
-// connection (a client with deadlines of its own decides).
+// owes the rest of it) while epochgate reads it. Counts and logs once per
+// request; never closes the connection (a client with deadlines of its own
+// decides).
 #include "codec/api_table.h"
 #include "metrics/proxy_metrics.h"
 #include "proxy/log_limited.h"
