@@ -138,8 +138,65 @@ void Connection::on_transport_ready(int status) {
 void Connection::queue(const void* data, size_t n) {
   if (closing_ || n == 0) return;
   bytes_accepted_ += n;
-  if (!out_.allocated()) out_ = pool_.take();
-  out_.append(data, n);
+  append_out(data, n);
+  if (queued_bytes() > high_) was_above_high_ = true;
+  account();
+}
+
+void Connection::append_out(const void* data, size_t n) {
+  if (!out_open_ || out_.back().tail_room() < n) {
+    // A large remainder gets a buffer of its own size, never a kept
+    // multi-MiB one that would charge the budget far more than it holds.
+    out_.push_back(n <= pool_.block_size() ? pool_.take() : ByteBuffer(n));
+    out_open_ = true;
+    out_capacity_ += out_.back().capacity();
+  }
+  out_.back().append(data, n);  // fits: never grows
+  out_bytes_ += n;
+}
+
+void Connection::consume_out(size_t n) {
+  while (n > 0 && !out_.empty()) {
+    ByteBuffer& head = out_.front();
+    size_t take = std::min(n, head.size());
+    head.consume(take);
+    out_bytes_ -= take;
+    n -= take;
+    if (!head.empty()) break;
+    out_capacity_ -= head.capacity();
+    pool_.give_back(std::move(head));
+    out_.pop_front();
+  }
+  if (out_.empty()) out_open_ = false;
+}
+
+void Connection::give_back_all(std::deque<ByteBuffer>& bufs) {
+  for (ByteBuffer& b : bufs) pool_.give_back(std::move(b));
+  bufs.clear();
+}
+
+void Connection::write_owned(ByteBuffer&& buf) {
+  if (closing_ || buf.empty()) {
+    pool_.give_back(std::move(buf));
+    return;
+  }
+  bytes_accepted_ += buf.size();
+  if (!write_in_flight_ && transport_->ready() && transport_->writes_in_place()) {
+    // Socket full (or an error, which the next flush() reports): the rest
+    // waits in the buffer itself.
+    ssize_t rc = try_write(buf.begin(), buf.size());
+    if (rc > 0) buf.consume(static_cast<size_t>(rc));
+    if (buf.empty()) {
+      pool_.give_back(std::move(buf));
+      if (queued_bytes() <= low_) was_above_high_ = false;
+      account();
+      return;
+    }
+  }
+  out_bytes_ += buf.size();
+  out_capacity_ += buf.capacity();
+  out_.push_back(std::move(buf));
+  out_open_ = false;  // later small frames go to a new block behind it
   if (queued_bytes() > high_) was_above_high_ = true;
   account();
 }
@@ -166,42 +223,6 @@ void Connection::write_through(const uint8_t* data, size_t n) {
   // Everything went out. Nobody waits for on_drained() here: reading pauses
   // only while a write is in flight, and then this path queues instead.
   if (queued_bytes() <= low_) was_above_high_ = false;
-}
-
-void Connection::write_buffer(ByteBuffer&& buf) {
-  if (closing_ || buf.empty()) return;
-  if (!can_write_buffer()) {  // callers check; keep the order all the same
-    write_through(buf.begin(), buf.size());
-    pool_.give_back(std::move(buf));
-    return;
-  }
-  bytes_accepted_ += buf.size();
-  uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(buf.mutable_begin()),
-                           static_cast<unsigned>(buf.size()));
-  ssize_t rc = transport_->try_write(&b, 1);
-  if (rc > 0) {
-    bytes_written_ += static_cast<uint64_t>(rc);
-    buf.consume(static_cast<size_t>(rc));
-  }
-  if (buf.empty()) {
-    pool_.give_back(std::move(buf));
-    return;
-  }
-  // The rest is written from the buffer itself, as start_write() does with
-  // the queue; on_transport_written() releases it.
-  pool_.give_back(std::move(writing_));
-  writing_ = std::move(buf);
-  b = uv_buf_init(reinterpret_cast<char*>(writing_.mutable_begin()),
-                  static_cast<unsigned>(writing_.size()));
-  if (int w = transport_->write(&b, 1); w != 0) {
-    pool_.give_back(std::move(writing_));
-    account();
-    owner_->on_write_error(*this, w);
-    return;
-  }
-  write_in_flight_ = true;
-  if (queued_bytes() > high_) was_above_high_ = true;
-  account();
 }
 
 ByteBuffer Connection::take_input() {
@@ -231,39 +252,52 @@ void Connection::flush() {
 }
 
 ssize_t Connection::try_write(const uint8_t* extra, size_t extra_len) {
-  uv_buf_t bufs[2];
+  uv_buf_t bufs[kMaxWriteBufs + 1];
   unsigned count = 0;
-  if (!out_.empty())
-    bufs[count++] = uv_buf_init(reinterpret_cast<char*>(out_.mutable_begin()),
-                                static_cast<unsigned>(out_.size()));
-  if (extra_len > 0)
+  for (ByteBuffer& b : out_) {
+    if (count == kMaxWriteBufs) break;
+    bufs[count++] = uv_buf_init(reinterpret_cast<char*>(b.mutable_begin()),
+                                static_cast<unsigned>(b.size()));
+  }
+  // `extra` goes only right behind the whole queue (else it is queued by the caller).
+  if (extra_len > 0 && count == out_.size())
     bufs[count++] = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(extra)),
                                 static_cast<unsigned>(extra_len));
+  if (count == 0) return 0;
   ssize_t rc = transport_->try_write(bufs, count);
   if (rc < 0) return rc;
   size_t written = static_cast<size_t>(rc);
   bytes_written_ += written;
-  size_t from_queue = std::min(written, out_.size());
-  out_.consume(from_queue);
+  size_t from_queue = std::min(written, out_bytes_);
+  consume_out(from_queue);
   return static_cast<ssize_t>(written - from_queue);
 }
 
-bool Connection::release_output_if_empty() {
-  if (!out_.empty()) return false;
-  if (out_.allocated()) {
-    pool_.give_back(std::move(out_));
-    account();
-  }
-  return true;
-}
-
 void Connection::start_write() {
-  std::swap(out_, writing_);
-  uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(writing_.mutable_begin()),
-                           static_cast<unsigned>(writing_.size()));
-  int rc = transport_->write(&b, 1);
+  uv_buf_t bufs[kMaxWriteBufs];
+  unsigned count = 0;
+  while (!out_.empty() && count < kMaxWriteBufs) {
+    ByteBuffer& b = out_.front();
+    bufs[count++] = uv_buf_init(reinterpret_cast<char*>(b.mutable_begin()),
+                                static_cast<unsigned>(b.size()));
+    writing_bytes_ += b.size();
+    writing_capacity_ += b.capacity();
+    out_bytes_ -= b.size();
+    out_capacity_ -= b.capacity();
+    writing_.push_back(std::move(b));  // the storage does not move
+    out_.pop_front();
+  }
+  if (out_.empty()) out_open_ = false;
+  int rc = transport_->write(bufs, count);
   if (rc != 0) {
-    std::swap(out_, writing_);
+    // Back to the head of the chain, in order; the next block is not reopened.
+    while (!writing_.empty()) {
+      out_bytes_ += writing_.back().size();
+      out_capacity_ += writing_.back().capacity();
+      out_.push_front(std::move(writing_.back()));
+      writing_.pop_back();
+    }
+    writing_bytes_ = writing_capacity_ = 0;
     owner_->on_write_error(*this, rc);
     return;
   }
@@ -273,19 +307,15 @@ void Connection::start_write() {
 void Connection::on_transport_written(int status) {
   Connection* c = this;
   c->write_in_flight_ = false;
-  if (status == 0) c->bytes_written_ += c->writing_.size();
-  c->pool_.give_back(std::move(c->writing_));
+  if (status == 0) c->bytes_written_ += c->writing_bytes_;
+  c->give_back_all(c->writing_);
+  c->writing_bytes_ = c->writing_capacity_ = 0;
   c->account();
   if (status != 0) {
     if (status != UV_ECANCELED) c->owner_->on_write_error(*c, status);
     return;
   }
-  if (!c->out_.empty()) {
-    c->start_write();
-  } else if (c->out_.allocated()) {
-    c->pool_.give_back(std::move(c->out_));
-    c->account();
-  }
+  if (!c->out_.empty()) c->start_write();
   bool drained = c->was_above_high_ && c->queued_bytes() <= c->low_;
   bool written = c->notify_written_ && c->queued_bytes() == 0;
   if (drained) c->was_above_high_ = false;
@@ -304,8 +334,10 @@ void Connection::close() {
 
 void Connection::on_transport_closed() {
   pool_.give_back(std::move(in_));
-  pool_.give_back(std::move(out_));
-  pool_.give_back(std::move(writing_));
+  give_back_all(out_);
+  give_back_all(writing_);
+  out_open_ = false;
+  out_bytes_ = out_capacity_ = writing_bytes_ = writing_capacity_ = 0;
   account();
   owner_->on_closed(*this);
 }

@@ -1,7 +1,9 @@
 // proxy/connection.h: one byte stream (client or upstream side) over a
 // Transport (proxy/transport.h; plain TCP today): reads into a pooled input
-// buffer, coalesces outgoing frames into one write (try_write first), counts
-// queued bytes for backpressure, holds output while the transport's handshake
+// buffer, keeps outgoing bytes as an ordered chain of buffers (small frames
+// coalesced into pool blocks, large ones in the buffer they were read into)
+// and sends them with one gathered write (try_write first), counts queued
+// bytes for backpressure, holds output while the transport's handshake
 // runs. Knows nothing about Kafka (the owner splits frames out of input()) and
 // nothing about sockets (the transport does every system call).
 #pragma once
@@ -11,8 +13,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "proxy/buffer_budget.h"
 #include "proxy/buffer_pool.h"
@@ -97,18 +101,14 @@ class Connection : private TransportUser {
   /// Smaller ones are queued (copied, coalesced at flush()). Order with
   /// queue() is kept. Write errors surface from the next flush(), never here.
   void write_through(const uint8_t* data, size_t n);
-  /// True when write_buffer() may be called: nothing queued or being
-  /// written, and a transport that sends bytes in place, so the handed-over
-  /// bytes go out in order and are never transformed.
-  bool can_write_buffer() const {
-    return !closing_ && !write_in_flight_ && out_.empty() && transport_->ready() &&
-           transport_->writes_in_place();
-  }
-  /// Sends every unread byte of `buf` without copying them: one try_write,
-  /// then a Transport::write from the buffer itself, which is released when
-  /// written. For a frame of many MiB, whose copy into the queue would hold
-  /// the loop for tens of milliseconds. Only when can_write_buffer().
-  void write_buffer(ByteBuffer&& buf);
+  /// Sends every unread byte of `buf`, behind whatever is queued, without
+  /// copying them: the buffer itself joins the output chain (one try_write
+  /// first when no write is in flight) and goes back to the pool once
+  /// written. For a frame read into a buffer of its own (take_input()),
+  /// which the caller will not touch again. Order with queue() and
+  /// write_through() is kept; the buffer counts in queued_bytes() and
+  /// held_bytes() until written. Write errors surface from the next flush().
+  void write_owned(ByteBuffer&& buf);
   /// Hands over the input buffer with its unread bytes (a whole frame read
   /// into a buffer of its own size) and forgets any pending frame.
   ByteBuffer take_input();
@@ -124,7 +124,7 @@ class Connection : private TransportUser {
   /// (for byte counters: written-through bytes never show in queued_bytes()).
   uint64_t bytes_accepted() const { return bytes_accepted_; }
   /// Bytes queued or being written.
-  size_t queued_bytes() const { return out_.size() + writing_.size(); }
+  size_t queued_bytes() const { return out_bytes_ + writing_bytes_; }
   /// Watermarks in bytes for on_drained(); high is checked by the owner.
   void set_watermarks(size_t low, size_t high) { low_ = low; high_ = high; }
   bool above_high_watermark() const { return queued_bytes() > high_; }
@@ -148,7 +148,9 @@ class Connection : private TransportUser {
     enforce_budget_ = enforce;
   }
   /// Buffer bytes this connection holds (input and output storage).
-  size_t held_bytes() const { return input_held() + out_.capacity() + writing_.capacity(); }
+  size_t held_bytes() const { return input_held() + out_capacity_ + writing_capacity_; }
+  /// Most buffers handed to one write (a gathered write of the chain).
+  static constexpr unsigned kMaxWriteBufs = 64;
 
   /// Total bytes read and written on this connection.
   uint64_t bytes_read() const { return bytes_read_; }
@@ -166,8 +168,18 @@ class Connection : private TransportUser {
   /// consumes what left the queue and returns how many bytes of `extra` went
   /// out, or a negative uv error (UV_EAGAIN: the socket took nothing).
   ssize_t try_write(const uint8_t* extra, size_t extra_len);
-  /// Hands an empty output buffer back to the pool; false if bytes wait.
-  bool release_output_if_empty();
+  /// Reports the output's storage to the budget; true when no output bytes
+  /// wait (written buffers went back to the pool as they emptied).
+  bool release_output_if_empty() {
+    account();
+    return out_.empty();
+  }
+  /// Copies `n` bytes to the chain's open pool block (a new block when it
+  /// lacks room: blocks are never grown, so queued bytes are never copied again).
+  void append_out(const void* data, size_t n);
+  /// Drops `n` written bytes from the chain's head, returning emptied buffers.
+  void consume_out(size_t n);
+  void give_back_all(std::deque<ByteBuffer>& bufs);
   /// Enforcing the buffer budget and over it: buffers must not grow.
   bool over_budget() const { return enforce_budget_ && budget_ != nullptr && budget_->exceeded(); }
   /// Of a frame-sized input buffer, the bytes arrived plus one step.
@@ -186,8 +198,13 @@ class Connection : private TransportUser {
   BufferPool& pool_;
   ConnectionOwner* owner_;
   ByteBuffer in_;
-  ByteBuffer out_;      // appended to while a write is in flight
-  ByteBuffer writing_;  // owned by the in-flight Transport::write
+  std::deque<ByteBuffer> out_;      // waiting, in order; appended to while a write is in flight
+  bool out_open_ = false;           // out_.back() is a pool block append_out() may fill
+  std::deque<ByteBuffer> writing_;  // owned by the in-flight Transport::write
+  size_t out_bytes_ = 0;            // unread bytes in out_
+  size_t out_capacity_ = 0;         // storage of out_
+  size_t writing_bytes_ = 0;
+  size_t writing_capacity_ = 0;
   uint64_t bytes_accepted_ = 0;
   bool write_in_flight_ = false;
   bool reading_ = false;

@@ -347,12 +347,13 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
   if (upstream_version != version) write_be16(own + 2, upstream_version);
   if (key == codec::kSaslHandshake)
     sasl_.on_handshake_request(version, handshake_mechanism(frame, size));
-  // A frame of a MiB or more that fills the client's input buffer goes
-  // upstream in that very buffer: copying it would hold the loop.
+  // A large frame alone in the client's input buffer (read into a buffer
+  // of its own size) goes upstream in that very buffer, never copied: not
+  // when the upstream socket is full, not while a write is in flight.
   ByteBuffer& held = client_.input();
-  if (size + 4 >= ReadPacer::kBytesPerTurn && held.size() == size + 4 && held.begin() == own - 4 &&
-      upstream_->can_write_buffer())
-    upstream_->write_buffer(client_.take_input());
+  if (size + 4 >= Connection::kWriteThroughBytes && held.size() == size + 4 &&
+      held.begin() == own - 4)
+    upstream_->write_owned(client_.take_input());
   else
     upstream_->write_through(own - 4, size + 4);
   if (expects_response) {
