@@ -347,6 +347,14 @@ def wait_end_offset_above(cluster, topic, partition, offset, timeout=20.0, what=
         what=what or "%s[%d] to grow past offset %d at its leader" % (topic, partition, offset))
 
 
+def reroute_config(topic, mode="enforce", reroute=True, extra=""):
+    """epochgate YAML with one policy rule for `topic` (a name or pattern) in
+    `mode` with `reroute` on or off, followed by `extra` (more top-level
+    YAML, such as a `reroute:` section)."""
+    return ("policy:\n  rules:\n    - topics: \"%s\"\n      mode: %s\n      reroute: %s\n"
+            % (topic, mode, "true" if reroute else "false")) + extra
+
+
 def move_view_first(cluster, gc, topic, partition, new, on_learned=None):
     """Moves a partition's leader to `new` so that epochgate's view knows the
     move before the old leader stops accepting requests, as happens in Kafka

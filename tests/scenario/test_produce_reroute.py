@@ -31,21 +31,12 @@ HERE_BROKER = 1
 OTHER = 2
 REROUTES = "epochgate_reroutes_total"
 
-CONFIG = """
-policy:
-  rules:
-    - topics: "%s"
-      mode: %s
-      reroute: true
-"""
-
-
 def _setup(h, mode="enforce", extra=""):
     cluster = h.start_cluster(3, ["%s:3:3" % TOPIC, "%s:3:3" % PLAIN])
     for t in (TOPIC, PLAIN):
         for p, b in ((0, HERE_BROKER), (1, HERE_BROKER), (2, OTHER)):
             cluster.cmd("leader %s %d %d" % (t, p, b))
-    gate = sl.start_gate(h, cluster, config=CONFIG % (TOPIC, mode) + extra)
+    gate = sl.start_gate(h, cluster, config=sl.reroute_config(TOPIC, mode, extra=extra))
     gc = sl.GateClient(h, gate)
     md = gc.metadata([TOPIC, PLAIN])
     for t in (TOPIC, PLAIN):
@@ -231,7 +222,7 @@ def _broker_says_not_leader(h, version, config_extra=""):
     NOT_LEADER_OR_FOLLOWER (with a KIP-951 hint from v10)."""
     cluster = h.start_cluster(3, ["%s:3:3" % TOPIC])
     cluster.cmd("leader %s 0 %d" % (TOPIC, HERE_BROKER))
-    gate = sl.start_gate(h, cluster, config=CONFIG % (TOPIC, "enforce") + config_extra)
+    gate = sl.start_gate(h, cluster, config=sl.reroute_config(TOPIC, extra=config_extra))
     gc = sl.GateClient(h, gate)
     md = gc.metadata([TOPIC])
     p0 = md["topics"][TOPIC]["partitions"][0]

@@ -20,13 +20,7 @@ from scenario_lib import harness  # noqa: E402
 
 TOPIC = "moves"
 REROUTES = "epochgate_reroutes_total"
-CONFIG = """
-policy:
-  rules:
-    - topics: "%s"
-      mode: enforce
-      reroute: true
-""" % TOPIC
+CONFIG = sl.reroute_config(TOPIC)
 
 
 def _first_ack_after(rows, moved_us, partition):
@@ -118,7 +112,7 @@ def test_without_reroute_the_producer_is_told_and_retries(h):
     """The same move with `reroute: false` (the default): epochgate answers
     NOT_LEADER_OR_FOLLOWER with a hint, the producer sees it and resends."""
     delivered, second_hop = _idempotent_producer_across_move(
-        h, CONFIG.replace("reroute: true", "reroute: false"))
+        h, sl.reroute_config(TOPIC, reroute=False))
     assert delivered == 0 and second_hop == 0
 
 

@@ -26,15 +26,7 @@ from scenario_lib import harness, kw  # noqa: E402
 
 TOPIC = "old"
 HELD = "epochgate_reroute_held_total"
-CONFIG = """
-policy:
-  rules:
-    - topics: "%s"
-      mode: enforce
-      reroute: true
-reroute:
-  max_hold_ms: 1000
-""" % TOPIC
+CONFIG = sl.reroute_config(TOPIC, extra="reroute:\n  max_hold_ms: 1000\n")
 
 
 def _sigterm_while_held(h, b_node):

@@ -38,13 +38,7 @@ from scenario_lib import harness, kw  # noqa: E402
 TOPIC = "old"
 REROUTES = "epochgate_reroutes_total"
 PY = "/usr/bin/python3"
-CONFIG = """
-policy:
-  rules:
-    - topics: "%s"
-      mode: enforce
-      reroute: true
-""" % TOPIC
+CONFIG = sl.reroute_config(TOPIC)
 
 # One message per millisecond to partition 0 for `seconds`; writes
 # {"sent": n, "acks": {i: [ok, error name]}} to `out`. kafka-python 2.0.2 at

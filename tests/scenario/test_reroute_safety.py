@@ -45,13 +45,6 @@ from scenario_lib import harness, kw  # noqa: E402
 from test_sasl_passthrough import SaslCluster, sasl_args  # noqa: E402
 
 REROUTES = "epochgate_reroutes_total"
-CONFIG = """
-policy:
-  rules:
-    - topics: "%s"
-      mode: enforce
-      reroute: true
-"""
 
 
 def _reasons(after, before):
@@ -67,7 +60,7 @@ def test_sasl_passthrough_client_is_never_rerouted_on_another_identity(h):
     sc = SaslCluster(h, ["%s:1:3" % topic])
     cluster = sc.cluster
     cluster.cmd("leader %s 0 1" % topic)
-    gate = sl.start_gate(h, cluster, config=CONFIG % topic, upstream=sc.bootstrap)
+    gate = sl.start_gate(h, cluster, config=sl.reroute_config(topic), upstream=sc.bootstrap)
     log = os.path.join(h.workdir, "sasl-producer.rdkafka.log")
     props = []
     for kv in sasl_args("PLAIN")[1::2]:
@@ -111,7 +104,7 @@ def test_transactional_producer_rerouted_commits_once(h):
     topic = "txn"
     cluster = h.start_cluster(3, ["%s:1:3" % topic])
     cluster.cmd("leader %s 0 1" % topic)
-    gate = sl.start_gate(h, cluster, config=CONFIG % topic)
+    gate = sl.start_gate(h, cluster, config=sl.reroute_config(topic))
     gc = sl.GateClient(h, gate)
     sl.open_node_connections(gc, [topic])
     log = os.path.join(h.workdir, "txn-producer.rdkafka.log")
@@ -160,7 +153,7 @@ def _raw_setup(h, extra=""):
     cluster = h.start_cluster(3, ["%s:3:3" % RAW])
     for p, b in ((0, HERE_BROKER), (1, OTHER), (2, OTHER)):
         cluster.cmd("leader %s %d %d" % (RAW, p, b))
-    gate = sl.start_gate(h, cluster, config=CONFIG % RAW + extra)
+    gate = sl.start_gate(h, cluster, config=sl.reroute_config(RAW, extra=extra))
     gc = sl.GateClient(h, gate)
     md = gc.metadata([RAW])
     for p in range(3):
