@@ -91,16 +91,36 @@ func produce(p sarama.AsyncProducer, o *peerledger.Options, l *peerledger.Ledger
 	want := to - from
 	go func() {
 		defer wg.Done()
-		for got := 0; got < want; got++ {
+		internal := 0
+		for got := 0; got < want; {
 			select {
 			case m := <-p.Successes():
-				l.Acked(m.Metadata.(int), m.Partition)
+				seq, ours := m.Metadata.(int)
+				if !ours {
+					// sarama 1.22 (Debian's) can hand back its own retry
+					// marker, a message without Metadata, when the marker
+					// reaches a broker producer that is no longer retrying
+					// its partition after a leader move. It is not a record
+					// this run produced: count it apart, never as an ack.
+					internal++
+					l.Set("sarama_internal_returned", internal)
+					continue
+				}
+				l.Acked(seq, m.Partition)
 			case e := <-p.Errors():
+				if e.Msg != nil {
+					if _, ours := e.Msg.Metadata.(int); !ours {
+						internal++
+						l.Set("sarama_internal_returned", internal)
+						continue
+					}
+				}
 				l.Failed(e.Err)
 			case <-time.After(time.Until(deadline)):
 				l.Error("produce", errors.New("deadline passed waiting for acks"))
 				return
 			}
+			got++
 		}
 	}()
 	for i := from; i < to; i++ {
