@@ -17,6 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
 export CCACHE_BASEDIR="$root"
+export CCACHE_NOHASHDIR=1  # -g objects: without it the working directory is in the key (see tools/setup.sh)
 main_build="${1:-build}"
 jobs="${JOBS:-2}"
 fuzz_seconds="${FUZZ_SECONDS:-20}"
