@@ -257,7 +257,7 @@ bool Session::close_if_client_gone() {
 }
 
 bool Session::idle_for(uint64_t now, uint64_t limit_ns) const {
-  return in_flight_.empty() && now - last_activity_ns_ > limit_ns;
+  return owes_nothing() && now - last_activity_ns_ > limit_ns;
 }
 
 bool Session::partial_frame_stalled(uint64_t now, uint64_t limit_ns) const {

@@ -141,9 +141,11 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// login while it runs, else to the response path.
   void process_upstream_input();
   void update_backpressure();
-  /// A drain may close the connection: nothing in flight and no request
-  /// held (a held request was accepted before the drain and still goes).
-  bool drained() const { return draining_ && in_flight_.empty() && !requests_.holds_request(); }
+  /// Nothing accepted from the client is unanswered: nothing in flight and
+  /// no request held (a held request was accepted and still goes).
+  bool owes_nothing() const { return in_flight_.empty() && !requests_.holds_request(); }
+  /// A drain may close the connection.
+  bool drained() const { return draining_ && owes_nothing(); }
   void maybe_free();
 
   WorkerContext& ctx_;
