@@ -326,7 +326,7 @@ struct ProxyMetrics::Impl {
       hint_children[hint_sources.slot(std::string_view(source))].store(
           &hints.Add({{"source", source}}));
     }
-    for (const char* trigger : {"periodic", "urgent", "no_epoch", "startup"}) {
+    for (const char* trigger : {"periodic", "urgent", "no_epoch", "no_topic_id", "startup"}) {
       refresh_children[refresh_triggers.slot(std::string_view(trigger))].store(
           &refreshes.Add({{"trigger", trigger}}));
     }

@@ -46,6 +46,7 @@ void LearnReport::merge(const LearnReport& o) {
   epochs_disputed += o.epochs_disputed;
   epochs_rolled_back += o.epochs_rolled_back;
   learned_without_epoch += o.learned_without_epoch;
+  learned_without_topic_id += o.learned_without_topic_id;
   for (const auto& t : o.urgent_refresh) add_refresh(t);
   for (int32_t n : o.new_nodes)
     if (std::find(new_nodes.begin(), new_nodes.end(), n) == new_nodes.end()) new_nodes.push_back(n);
@@ -128,6 +129,11 @@ LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, in
       in.ids_verified = ids_verified;
       bool advanced = false;
       refresh |= apply(*e, in, source, now_ms, rep, advanced, rollback_confirmations_.load());
+    }
+    if (!cur && is_zero_uuid(topic.id) && has_epochs && source != Source::kRefresher &&
+        !topic.partitions.empty()) {
+      rep.learned_without_topic_id++;
+      refresh = true;
     }
     if (refresh) rep.add_refresh(TopicRef{name, topic.id});
   }

@@ -59,6 +59,11 @@ struct LearnReport {
   /// through), or whose epoch-less leader moved: they cannot fence until the
   /// refresher learns their epoch, so they ask for an urgent refresh.
   uint32_t learned_without_epoch = 0;
+  /// Topics first learned with leader epochs but no topic id (Metadata v7 to
+  /// v9 passing through): until the view has the id, a lower epoch cannot be
+  /// told from a recreated topic and stops fencing, so they ask for an
+  /// urgent refresh at epochgate's own version (v10+ carries the id).
+  uint32_t learned_without_topic_id = 0;
   std::vector<TopicRef> urgent_refresh;  ///< deduplicated
   std::vector<int32_t> new_nodes;        ///< node ids never seen before
   bool published = false;                ///< a new snapshot was published

@@ -126,8 +126,11 @@ void PolicyFencing::after_learning(const policy::LearnReport& r) {
     metrics_->view_epochs_disputed(r.epochs_disputed);
     metrics_->view_epochs_rolled_back(r.epochs_rolled_back);
   }
-  // An old client's epoch-less Metadata: the refresher learns the epochs.
-  refresh(r.urgent_refresh, r.learned_without_epoch > 0 ? "no_epoch" : "urgent");
+  // An old client's epoch-less or id-less Metadata: the refresher learns
+  // the epochs and topic ids at its own version.
+  refresh(r.urgent_refresh, r.learned_without_epoch > 0      ? "no_epoch"
+                            : r.learned_without_topic_id > 0 ? "no_topic_id"
+                                                             : "urgent");
 }
 
 void PolicyFencing::count_decision(const policy::RequestDecision& d, int32_t node_id) {
