@@ -16,6 +16,7 @@ old leader, and the record is stored once, on the new leader, after
 kafka-python's own retry.
 """
 
+import base64
 import os
 import sys
 import time
@@ -153,6 +154,41 @@ def test_epochless_metadata_v1_asks_one_refresh_per_topic(h):
         sl.REFRESHES, "trigger")
     h.note("Metadata v1 for 3 partitions: epochs in the view %.0f ms later, 1 no_epoch refresh, "
            "none for 5 repeats" % (window * 1000))
+
+
+def test_idless_metadata_v7_teaches_the_view_the_topic_id(h):
+    # Raw Metadata v7 (epochs, no topic id) for a topic the view never saw:
+    # one `no_topic_id` refresh, after which /debug/metadata shows the id
+    # the cluster gives at epochgate's own version; a repeat asks nothing more.
+    cluster = h.start_cluster(3, [])
+    gate = sl.start_gate(h, cluster)
+    cluster.cmd("create %s 3 3" % TOPIC)
+    gc = sl.GateClient(h, gate)
+    before = sl.scrape(gate)
+    md = kw.parse_metadata_response(gc.exchange(kw.metadata_request(gc.next_corr(), [TOPIC],
+                                                                    version=7)), 7)
+    assert sorted(md["topics"][TOPIC]["partitions"]) == [0, 1, 2]
+    t_learned = time.monotonic()
+    harness.wait_until(lambda: (sl.view_partition(gate, TOPIC, 0) or {}).get("topic_id"), 5,
+                       interval=0.01, what="topic id of %s in the view" % TOPIC)
+    window = time.monotonic() - t_learned
+    learned_id = sl.view_partition(gate, TOPIC, 0)["topic_id"]
+    mid = sl.scrape(gate)
+    for _ in range(5):
+        gc.exchange(kw.metadata_request(gc.next_corr(), [TOPIC], version=7))
+    time.sleep(0.3)
+    after = sl.scrape(gate)
+    assert sl.delta(mid, before, sl.REFRESHES, trigger="no_topic_id") == 1, mid.by(
+        sl.REFRESHES, "trigger")
+    assert sl.delta(after, mid, sl.REFRESHES, trigger="no_topic_id") == 0, after.by(
+        sl.REFRESHES, "trigger")
+    # The id is the cluster's, as a v12 client would see it.
+    # /debug/metadata writes ids as Kafka does (URL-safe base64, no padding).
+    cluster_id = gc.metadata_v12([TOPIC])["topics"][TOPIC]["topic_id"]
+    assert base64.urlsafe_b64decode(learned_id + "==").hex() == cluster_id, (learned_id,
+                                                                           cluster_id)
+    h.note("Metadata v7 for 3 partitions: topic id %s in the view %.0f ms later, 1 "
+           "no_topic_id refresh, none for 5 repeats" % (learned_id, window * 1000))
 
 
 if __name__ == "__main__":
