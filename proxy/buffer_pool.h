@@ -1,9 +1,15 @@
-// proxy/buffer_pool.h: per-worker pool of fixed-size byte buffers, so idle
-// connections hold no buffer memory and busy ones do not hit the allocator
-// for every read. Single-threaded: one pool per event loop.
+// proxy/buffer_pool.h: per-worker pool of byte buffers, so idle connections
+// hold no buffer memory and busy ones do not hit the allocator (and fault in
+// fresh pages) for every read. Two tiers: fixed-size blocks for ordinary
+// reads and queued output, and large buffers for frames bigger than a block,
+// sized in classes so that one freed by one frame fits the next. Bounded:
+// at most max_pooled blocks and kMaxLargeKeptBytes of large buffers are kept,
+// and a large buffer no frame took for one trim() interval is freed.
+// Single-threaded: one pool per event loop.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "proxy/buffer_reclaimer.h"
@@ -12,45 +18,53 @@
 namespace epochgate::proxy {
 
 /// Hands out ByteBuffers of at least `block_size` bytes and takes them back.
-/// Of the buffers that grew beyond 4x the block size (large frames) at most
-/// kMaxLarge of up to kMaxLargeBytes are kept; the rest are freed, so the
-/// pool's memory stays bounded.
 class BufferPool {
  public:
   explicit BufferPool(size_t block_size = 64 * 1024, size_t max_pooled = 256)
       : block_size_(block_size), max_pooled_(max_pooled) {}
 
+  /// A block of block_size() bytes: a pooled one if any, else new.
   ByteBuffer take() {
     if (free_.empty()) return ByteBuffer(block_size_);
     ByteBuffer b = std::move(free_.back());
     free_.pop_back();
     return b;
   }
-  /// A buffer of at least `n` bytes: a kept large one if it fits, else new.
+  /// A buffer of at least `n` bytes. Up to block_size() a block; above it the
+  /// smallest kept large buffer that fits (the most recently used of equal
+  /// ones, whose pages are the likeliest to be warm), else a new one of
+  /// large_size_class(n) bytes.
   ByteBuffer take_at_least(size_t n) {
     if (n <= block_size_) return take();
-    for (auto it = large_.begin(); it != large_.end(); ++it) {
-      if (it->capacity() >= n) {
-        ByteBuffer b = std::move(*it);
-        large_.erase(it);
-        return b;
-      }
+    size_t best = large_.size();
+    for (size_t i = large_.size(); i-- > 0;) {
+      size_t cap = large_[i].buf.capacity();
+      if (cap >= n && (best == large_.size() || cap < large_[best].buf.capacity())) best = i;
     }
-    return ByteBuffer(n);
+    if (best == large_.size()) return ByteBuffer(large_size_class(n));
+    ByteBuffer b = std::move(large_[best].buf);
+    large_kept_bytes_ -= b.capacity();
+    large_.erase(large_.begin() + static_cast<std::ptrdiff_t>(best));
+    return b;
   }
+  /// Takes `b` back (it may be moved-from or unallocated: then nothing
+  /// happens). Blocks are kept up to max_pooled; a buffer larger than 4
+  /// blocks is kept while it is at most kMaxLargeBytes and the kept large
+  /// buffers stay within kMaxLargeKeptBytes; anything else is freed (buffers
+  /// of BufferReclaimer::kMinBytes and more off the loop).
   void give_back(ByteBuffer&& b) {
     if (!b.allocated()) return;
     b.clear();
     if (b.capacity() > 4 * block_size_) {
-      // Keep a few large buffers: a connection streaming multi-MiB Fetch
-      // responses then reuses memory that is already faulted in.
-      if (b.capacity() <= kMaxLargeBytes && large_.size() < kMaxLarge) {
-        large_.push_back(std::move(b));
-      } else if (b.capacity() >= BufferReclaimer::kMinBytes) {
-        BufferReclaimer::instance().free_later(std::move(b));  // munmap off the loop
-      } else {
-        b = ByteBuffer();
+      if (b.capacity() <= kMaxLargeBytes) {
+        // Room for the newest: the oldest kept ones go first.
+        while (!large_.empty() && large_kept_bytes_ + b.capacity() > kMaxLargeKeptBytes)
+          release_large(0);
+        large_kept_bytes_ += b.capacity();
+        large_.push_back({std::move(b), generation_});
+        return;
       }
+      free_large(std::move(b));
       return;
     }
     if (free_.size() >= max_pooled_) {
@@ -59,19 +73,60 @@ class BufferPool {
     }
     free_.push_back(std::move(b));
   }
+  /// Frees the large buffers nothing took or gave back since the previous
+  /// call, so a burst of large frames leaves no memory behind once it ends.
+  /// Called about once a second (the worker's sweep).
+  void trim() {
+    for (size_t i = large_.size(); i-- > 0;)
+      if (large_[i].generation != generation_) release_large(i);
+    ++generation_;
+  }
+
   size_t block_size() const { return block_size_; }
   size_t pooled() const { return free_.size(); }
   size_t pooled_large() const { return large_.size(); }
+  /// Capacity of the kept large buffers (bytes).
+  size_t pooled_large_bytes() const { return large_kept_bytes_; }
 
-  /// Large buffers kept per pool (worker), and the largest kept (bytes).
-  static constexpr size_t kMaxLarge = 2;
+  /// The capacity a new large buffer gets for a frame of `n` bytes: `n`
+  /// rounded up to a multiple of an eighth of the power of two at or below
+  /// it (at most 12.5% more), so frames of similar sizes share buffers.
+  /// Frames above kMaxLargeBytes, which are never kept, get exactly `n`.
+  static size_t large_size_class(size_t n) {
+    if (n > kMaxLargeBytes || n < 16) return n;
+    size_t pow2 = 1;
+    while (pow2 * 2 <= n) pow2 <<= 1;
+    const size_t step = pow2 / 8;
+    return (n + step - 1) / step * step;
+  }
+
+  /// The largest buffer kept (bytes), and the most kept in all, per pool (worker).
   static constexpr size_t kMaxLargeBytes = 4u << 20;
+  static constexpr size_t kMaxLargeKeptBytes = 16u << 20;
 
  private:
+  struct Kept {
+    ByteBuffer buf;
+    uint64_t generation;  // trim() interval in which it was last given back
+  };
+  void release_large(size_t i) {
+    large_kept_bytes_ -= large_[i].buf.capacity();
+    free_large(std::move(large_[i].buf));
+    large_.erase(large_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  static void free_large(ByteBuffer&& b) {
+    if (b.capacity() >= BufferReclaimer::kMinBytes)
+      BufferReclaimer::instance().free_later(std::move(b));  // munmap off the loop
+    else
+      b = ByteBuffer();
+  }
+
   size_t block_size_;
   size_t max_pooled_;
   std::vector<ByteBuffer> free_;
-  std::vector<ByteBuffer> large_;
+  std::vector<Kept> large_;  // oldest first
+  size_t large_kept_bytes_ = 0;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace epochgate::proxy

@@ -128,6 +128,7 @@ void Worker::on_sweep(uv_timer_t* t) {
   const auto& lim = w->ctx_.config->limits;
   if (w->ctx_.metrics && w->ctx_.budget)
     w->ctx_.metrics->set_buffered_bytes(w->ctx_.budget->used());
+  w->ctx_.pool.trim();
   uint64_t now = uv_hrtime();
   uint64_t idle_ns = uint64_t{lim.idle_timeout_ms} * 1000000;
   uint64_t partial_ns = uint64_t{lim.partial_frame_timeout_ms} * 1000000;

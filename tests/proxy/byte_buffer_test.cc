@@ -1,5 +1,4 @@
-// tests/proxy/byte_buffer_test.cc: cursors, compaction, growth, pooling.
-#include "proxy/buffer_pool.h"
+// tests/proxy/byte_buffer_test.cc: cursors, compaction, growth, moves.
 #include "proxy/byte_buffer.h"
 
 #include <gtest/gtest.h>
@@ -53,33 +52,6 @@ TEST(ByteBuffer, MovedFromBufferIsEmptyWithNoCapacity) {
   EXPECT_EQ(b.capacity(), 0u);
   EXPECT_TRUE(b.empty());
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(c.begin()), c.size()), "abc");
-}
-
-TEST(BufferPool, GiveBackLeavesTheCallerHoldingNothing) {
-  BufferPool pool(16, 1);
-  ByteBuffer pooled = pool.take();
-  ByteBuffer large(1000);                         // kept as a large buffer
-  ByteBuffer extra = pool.take(), dropped = pool.take();
-  pool.give_back(std::move(pooled));
-  pool.give_back(std::move(large));
-  pool.give_back(std::move(extra));               // pool full: freed
-  for (const ByteBuffer* b : {&pooled, &large, &extra}) {
-    EXPECT_EQ(b->capacity(), 0u);
-    EXPECT_FALSE(b->allocated());
-  }
-  EXPECT_EQ(dropped.capacity(), 16u);
-}
-
-TEST(BufferPool, ReusesBlocksAndFreesOversizedOnes) {
-  BufferPool pool(16, 2);
-  ByteBuffer a = pool.take();
-  const uint8_t* storage = a.tail();
-  pool.give_back(std::move(a));
-  ByteBuffer again = pool.take();
-  EXPECT_EQ(again.tail(), storage);
-  again.reserve_tail(1000);  // grew for a large frame
-  pool.give_back(std::move(again));
-  EXPECT_EQ(pool.pooled(), 0u);
 }
 
 }  // namespace
