@@ -1,15 +1,19 @@
-/* bench/splice_relay.c: configuration (e) of the benchmark, the floor a
- * byte-moving proxy can reach on this machine. A TCP relay that never copies
+/* bench/splice_relay.c: configurations (e) and (f) of the benchmark, the
+ * floors a byte-moving proxy can reach on this machine. A TCP relay with no
+ * parsing, no limits and no TLS: one thread, one epoll instance
+ * (edge-triggered). In its default mode, configuration (e), it never copies
  * a byte into user space: each direction of each connection is one pipe, and
- * bytes go socket -> pipe -> socket with splice(2). One thread, one epoll
- * instance (edge-triggered), no parsing, no limits, no TLS. A benchmark
- * reference only: never part of epochgate, never run by the tests.
+ * bytes go socket -> pipe -> socket with splice(2). With --copy,
+ * configuration (f), each direction is a 1 MiB user-space buffer filled by
+ * read(2) and drained by write(2): the two copies (into and out of user
+ * space) that any proxy which looks at the bytes pays, and nothing more. A
+ * benchmark reference only: never part of epochgate, never run by the tests.
  *
- * usage: splice_relay TARGET_HOST:PORT [TARGET_HOST:PORT ...]
+ * usage: splice_relay [--copy] TARGET_HOST:PORT [TARGET_HOST:PORT ...]
  *   Listens on one ephemeral 127.0.0.1 port per target and relays every
  *   accepted connection to that target. When all listeners are bound it
  *   prints one line to stdout:
- *     splice-relay ready listen=127.0.0.1:P1,127.0.0.1:P2,...
+ *     splice-relay ready listen=127.0.0.1:P1,127.0.0.1:P2,... mode=splice|copy
  *   and runs until SIGTERM/SIGINT.
  */
 #define _GNU_SOURCE
@@ -37,12 +41,17 @@ struct end {
   int fd;
 };
 
-/* One direction: bytes read from `from` wait in the pipe for `to`. */
+/* One direction: bytes read from `from` wait in the pipe (splice mode) or
+ * in `buf` (copy mode) for `to`. */
 struct flow {
   int pipe_r, pipe_w;
-  size_t pending; /* bytes in the pipe */
+  size_t pending; /* bytes in the pipe, or in buf past `sent` */
   size_t capacity;
+  char *buf;      /* copy mode only */
+  size_t sent;    /* copy mode: bytes of buf already written */
 };
+
+static int copy_mode;
 
 struct pair {
   struct end client, upstream;
@@ -71,6 +80,13 @@ static void set_nodelay(int fd) {
 }
 
 static int open_flow(struct flow *f) {
+  if (copy_mode) {
+    f->pipe_r = f->pipe_w = -1;
+    f->pending = f->sent = 0;
+    f->capacity = PIPE_BYTES;
+    f->buf = malloc(PIPE_BYTES);
+    return f->buf != NULL ? 0 : -1;
+  }
   int p[2];
   if (pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) return -1;
   f->pipe_r = p[0];
@@ -83,7 +99,24 @@ static int open_flow(struct flow *f) {
 
 /* Moves what `from` has to `to` through the flow's pipe until one side would
  * block. Returns 0 to keep going, -1 when the pair must close (EOF or error). */
+static int pump_copy(int from, int to, struct flow *f) {
+  for (;;) {
+    while (f->pending > 0) {
+      const ssize_t n = write(to, f->buf + f->sent, f->pending);
+      if (n < 0) return errno == EAGAIN ? 0 : -1; /* wait for EPOLLOUT on `to` */
+      f->sent += (size_t)n;
+      f->pending -= (size_t)n;
+    }
+    f->sent = 0;
+    const ssize_t n = read(from, f->buf, f->capacity);
+    if (n == 0) return -1;                       /* peer closed */
+    if (n < 0) return errno == EAGAIN ? 0 : -1;  /* wait for EPOLLIN on `from` */
+    f->pending = (size_t)n;
+  }
+}
+
 static int pump(int from, int to, struct flow *f) {
+  if (copy_mode) return pump_copy(from, to, f);
   for (;;) {
     while (f->pending > 0) {
       const ssize_t n = splice(f->pipe_r, NULL, to, NULL, f->pending,
@@ -104,10 +137,14 @@ static void close_pair(struct pair *p, struct pair **dead_list) {
   p->dead = 1;
   close(p->client.fd);
   close(p->upstream.fd);
-  close(p->up.pipe_r);
-  close(p->up.pipe_w);
-  close(p->down.pipe_r);
-  close(p->down.pipe_w);
+  if (!copy_mode) {
+    close(p->up.pipe_r);
+    close(p->up.pipe_w);
+    close(p->down.pipe_r);
+    close(p->down.pipe_w);
+  }
+  free(p->up.buf);
+  free(p->down.buf);
   p->next_dead = *dead_list;
   *dead_list = p;
 }
@@ -158,8 +195,14 @@ static int parse_target(const char *text, struct sockaddr_in *out) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--copy") == 0) {
+    copy_mode = 1;
+    --argc;
+    ++argv;
+  }
   if (argc < 2 || argc - 1 > MAX_TARGETS) {
-    fprintf(stderr, "usage: splice_relay TARGET_HOST:PORT [TARGET_HOST:PORT ...] (at most %d)\n",
+    fprintf(stderr,
+            "usage: splice_relay [--copy] TARGET_HOST:PORT [TARGET_HOST:PORT ...] (at most %d)\n",
             MAX_TARGETS);
     return 2;
   }
@@ -192,7 +235,7 @@ int main(int argc, char **argv) {
     snprintf(one, sizeof one, "%s127.0.0.1:%d", i ? "," : "", ntohs(addr.sin_port));
     strncat(ready, one, sizeof ready - strlen(ready) - 1);
   }
-  printf("%s\n", ready);
+  printf("%s mode=%s\n", ready, copy_mode ? "copy" : "splice");
   fflush(stdout);
 
   struct epoll_event events[256];

@@ -13,14 +13,17 @@
 
 namespace epochgate::bench {
 
-/// The configurations, in report order: the four of the throughput target and (e), the
-/// splice(2) relay (bench/splice_relay.c) that is the floor for a proxy.
+/// The configurations, in report order: the four of the throughput target,
+/// (e) the splice(2) relay (bench/splice_relay.c) that is the floor for a
+/// proxy, and (f) the same relay copying through user space (--copy), the
+/// floor for a proxy that reads the bytes it moves.
 enum ConfigId {
   kDirect = 0,
   kHaproxy = 1,
   kEpochgateOff = 2,
   kEpochgateEnforce = 3,
   kSpliceRelay = 4,
+  kCopyRelay = 5,
   kConfigCount
 };
 const char* config_label(int id);  // "a direct", ...

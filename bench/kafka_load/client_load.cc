@@ -198,13 +198,17 @@ ConsumeResult run_consume(const ConsumeSpec& spec, const std::atomic<bool>* stop
     if (ready) *ready = true;
     return result;
   }
-  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(spec.partitions);
-  for (int p = 0; p < spec.partitions; ++p) {
-    rd_kafka_topic_partition_list_add(parts, spec.topic.c_str(), p)->offset =
-        spec.from_beginning ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
-  }
-  rd_kafka_resp_err_t aerr = rd_kafka_assign(rk, parts);
-  rd_kafka_topic_partition_list_destroy(parts);
+  auto assign_all = [&] {
+    rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(spec.partitions);
+    for (int p = 0; p < spec.partitions; ++p) {
+      rd_kafka_topic_partition_list_add(parts, spec.topic.c_str(), p)->offset =
+          spec.from_beginning ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
+    }
+    rd_kafka_resp_err_t e = rd_kafka_assign(rk, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
+    return e;
+  };
+  rd_kafka_resp_err_t aerr = assign_all();
   if (ready) *ready = true;
   if (aerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
     err = std::string("assign: ") + rd_kafka_err2name(aerr);
@@ -212,7 +216,18 @@ ConsumeResult run_consume(const ConsumeSpec& spec, const std::atomic<bool>* stop
     const long long deadline = steady_ns() + static_cast<long long>(spec.timeout_seconds * 1e9);
     long long first_ns = 0, last_ns = 0, seen = 0;
     while (steady_ns() < deadline && (stop == nullptr || !stop->load())) {
-      if (spec.max_messages > 0 && seen >= spec.max_messages) break;
+      if (spec.max_messages > 0 && seen >= spec.max_messages) {
+        const double elapsed = static_cast<double>(steady_ns() - first_ns) / 1e9;
+        if (elapsed >= spec.repeat_for_seconds) break;
+        // Another pass over the same messages: assigning anew drops what
+        // was fetched past them and starts every partition at its beginning.
+        if ((aerr = assign_all()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          err = std::string("assign: ") + rd_kafka_err2name(aerr);
+          break;
+        }
+        seen = 0;
+        ++result.passes;
+      }
       rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 50);
       if (m == nullptr) continue;
       const long long now = steady_ns();

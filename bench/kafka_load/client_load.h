@@ -67,6 +67,10 @@ struct ConsumeSpec {
   int partitions = 16;
   bool from_beginning = true;  ///< else from the end (for end-to-end latency)
   long long max_messages = 0;  ///< stop after this many (0: until stopped/timeout)
+  /// With max_messages: once they are read, read them again from the
+  /// beginning (the same consumer, partitions assigned anew) until this many
+  /// seconds have passed since the first message; 0: one pass.
+  double repeat_for_seconds = 0;
   double timeout_seconds = 10;
   int fetch_wait_max_ms = 100;
   bool measure_end_to_end = false;  ///< payload carries the send time
@@ -78,6 +82,7 @@ struct ConsumeResult {
   std::string error;
   long long messages = 0;
   long long bytes = 0;
+  int passes = 1;      ///< reads of the max_messages (repeat_for_seconds)
   double seconds = 0;  ///< first message to last message
   double msgs_per_sec() const { return seconds > 0 ? messages / seconds : 0; }
   double mib_per_sec() const { return seconds > 0 ? bytes / seconds / (1024.0 * 1024.0) : 0; }

@@ -49,6 +49,8 @@ tooling, never part of the test suite.
 """
 
 import argparse
+import bisect
+import math
 import json
 import os
 import re
@@ -237,6 +239,22 @@ def percentile(values, q):
     return v[k]
 
 
+def median_ci(values, level=0.95):
+    """A distribution-free confidence interval for the median: the order
+    statistics (j, k) around it that cover the true median with at least
+    `level` probability (binomial, p = 1/2). None with fewer than 6 values."""
+    v = sorted(values)
+    n = len(v)
+    if n < 6:
+        return None
+    pmf = [math.comb(n, i) / 2 ** n for i in range(n + 1)]
+    for j in range(n // 2, -1, -1):
+        # P(j < rank <= n - j) for the 0-based order statistics v[j], v[n-1-j].
+        if sum(pmf[j + 1:n - j]) >= level:
+            return v[j], v[n - 1 - j]
+    return v[0], v[-1]
+
+
 def start_mock(build, topic_spec):
     """The project's mock cluster (librdkafka's rd_kafka_mock_cluster behind a
     command shell); returns (Child, bootstrap)."""
@@ -372,16 +390,17 @@ def first_ack_after(instants, sent, acks):
     command's own time counts against the result, never for it. Any message
     sent after the instant counts, even one sent after the next move: a client
     slower than the interval shows its real time."""
+    # Earliest successful acknowledgement among messages i.. (suffix minimum):
+    # `sent` is in send order, so each instant is one binary search.
+    inf = float("inf")
+    suffix = [inf] * (len(sent) + 1)
+    for i in range(len(sent) - 1, -1, -1):
+        a = acks.get(i)
+        suffix[i] = min(suffix[i + 1], a[0] if a and a[1] else inf)
     out = []
     for origin, threshold in instants:
-        best = None
-        for i, t_sent in enumerate(sent):
-            if t_sent < threshold:
-                continue
-            a = acks.get(i)
-            if a and a[1] and (best is None or a[0] < best):
-                best = a[0]
-        out.append((best - origin) / 1e6 if best is not None else float("inf"))
+        best = suffix[bisect.bisect_left(sent, threshold)]
+        out.append((best - origin) / 1e6 if best != inf else inf)
     return out
 
 
@@ -435,11 +454,21 @@ def run_case(args, tmp, client, path, capped):
     sent = prod["sent"]
     acks = {int(k): v for k, v in prod["acks"].items()}
     first_ack = first_ack_after(moves, sent, acks)
-    # The control: the same figure at instants half way between moves, where
-    # nothing moved. It is the floor set by the client's batching (librdkafka
-    # 2.15.1: linger.ms 5) and the round trip, which no proxy can remove.
-    half = int(args.interval * 1e9 / 2)
-    control = first_ack_after([(b + half, b + half) for b, _ in moves], sent, acks)
+    # The control: the same figure at instants between moves where nothing
+    # moved. It is the floor set by the client's batching (librdkafka 2.15.1:
+    # linger.ms 5) and the round trip, which no proxy can remove. Where a
+    # move lands in the client's linger cycle is chance, so one instant per
+    # move would leave the floor's median as uncertain as the move's; the
+    # floor is sampled every --floor-step ms in the quiet part of each
+    # interval (from 40% to 90% of it: every client has recovered by then).
+    step = int(args.floor_step * 1e6)
+    quiet = []
+    for b, _ in moves:
+        t = b + int(args.interval * 1e9 * 0.4)
+        while t < b + int(args.interval * 1e9 * 0.9):
+            quiet.append((t, t))
+            t += step
+    control = first_ack_after(quiet, sent, acks)
     ok = {i for i, a in acks.items() if a[1]}
     errors = sum(1 for a in acks.values() if not a[1])
     unacked = len(sent) - len(acks)
@@ -497,7 +526,7 @@ def learned_cell(r):
     return f"{rr['hints_rewritten']} hints, {rr['refresh_urgent']} urgent refreshes"
 
 
-def table(results, command, rounds, interval, load, skipped_note=""):
+def table(results, command, rounds, interval, load, skipped_note="", floor_step=50):
     bracket = max((max(r["move_command_ms"]) for r in results if r.get("move_command_ms")),
                   default=0.0)
     lines = [
@@ -516,10 +545,15 @@ def table(results, command, rounds, interval, load, skipped_note=""):
         f"before its synchronous rd_kafka_mock_partition_set_leader call, `leader-timed`) to "
         f"the first acknowledgement of a message handed to the client after that call "
         f"returned (at most {bracket:.2f} ms later in this run), median and p99 over "
-        f"the {rounds} moves (with 10 moves, p99 is the worst one; a recovery slower than the "
-        f"interval is measured in full, past the next move). *no-move floor* = the same figure "
-        f"at instants half way between moves, where nothing moved: batching (librdkafka "
-        f"`linger.ms` 5 by default) plus the round trip. Lost = acknowledged but not in "
+        f"the {rounds} moves (p99 is the worst move with fewer than 100; a recovery slower "
+        f"than the interval is measured in full, past the next move), with the median's 95% "
+        f"confidence interval (order statistics, no assumption on the distribution): where "
+        f"a move falls in the client's 5 ms linger cycle is chance, so a median over 10 moves "
+        f"is uncertain by about a millisecond either way. *no-move floor* = the same figure "
+        f"at instants every {floor_step:g} ms in the quiet part of each interval (40% to 90% "
+        f"after each move), where nothing moved: batching (librdkafka `linger.ms` 5 by "
+        f"default) plus the round trip; *added* = first ack median minus that floor, what "
+        f"the move itself cost. Lost = acknowledged but not in "
         f"the partition when read back directly; dup = stored more than once; ooo = stored "
         f"after a message sent later; errors = delivery errors reported to the application "
         f"(+ n: error_cb events, fatal marked). reroutes = epochgate_reroutes_total delivered / "
@@ -529,16 +563,16 @@ def table(results, command, rounds, interval, load, skipped_note=""):
         f"Load average at start {load[0]}, at end {load[1]} on {os.cpu_count()} cores shared "
         f"with other work.{skipped_note}",
         "",
-        "| cluster | client | path | first ack median ms | first ack p99 ms | no-move floor "
-        "median ms | sent | errors | lost | dup | ooo | reroutes delivered / fell back | "
-        "learned |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cluster | client | path | first ack median ms [95% CI] | first ack p99 ms | "
+        "moves acked within 5 ms | no-move floor median ms | added median ms | sent | errors | "
+        "lost | dup | ooo | reroutes delivered / fell back | learned |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         cluster = 'Produce <= v9 (no hints)' if r['capped'] else 'full (KIP-951 hints)'
         if r.get("skipped"):
             lines.append(f"| {cluster} | {r['client']} | {r['path']} | skipped | | | | | | | | "
-                         f"skipped | |")
+                         f"| | skipped | |")
             continue
         f = r["first_ack_ms"]
         med = statistics.median(f) if f else float("nan")
@@ -548,10 +582,14 @@ def table(results, command, rounds, interval, load, skipped_note=""):
         if ce:
             errs += f" + {len(ce)} ({', '.join(sorted({e[1] for e in ce}))}"
             errs += f"; {fatal} fatal)" if fatal else ")"
+        ci = median_ci(f)
+        ci_txt = f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else ""
+        floor = statistics.median(r['control_ms'])
+        within = sum(1 for x in f if x <= 5.0)
         lines.append(
-            f"| {cluster} | {r['client']} | {r['path']} | {med:.1f} | "
-            f"{percentile(f, 99):.1f} | {statistics.median(r['control_ms']):.1f} | {r['sent']} | "
-            f"{errs} | {r['lost']} | {r['duplicated']} | {r['out_of_order']} | "
+            f"| {cluster} | {r['client']} | {r['path']} | {med:.1f}{ci_txt} | "
+            f"{percentile(f, 99):.1f} | {within} of {len(f)} | {floor:.1f} | {med - floor:+.1f} | "
+            f"{r['sent']} | {errs} | {r['lost']} | {r['duplicated']} | {r['out_of_order']} | "
             f"{reroute_cell(r)} | {learned_cell(r)} |")
     lines.append("<!-- leader-move-clients:end -->")
     return "\n".join(lines) + "\n"
@@ -583,6 +621,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--interval", type=float, default=1.5, help="seconds between moves")
     ap.add_argument("--warm", type=float, default=1.5, help="seconds before the first move")
+    ap.add_argument("--floor-step", type=float, default=50,
+                    help="ms between the no-move instants sampled in each interval")
     ap.add_argument("--results", help="markdown file whose leader-move-clients block is "
                     "replaced (or inserted)")
     ap.add_argument("--json", help="write raw results here")
@@ -625,7 +665,8 @@ def main():
                 print(json.dumps({k: r[k] for k in ("client", "path", "capped", "errors",
                                                     "lost", "duplicated", "out_of_order")}
                                  | {"first_ack_ms": [round(x, 1) for x in r["first_ack_ms"]],
-                                    "control_ms": [round(x, 1) for x in r["control_ms"]],
+                                    "control_median_ms": round(
+                                        statistics.median(r["control_ms"]), 2),
                                     "move_command_ms_max": round(max(r["move_command_ms"]), 2),
                                     "client_errors": len(r["client_errors"]),
                                     "reroute": r["reroute"]}),
@@ -635,7 +676,8 @@ def main():
     if unsupported:
         note = (" The reroute rows were skipped: this build has no rerouting (epochgate "
                 f"refused its config: {unsupported}).")
-    block = table(results, command, args.rounds, args.interval, (load_start, load_end), note)
+    block = table(results, command, args.rounds, args.interval, (load_start, load_end), note,
+                  args.floor_step)
     print(block)
     if args.json:
         with open(args.json, "w") as fh:

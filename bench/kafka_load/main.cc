@@ -59,7 +59,7 @@ struct Options {
   std::set<std::string> only;  // empty: all but profile and soak (soak when minutes > 0)
   std::string profile_cmd;
   double profile_seconds = 20;
-  std::string profile_workload = "produce";  ///< produce (acks=1) | consume
+  std::string profile_workload = "produce";  ///< produce (acks=1) | produce-all (acks=all) | consume
   bool scale = false;  ///< also the scale scenarios (scale.h); or --only scale
   ScaleContext scale_ctx;
   /// YAML appended to every epochgate configuration the bench writes (a
@@ -79,7 +79,7 @@ void usage() {
                "          [--scale-window S]]\n"
                "         [--only produce,consume,latency,pingpong,idle,leader,micro,soak]\n"
                "         [--profile-cmd 'perf record ... -p {pid}' [--profile-seconds S]\n"
-               "          [--profile-workload produce|consume]]\n"
+               "          [--profile-workload produce|produce-all|consume]]\n"
                "         [--command TEXT] [--source-rev TEXT] [--epochgate-yaml TEXT]\n");
 }
 
@@ -164,9 +164,9 @@ struct Rig {
   std::unique_ptr<EmbeddedCluster> cluster[kConfigCount];
   ProxyProcess haproxy;
   ProxyProcess eg_off, eg_enforce;
-  ProxyProcess splice_relay;
+  ProxyProcess splice_relay, copy_relay;
   std::string bootstrap[kConfigCount];
-  pid_t pid[kConfigCount] = {-1, -1, -1, -1, -1};
+  pid_t pid[kConfigCount] = {-1, -1, -1, -1, -1, -1};
 };
 
 bool write_file(const std::string& path, const std::string& text) {
@@ -191,6 +191,28 @@ bool start_epochgate(const Options& o, const std::string& bootstrap, const std::
     *error = "epochgate ready line without bootstrap=: " + proc.ready_line();
     return false;
   }
+  return true;
+}
+
+bool start_relay(const Options& o, Rig& rig, int c, bool copy, ProxyProcess& proc,
+                 std::string* error) {
+  std::vector<std::string> relay_argv = {o.splice_relay};
+  if (copy) relay_argv.push_back("--copy");
+  for (int port : rig.cluster[c]->ports()) relay_argv.push_back("127.0.0.1:" + std::to_string(port));
+  const std::string log = o.out + (copy ? "/copy-relay.log" : "/splice-relay.log");
+  if (!proc.start(relay_argv, log, "splice-relay ready", 10000, error)) return false;
+  std::stringstream listen(proc.ready_field("listen"));
+  int32_t broker = 1;
+  for (std::string item; std::getline(listen, item, ','); ++broker) {
+    rig.cluster[c]->advertise_port(broker, std::atoi(item.c_str() + item.rfind(':') + 1));
+    if (broker == 1) rig.bootstrap[c] = item;
+  }
+  if (broker - 1 != static_cast<int32_t>(rig.cluster[c]->ports().size()) ||
+      proc.ready_field("mode") != (copy ? "copy" : "splice")) {
+    *error = "relay ready line does not list one port per broker and its mode: " + proc.ready_line();
+    return false;
+  }
+  rig.pid[c] = proc.pid();
   return true;
 }
 
@@ -239,27 +261,10 @@ bool start_rig(const Options& o, Rig& rig, std::string* error) {
     return false;
   rig.pid[kEpochgateEnforce] = rig.eg_enforce.pid();
 
-  // (e): one relay listener per broker, advertised by its own cluster like
-  // HAProxy's.
-  std::vector<std::string> relay_argv = {o.splice_relay};
-  for (int port : rig.cluster[kSpliceRelay]->ports())
-    relay_argv.push_back("127.0.0.1:" + std::to_string(port));
-  if (!rig.splice_relay.start(relay_argv, o.out + "/splice-relay.log", "splice-relay ready",
-                              10000, error))
-    return false;
-  std::stringstream listen(rig.splice_relay.ready_field("listen"));
-  int32_t broker = 1;
-  for (std::string item; std::getline(listen, item, ','); ++broker) {
-    rig.cluster[kSpliceRelay]->advertise_port(broker, std::atoi(item.c_str() + item.rfind(':') + 1));
-    if (broker == 1) rig.bootstrap[kSpliceRelay] = item;
-  }
-  if (broker - 1 != static_cast<int32_t>(rig.cluster[kSpliceRelay]->ports().size())) {
-    *error = "splice relay ready line does not list one port per broker: " +
-             rig.splice_relay.ready_line();
-    return false;
-  }
-  rig.pid[kSpliceRelay] = rig.splice_relay.pid();
-  return true;
+  // (e) and (f): one relay listener per broker, advertised by its own
+  // cluster like HAProxy's; (f) is the same program copying (--copy).
+  return start_relay(o, rig, kSpliceRelay, false, rig.splice_relay, error) &&
+         start_relay(o, rig, kCopyRelay, true, rig.copy_relay, error);
 }
 
 // Round r visits the configurations in a rotated order, so slow drift of the
@@ -315,21 +320,26 @@ void run_consume_scenario(const Options& o, Rig& rig, BenchResults& r) {
   }
   for (int round = 0; round < o.rounds; ++round) {
     for (int c : round_order(round)) {
+      // One pass over 40,000 messages (about 40 MB) takes tens of
+      // milliseconds, below what the proxy's CPU clock (10 ms ticks) tells
+      // apart: the consumer reads them again from the beginning for --seconds.
       ConsumeSpec spec;
       spec.bootstrap = rig.bootstrap[c];
       spec.max_messages = 40000;
-      spec.timeout_seconds = 30;
+      spec.repeat_for_seconds = o.seconds;
+      spec.timeout_seconds = 30 + o.seconds;
       const double cpu0 = cpu_seconds_of(rig.pid[c]);
-      ConsumeResult cr = run_consume(spec, nullptr, nullptr);
+      ConsumeResult sum = run_consume(spec, nullptr, nullptr);
+      const int passes = sum.passes;
       const double cpu1 = cpu_seconds_of(rig.pid[c]);
       ThroughputFigures& f = r.consume[c];
-      if (!cr.ok) f.errors.push_back(cr.error);
-      f.msgs_per_sec.push_back(cr.msgs_per_sec());
-      f.mib_per_sec.push_back(cr.mib_per_sec());
-      f.payload_bytes += static_cast<double>(cr.bytes);
+      if (!sum.ok) f.errors.push_back(sum.error);
+      f.msgs_per_sec.push_back(sum.msgs_per_sec());
+      f.mib_per_sec.push_back(sum.mib_per_sec());
+      f.payload_bytes += static_cast<double>(sum.bytes);
       if (rig.pid[c] > 0) f.proxy_cpu_seconds += cpu1 - cpu0;
-      log_line("consume round %d %-20s %8.0f msg/s %7.1f MiB/s %s", round + 1, config_label(c),
-               cr.msgs_per_sec(), cr.mib_per_sec(), cr.error.c_str());
+      log_line("consume round %d %-20s %8.0f msg/s %7.1f MiB/s %d passes %s", round + 1,
+               config_label(c), sum.msgs_per_sec(), sum.mib_per_sec(), passes, sum.error.c_str());
     }
   }
 }
@@ -463,7 +473,7 @@ void run_ping_pong_scenario(const Options& o, Rig& rig, BenchResults& r) {
 
 void run_idle_scenario(const Options& o, Rig& rig, BenchResults& r, IdleFigures* figures) {
   r.idle_connections_target = o.idle_connections;
-  for (int c : {kHaproxy, kEpochgateOff, kEpochgateEnforce, kSpliceRelay}) {
+  for (int c : {kHaproxy, kEpochgateOff, kEpochgateEnforce, kSpliceRelay, kCopyRelay}) {
     std::string host;
     int port = 0;
     host_and_port(rig.bootstrap[c], &host, &port);
@@ -697,22 +707,20 @@ int run_profile(const Options& o, Rig& rig) {
   double bytes = 0, seconds = 0;
   std::string err;
   if (o.profile_workload == "consume") {
-    const auto t0 = std::chrono::steady_clock::now();
-    while (seconds < o.profile_seconds) {
-      ConsumeSpec cs;
-      cs.bootstrap = rig.bootstrap[c];
-      cs.max_messages = 40000;
-      cs.timeout_seconds = 30;
-      ConsumeResult cr = run_consume(cs, nullptr, nullptr);
-      bytes += static_cast<double>(cr.bytes);
-      if (!cr.ok) err = cr.error;
-      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (!cr.ok) break;
-    }
+    ConsumeSpec cs;
+    cs.bootstrap = rig.bootstrap[c];
+    cs.max_messages = 40000;
+    cs.repeat_for_seconds = o.profile_seconds;
+    cs.timeout_seconds = 30 + o.profile_seconds;
+    ConsumeResult cr = run_consume(cs, nullptr, nullptr);
+    bytes = static_cast<double>(cr.bytes);
+    seconds = cr.seconds;
+    if (!cr.ok) err = cr.error;
   } else {
     ProduceSpec ps;
     ps.bootstrap = rig.bootstrap[c];
     ps.seconds = o.profile_seconds;
+    if (o.profile_workload == "produce-all") ps.acks = "all";
     ProduceResult pr = run_produce(ps);
     bytes = static_cast<double>(pr.delivered) * ps.message_bytes;
     seconds = pr.seconds;
