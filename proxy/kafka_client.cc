@@ -432,7 +432,7 @@ void KafkaClient::on_timer(uv_timer_t* t) {
 void KafkaClient::on_read_error(Connection& c, int status) {
   if (&c != conn_.get()) return;
   fail_all(ClientError::kDisconnected,
-           status == UV_EOF ? "broker closed the connection" : uv_strerror(status));
+           status == UV_EOF ? kBrokerClosedDetail : uv_strerror(status));
 }
 
 void KafkaClient::on_write_error(Connection& c, int status) {

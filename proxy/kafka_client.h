@@ -52,6 +52,9 @@ enum class ClientError {
 };
 /// Stable lower-case name of `e` ("timeout", ...), for logs and metric labels.
 const char* client_error_name(ClientError e);
+/// ClientResult::detail of a kDisconnected whose broker closed the
+/// connection cleanly (EOF) before answering.
+inline constexpr const char* kBrokerClosedDetail = "broker closed the connection";
 
 /// How a request may be sent.
 struct SendOptions {

@@ -154,9 +154,21 @@ void Refresher::connect_next() {
   if (target_index_ >= targets_.size()) {
     state_ = State::kIdle;
     startup_done_ = startup_done_ || loaded_.load();
-    if (reachable_.exchange(false) || !loaded_.load())
-      spdlog::warn("metadata refresh ({}): no broker reachable ({} tried); not ready until one "
-                   "answers, retrying every {} ms", trigger_, targets_.size(), kRetryBackoffMs);
+    if (reachable_.exchange(false) || !loaded_.load()) {
+      if (closed_at_metadata_ > 0 && !config_->upstream_sasl.enabled()) {
+        spdlog::warn("metadata refresh ({}): {} of {} brokers answered ApiVersions, then closed "
+                     "the connection at epochgate's Metadata request, as brokers that require "
+                     "SASL do: set upstream_sasl (docs/config.md) for epochgate's own "
+                     "connections; not ready until one answers, retrying every {} ms",
+                     trigger_, closed_at_metadata_, targets_.size(), kRetryBackoffMs);
+      } else {
+        spdlog::warn("metadata refresh ({}): no broker reachable ({} tried, last: {}); not ready "
+                     "until one answers, retrying every {} ms", trigger_, targets_.size(),
+                     last_failure_.empty() ? "?" : last_failure_, kRetryBackoffMs);
+      }
+    }
+    closed_at_metadata_ = 0;
+    last_failure_.clear();
     last_failed_ms_ = now_ms();
     // Keep the refresh pending so it retries after the backoff.
     std::lock_guard<std::mutex> lock(mu_);
@@ -195,6 +207,8 @@ void Refresher::on_dial_attempt_failed(const UpstreamDialer::Failure& f) {
     std::lock_guard<std::mutex> lock(broker_mu_);
     broker_ = f.target.to_string();
   }
+  last_failure_ = f.target.to_string() + ": " + UpstreamDialer::stage_name(f.stage) + ": " +
+                  (f.status ? uv_strerror(f.status) : "no valid answer");
   // A refused connection is quick and a debug line; a broker that let a
   // refresh wait out the whole timeout is worth an operator's attention.
   if (f.status != UV_ETIMEDOUT) {
@@ -278,9 +292,12 @@ void Refresher::on_metadata_answer(ClientResult<codec::MetadataResponse>&& r) {
     return;
   }
   if (!r.ok()) {
+    if (r.error == ClientError::kDisconnected && r.detail == kBrokerClosedDetail)
+      ++closed_at_metadata_;
     fail(r.detail);
     return;
   }
+  closed_at_metadata_ = 0;
   metadata_version_ = r.version;
   learn(r.response);
 }
@@ -328,6 +345,7 @@ void Refresher::learn(const codec::MetadataResponse& m) {
 void Refresher::fail(const std::string& why) {
   // Per-broker failures are debug lines; losing every broker is the warning.
   spdlog::debug("metadata refresh via {}: {}", last_broker(), why);
+  last_failure_ = last_broker() + ": " + why;
   client_.disconnect(why);
   if (metrics_) metrics_->set_sasl_session_expiry(0);
   state_ = State::kIdle;

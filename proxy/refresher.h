@@ -104,6 +104,12 @@ class Refresher : private KafkaClientObserver {
   uint64_t last_attempt_ms_ = 0;
   uint64_t last_failed_ms_ = 0;
   bool startup_done_ = false;
+  // Of the current round over the brokers: how many answered epochgate's
+  // ApiVersions and then closed the connection at its Metadata request (what
+  // a broker that requires SASL does to a client that did not log in), and
+  // the last failure, for the warning when every broker failed.
+  size_t closed_at_metadata_ = 0;
+  std::string last_failure_;
   const char* trigger_ = "startup";
   std::atomic<bool> loaded_{false};
   std::atomic<bool> reachable_{true};

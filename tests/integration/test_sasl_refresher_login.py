@@ -130,5 +130,24 @@ def test_plain_password_from_the_environment(h):
     assert [e for e in own_logins(sc) if e["mechanism"] == "PLAIN"]
 
 
+def test_a_sasl_cluster_without_upstream_sasl_is_named_in_the_warning(h):
+    # The gate answers epochgate's ApiVersions and closes the connection at
+    # its Metadata request, as a Kafka broker requiring SASL does: the
+    # warning says so and names the key to set, instead of calling the
+    # brokers unreachable.
+    sc = SaslCluster(h, ["orders:1:3"])
+    gate = h.start_gate(sc.bootstrap, [])
+    wanted = "then closed the connection at epochgate's Metadata request, as brokers that " \
+             "require SASL do: set upstream_sasl"
+
+    def warned():
+        with open(gate.proc.log_path, errors="replace") as f:
+            return any(wanted in line and " warn " in line for line in f)
+    harness.wait_until(warned, 15, what="the warning naming upstream_sasl")
+    assert not ready(gate), "/readyz is 200 without a loaded view"
+    refused = [e for e in sc.events() if e.get("event") == "closed"]
+    assert refused, "the gate saw no connection it closed"
+
+
 if __name__ == "__main__":
     harness.main(globals())
