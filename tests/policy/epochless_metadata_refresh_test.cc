@@ -14,6 +14,7 @@ namespace epochgate::policy {
 namespace {
 
 using testing::fetch_request;
+using testing::asks_for;
 using testing::metadata;
 using testing::PartSpec;
 using testing::produce_request;
@@ -25,12 +26,6 @@ using testing::uuid;
 codec::MetadataResponse old_topic(int32_t leader, int32_t epoch = 9) {
   return metadata({1, 2}, {TopicSpec{"old", uuid(4), {PartSpec{0, leader, epoch, {1, 2}},
                                                       PartSpec{1, 2, epoch, {1, 2}}}}});
-}
-
-bool asks_for(const LearnReport& rep, const std::string& topic) {
-  for (const auto& t : rep.urgent_refresh)
-    if (t.name == topic) return true;
-  return false;
 }
 
 TEST(EpochlessMetadataRefresh, ATopicFirstLearnedWithoutEpochsAsksForARefresh) {

@@ -13,6 +13,7 @@
 namespace epochgate::policy {
 namespace {
 
+using testing::asks_for;
 using testing::metadata;
 using testing::PartSpec;
 using testing::TopicSpec;
@@ -21,12 +22,6 @@ using testing::uuid;
 codec::MetadataResponse topic_at(int32_t leader, int32_t epoch) {
   return metadata({1, 2}, {TopicSpec{"t", uuid(7), {PartSpec{0, leader, epoch, {1, 2}},
                                                     PartSpec{1, 2, epoch, {1, 2}}}}});
-}
-
-bool asks_for(const LearnReport& rep, const std::string& topic) {
-  for (const auto& t : rep.urgent_refresh)
-    if (t.name == topic) return true;
-  return false;
 }
 
 TEST(IdlessMetadataRefresh, ATopicFirstLearnedWithoutItsIdAsksForOneRefresh) {

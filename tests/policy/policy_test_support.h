@@ -102,6 +102,13 @@ class FakeEndpoints : public EndpointResolver {
 ///   p2: leader 3, epoch 9, replicas [3,1,2]
 /// Topic "payments" (id uuid(2)): p0 leader 2 epoch 3 replicas [2,3,4].
 /// Learned at t = 1000 ms through the refresher (Metadata v12).
+/// True when `rep` asks the refresher for `topic` (by name).
+inline bool asks_for(const LearnReport& rep, const std::string& topic) {
+  for (const auto& t : rep.urgent_refresh)
+    if (t.name == topic) return true;
+  return false;
+}
+
 inline constexpr uint64_t kLearnedAt = 1000;
 inline void learn_standard_cluster(MetadataView& view, uint64_t at = kLearnedAt) {
   auto md =

@@ -127,31 +127,48 @@ def test_kafka_python_producer_at_the_old_leader_is_fenced(h):
                 for k, v in after.by(sl.REFRESHES, "trigger").items() if v}))
 
 
+class _RawMetadata:
+    """A gate in front of a fresh 3-broker cluster whose topic (3 partitions)
+    the view has not seen, and one raw Metadata request of `version` for it."""
+
+    def __init__(self, h, version):
+        cluster = h.start_cluster(3, [])
+        self.gate = sl.start_gate(h, cluster)
+        cluster.cmd("create %s 3 3" % TOPIC)
+        self.gc = sl.GateClient(h, self.gate)
+        self.version = version
+        self.before = sl.scrape(self.gate)
+        md = kw.parse_metadata_response(self.ask(), version)
+        assert sorted(md["topics"][TOPIC]["partitions"]) == [0, 1, 2]
+        self.sent = time.monotonic()
+
+    def ask(self):
+        return self.gc.exchange(kw.metadata_request(self.gc.next_corr(), [TOPIC],
+                                                    version=self.version))
+
+    def refreshed_once(self, trigger):
+        """One `trigger` refresh so far, and none for 5 more of the same answer."""
+        mid = sl.scrape(self.gate)
+        for _ in range(5):
+            self.ask()
+        time.sleep(0.3)
+        after = sl.scrape(self.gate)
+        assert sl.delta(mid, self.before, sl.REFRESHES, trigger=trigger) == 1, mid.by(
+            sl.REFRESHES, "trigger")
+        assert sl.delta(after, mid, sl.REFRESHES, trigger=trigger) == 0, after.by(
+            sl.REFRESHES, "trigger")
+
+
 def test_epochless_metadata_v1_asks_one_refresh_per_topic(h):
     # Raw Metadata v1 for a topic the view never saw: one `no_epoch` refresh
     # (coalesced), and the same answer again asks for nothing more.
-    cluster = h.start_cluster(3, [])
-    gate = sl.start_gate(h, cluster)
-    cluster.cmd("create %s 3 3" % TOPIC)
-    gc = sl.GateClient(h, gate)
-    before = sl.scrape(gate)
-    md = kw.parse_metadata_response(gc.exchange(kw.metadata_request(gc.next_corr(), [TOPIC],
-                                                                    version=1)), 1)
-    assert sorted(md["topics"][TOPIC]["partitions"]) == [0, 1, 2]
-    t_learned = time.monotonic()
+    raw = _RawMetadata(h, 1)
     for p in range(3):
-        harness.wait_until(lambda: (sl.view_partition(gate, TOPIC, p) or {}).get("epoch", -1) >= 0,
-                           5, interval=0.01, what="epoch of %s[%d]" % (TOPIC, p))
-    window = time.monotonic() - t_learned
-    mid = sl.scrape(gate)
-    for _ in range(5):
-        gc.exchange(kw.metadata_request(gc.next_corr(), [TOPIC], version=1))
-    time.sleep(0.3)
-    after = sl.scrape(gate)
-    assert sl.delta(mid, before, sl.REFRESHES, trigger="no_epoch") == 1, mid.by(
-        sl.REFRESHES, "trigger")
-    assert sl.delta(after, mid, sl.REFRESHES, trigger="no_epoch") == 0, after.by(
-        sl.REFRESHES, "trigger")
+        harness.wait_until(
+            lambda: (sl.view_partition(raw.gate, TOPIC, p) or {}).get("epoch", -1) >= 0,
+            5, interval=0.01, what="epoch of %s[%d]" % (TOPIC, p))
+    window = time.monotonic() - raw.sent
+    raw.refreshed_once("no_epoch")
     h.note("Metadata v1 for 3 partitions: epochs in the view %.0f ms later, 1 no_epoch refresh, "
            "none for 5 repeats" % (window * 1000))
 
@@ -160,31 +177,15 @@ def test_idless_metadata_v7_teaches_the_view_the_topic_id(h):
     # Raw Metadata v7 (epochs, no topic id) for a topic the view never saw:
     # one `no_topic_id` refresh, after which /debug/metadata shows the id
     # the cluster gives at epochgate's own version; a repeat asks nothing more.
-    cluster = h.start_cluster(3, [])
-    gate = sl.start_gate(h, cluster)
-    cluster.cmd("create %s 3 3" % TOPIC)
-    gc = sl.GateClient(h, gate)
-    before = sl.scrape(gate)
-    md = kw.parse_metadata_response(gc.exchange(kw.metadata_request(gc.next_corr(), [TOPIC],
-                                                                    version=7)), 7)
-    assert sorted(md["topics"][TOPIC]["partitions"]) == [0, 1, 2]
-    t_learned = time.monotonic()
-    harness.wait_until(lambda: (sl.view_partition(gate, TOPIC, 0) or {}).get("topic_id"), 5,
+    raw = _RawMetadata(h, 7)
+    harness.wait_until(lambda: (sl.view_partition(raw.gate, TOPIC, 0) or {}).get("topic_id"), 5,
                        interval=0.01, what="topic id of %s in the view" % TOPIC)
-    window = time.monotonic() - t_learned
-    learned_id = sl.view_partition(gate, TOPIC, 0)["topic_id"]
-    mid = sl.scrape(gate)
-    for _ in range(5):
-        gc.exchange(kw.metadata_request(gc.next_corr(), [TOPIC], version=7))
-    time.sleep(0.3)
-    after = sl.scrape(gate)
-    assert sl.delta(mid, before, sl.REFRESHES, trigger="no_topic_id") == 1, mid.by(
-        sl.REFRESHES, "trigger")
-    assert sl.delta(after, mid, sl.REFRESHES, trigger="no_topic_id") == 0, after.by(
-        sl.REFRESHES, "trigger")
-    # The id is the cluster's, as a v12 client would see it.
-    # /debug/metadata writes ids as Kafka does (URL-safe base64, no padding).
-    cluster_id = gc.metadata_v12([TOPIC])["topics"][TOPIC]["topic_id"]
+    window = time.monotonic() - raw.sent
+    learned_id = sl.view_partition(raw.gate, TOPIC, 0)["topic_id"]
+    raw.refreshed_once("no_topic_id")
+    # The id is the cluster's, as a v12 client would see it; /debug/metadata
+    # writes ids as Kafka does (URL-safe base64, no padding).
+    cluster_id = raw.gc.metadata_v12([TOPIC])["topics"][TOPIC]["topic_id"]
     assert base64.urlsafe_b64decode(learned_id + "==").hex() == cluster_id, (learned_id,
                                                                            cluster_id)
     h.note("Metadata v7 for 3 partitions: topic id %s in the view %.0f ms later, 1 "
