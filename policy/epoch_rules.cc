@@ -17,6 +17,20 @@ void doubt(PartitionEntry& e, LearnReport& rep) {
   e.doubted = true;
 }
 
+Confirmation confirmation(const PartitionEntry& e, int32_t leader, int32_t epoch, Source src) {
+  // Mirrors apply() below: the branches that touch nothing but
+  // learned_at_ms and source (and replica_set, which the caller checks).
+  if (!e.known || leader != e.leader_id) return Confirmation::kNo;
+  if (epoch >= 0) {
+    if (e.leader_epoch != epoch) return Confirmation::kNo;
+    // The refresher's confirmation clears a doubt and lower reports.
+    if (src == Source::kRefresher && ((e.doubted && !e.conflicted) || !e.lower.none()))
+      return Confirmation::kNo;
+    return Confirmation::kStamp;
+  }
+  return e.leader_epoch < 0 ? Confirmation::kStamp : Confirmation::kNothing;
+}
+
 bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, LearnReport& rep,
            bool& advanced, uint32_t rollback_needed) {
   advanced = false;

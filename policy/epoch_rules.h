@@ -47,6 +47,13 @@ struct Incoming {
 PartitionEntry* slot(TopicEntry& t, int32_t partition);
 /// Marks `e` doubted (fencing stops trusting it until a refresh confirms it).
 void doubt(PartitionEntry& e, LearnReport& rep);
+/// What apply() would do with a report that names the entry's own leader
+/// (and epoch) and the entry's own replica set: kNo (it would change more),
+/// kStamp (only learned_at_ms and source: the report confirms the entry),
+/// kNothing (a report too weak to reset the entry's age). Lets a refresh that
+/// confirms a whole topic skip the copy-on-write of that topic.
+enum class Confirmation { kNo, kStamp, kNothing };
+Confirmation confirmation(const PartitionEntry& e, int32_t leader, int32_t epoch, Source src);
 /// The epoch rules. Returns true when the topic should be refreshed urgently.
 /// Sets `advanced` when the entry's epoch moved forward. `rollback_needed`:
 /// lower reports of one (leader, epoch) that replace the entry (>= 2).

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -39,13 +40,41 @@ struct ReplicaSet {
   bool contains(int32_t node) const;  ///< in replicas or ISR
 };
 
+/// A field the view's writer may update in place in an entry that published
+/// snapshots share, where only the latest value matters (when the entry was
+/// last confirmed, and by whom): relaxed atomic loads and stores, copied by
+/// value. Everything else in a published snapshot stays immutable.
+template <class T>
+class Restamp {
+ public:
+  Restamp(T v = T{}) noexcept : v_(v) {}  // NOLINT: implicit, reads like a plain field
+  Restamp(const Restamp& o) noexcept : v_(o.load()) {}
+  Restamp& operator=(const Restamp& o) noexcept {
+    store(o.load());
+    return *this;
+  }
+  Restamp& operator=(T v) noexcept {
+    store(v);
+    return *this;
+  }
+  operator T() const noexcept { return load(); }  // NOLINT: implicit, reads like a plain field
+  T load() const noexcept { return v_.load(std::memory_order_relaxed); }
+  void store(T v) const noexcept { v_.store(v, std::memory_order_relaxed); }
+
+ private:
+  mutable std::atomic<T> v_;
+};
+
 /// What the view knows about one partition.
 struct PartitionEntry {
   int32_t leader_id = -1;      ///< -1: no leader
   int32_t leader_epoch = -1;   ///< -1: unknown (Metadata < v7) or no leader
-  uint64_t learned_at_ms = 0;  ///< last time a report agreed with this entry
+  /// Last time a report agreed with this entry (ms). A report that only
+  /// confirms the entry stamps it in place (MetadataView::learn_metadata),
+  /// without publishing a new snapshot.
+  Restamp<uint64_t> learned_at_ms = 0;
   uint64_t changed_at_ms = 0;  ///< last time the view saw the leader or epoch move (0: never)
-  Source source = Source::kMetadataResponse;
+  Restamp<Source> source = Source::kMetadataResponse;  ///< of the last report it took
   bool known = false;  ///< false: an empty slot (partition never learned)
   /// Same epoch seen with two leaders: never fence, never hint, until a
   /// strictly newer epoch arrives (librdkafka PR 5593).
@@ -65,6 +94,7 @@ struct PartitionEntry {
     uint16_t reports = 0;   ///< lower reports of any epoch
     uint16_t agreeing = 0;  ///< reports naming exactly (leader, epoch)
     uint16_t served = 0;    ///< of the reports: a broker serving a request at its lower epoch
+    bool none() const { return epoch == -1 && leader == -1 && reports == 0 && agreeing == 0 && served == 0; }
   } lower;
   uint16_t rollbacks = 0;          ///< times this entry was rolled back (saturates)
   int32_t rolled_back_from = -1;   ///< epoch replaced by the last rollback (-1: none)
