@@ -9,6 +9,7 @@
 #include "codec/api_table.h"
 #include "codec/api_versions_io.h"
 #include "codec/message_io.h"
+#include "codec/metadata_brokers.h"
 #include "codec/messages/api_traits.h"
 #include "metrics/proxy_metrics.h"
 #include "proxy/address_rewriter.h"
@@ -129,10 +130,11 @@ bool ResponsePath::handle(const uint8_t* frame, size_t size) {
   if ((info != nullptr && info->response_decoded(e->api_version, ctx_.fencing != nullptr)) ||
       e->context) {
     std::vector<uint8_t> rewritten;
+    BrokerTail tail;
     bool changed = false;
-    if (!transform_response(*e, frame, size, rewritten, changed)) return false;
+    if (!transform_response(*e, frame, size, rewritten, tail, changed)) return false;
     if (changed) {
-      deliver(*e, rewritten.data(), rewritten.size());
+      deliver(*e, rewritten.data(), rewritten.size(), tail);
       return true;
     }
   }
@@ -140,24 +142,31 @@ bool ResponsePath::handle(const uint8_t* frame, size_t size) {
   return true;
 }
 
-void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len) {
+void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len,
+                           BrokerTail tail) {
+  auto keep = [&] {
+    e.response.reserve(len + tail.len);
+    e.response.assign(frame_with_prefix, frame_with_prefix + len);
+    e.response.insert(e.response.end(), tail.data, tail.data + tail.len);
+  };
   if (e.reroute) {
     // The leaders' answers replace epochgate's own for the rerouted
     // partitions; until every part is in, the response waits in its slot.
     // after_broker_answer also ends the guard's record of the writes the
     // broker answered (except those still waiting to be rerouted).
-    e.response.assign(frame_with_prefix, frame_with_prefix + len);
+    keep();
     if (ctx_.rerouter) ctx_.rerouter->after_broker_answer(e);
     if (finish_rerouted(e)) flush_ready();
     return;
   }
   if (in_flight_.is_front(e)) {
     client_.write_through(frame_with_prefix, len);
+    if (tail.len > 0) client_.write_through(tail.data, tail.len);
     record_proxy_latency(ctx_, e);
     in_flight_.pop_front();
     return;
   }
-  e.response.assign(frame_with_prefix, frame_with_prefix + len);
+  keep();
   e.ready = true;
 }
 
@@ -171,7 +180,8 @@ void ResponsePath::flush_ready() {
 }
 
 bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, size_t size,
-                                 std::vector<uint8_t>& out, bool& changed) {
+                                      std::vector<uint8_t>& out, BrokerTail& tail,
+                                      bool& changed) {
   const int16_t key = e.api_key;
   const int16_t up_version = e.upstream_version;
   const int16_t client_version = e.api_version;
@@ -217,7 +227,8 @@ bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, 
   Done done = codec::with_api(key, Done::kNotAddressed, [&](auto api) {
     using M = typename decltype(api)::Response;
     if constexpr (codec::kCarriesAddresses<M>)
-      return rewrite_response<M>(e, h, body, body_len, out, changed) ? Done::kOk : Done::kFailed;
+      return rewrite_response<M>(e, h, body, body_len, out, tail, changed) ? Done::kOk
+                                                                             : Done::kFailed;
     else
       return Done::kNotAddressed;
   });
@@ -232,9 +243,29 @@ bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, 
   return true;
 }
 
+bool ResponsePath::splice_metadata_brokers(const codec::MetadataResponse& m, int16_t version,
+                                           const codec::ResponseHeader& h, const uint8_t* body,
+                                           size_t body_len, std::vector<uint8_t>& out,
+                                           BrokerTail& tail) {
+  size_t begin = 0, end = 0;
+  if (!codec::metadata_brokers_span(body, body_len, version, &begin, &end).ok()) return false;
+  // The header and ThrottleTimeMs as the broker sent them (the client asked
+  // for the version the broker answered, so the header version is the same).
+  const uint8_t* frame = body - h.size;
+  out.clear();
+  out.resize(4);
+  out.insert(out.end(), frame, body + begin);
+  codec::encode_metadata_brokers(m.brokers, version, out);
+  tail.data = body + end;
+  tail.len = body_len - end;
+  write_be32(out.data(), static_cast<uint32_t>(out.size() - 4 + tail.len));
+  return true;
+}
+
 template <typename M>
 bool ResponsePath::rewrite_response(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
-                               size_t body_len, std::vector<uint8_t>& out, bool& changed) {
+                                    size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail,
+                                    bool& changed) {
   M m;
   codec::Bytes trailing;
   codec::Status s =
@@ -270,8 +301,15 @@ bool ResponsePath::rewrite_response(InFlightRequest& e, codec::ResponseHeader& h
     if (ctx_.fencing) touched |= ctx_.fencing->amend_response(e, &m, e.api_version, node_id_);
   }
   if (touched) {
-    encode_response_frame(h, m, e.api_version, out, trailing);
     changed = true;
+    if constexpr (std::is_same_v<M, codec::MetadataResponse>) {
+      // Only the Brokers array changed: the topics and partitions after it
+      // go out as the broker's own bytes.
+      if (e.upstream_version == e.api_version &&
+          splice_metadata_brokers(m, e.api_version, h, body, body_len, out, tail))
+        return true;
+    }
+    encode_response_frame(h, m, e.api_version, out, trailing);
   }
   return true;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "codec/header.h"
+#include "codec/messages/metadata_response.h"
 #include "proxy/connection.h"
 #include "proxy/in_flight_queue.h"
 #include "proxy/response_stream.h"
@@ -22,6 +23,14 @@
 #include "proxy/worker_context.h"
 
 namespace epochgate::proxy {
+
+/// The end of a rewritten response frame that is still the broker's own
+/// bytes: the frame goes out as the bytes epochgate made, then these
+/// (none: len 0).
+struct BrokerTail {
+  const uint8_t* data = nullptr;
+  size_t len = 0;
+};
 
 /// Handles the broker's responses for one session (loop thread only).
 class ResponsePath {
@@ -56,17 +65,29 @@ class ResponsePath {
   /// Delivers the broker's raw answer to a SASL token; false to close.
   bool deliver_raw_sasl_token(const uint8_t* frame, size_t size);
   /// Decodes, learns from and rewrites a response that needs it. Returns false
-  /// when the session closed; sets `out` and `changed` when the bytes changed.
+  /// when the session closed; sets `out` (and `tail`) and `changed` when the
+  /// bytes changed.
   bool transform_response(InFlightRequest& e, const uint8_t* frame, size_t size,
-                          std::vector<uint8_t>& out, bool& changed);
+                          std::vector<uint8_t>& out, BrokerTail& tail, bool& changed);
   /// Responses that carry broker addresses: decode, learn, rewrite, let the
   /// policy amend (merge, backfill hints), re-encode only if something changed.
   template <typename M>
   bool rewrite_response(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
-                        size_t body_len, std::vector<uint8_t>& out, bool& changed);
+                        size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail,
+                        bool& changed);
+  /// A MetadataResponse whose only change is its broker addresses, at the
+  /// version the broker answered: `out` gets the frame up to the end of a
+  /// re-encoded Brokers array and `tail` the broker's bytes after it (every
+  /// topic and partition), so a 100,000-partition answer is not re-encoded.
+  /// False (nothing written) when the Brokers array cannot be delimited.
+  bool splice_metadata_brokers(const codec::MetadataResponse& m, int16_t version,
+                               const codec::ResponseHeader& h, const uint8_t* body,
+                               size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail);
   /// The response of `e` (all parts answered): written now when `e` is the
-  /// oldest request owed, else kept until the older ones are written.
-  void deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len);
+  /// oldest request owed, else kept until the older ones are written. The
+  /// frame is `frame_with_prefix`, then `tail` when it has one.
+  void deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len,
+               BrokerTail tail = {});
 
   WorkerContext& ctx_;
   int32_t node_id_;
