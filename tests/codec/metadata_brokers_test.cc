@@ -24,6 +24,16 @@ std::vector<uint8_t> body_of(const MetadataResponse& m, int16_t v) {
   return out;
 }
 
+// The body with its bytes [begin, end) replaced by `brokers` encoded at `v`.
+std::vector<uint8_t> with_brokers(const std::vector<uint8_t>& body, size_t begin, size_t end,
+                                  const std::vector<MetadataResponse::MetadataResponseBroker>& brokers,
+                                  int16_t v) {
+  std::vector<uint8_t> out(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(begin));
+  encode_metadata_brokers(brokers, v, out);
+  out.insert(out.end(), body.begin() + static_cast<std::ptrdiff_t>(end), body.end());
+  return out;
+}
+
 class MetadataBrokersSpan : public ::testing::TestWithParam<int16_t> {};
 
 TEST_P(MetadataBrokersSpan, ReEncodedBrokersBetweenTheOriginalBytesMakeTheSameBody) {
@@ -37,10 +47,7 @@ TEST_P(MetadataBrokersSpan, ReEncodedBrokersBetweenTheOriginalBytesMakeTheSameBo
   EXPECT_EQ(begin, v >= 3 ? 4u : 0u) << "right after ThrottleTimeMs";
   ASSERT_LT(begin, end);
   ASSERT_LE(end, body.size());
-  std::vector<uint8_t> spliced(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(begin));
-  encode_metadata_brokers(m.brokers, v, spliced);
-  spliced.insert(spliced.end(), body.begin() + static_cast<std::ptrdiff_t>(end), body.end());
-  EXPECT_EQ(spliced, body);
+  EXPECT_EQ(with_brokers(body, begin, end, m.brokers, v), body);
 }
 
 TEST_P(MetadataBrokersSpan, OtherBrokersChangeOnlyTheBrokers) {
@@ -55,9 +62,7 @@ TEST_P(MetadataBrokersSpan, OtherBrokersChangeOnlyTheBrokers) {
   want.brokers[0].port = 19001;
   want.brokers.push_back(want.brokers[0]);
   want.brokers.back().node_id = 7;
-  std::vector<uint8_t> spliced(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(begin));
-  encode_metadata_brokers(want.brokers, v, spliced);
-  spliced.insert(spliced.end(), body.begin() + static_cast<std::ptrdiff_t>(end), body.end());
+  const std::vector<uint8_t> spliced = with_brokers(body, begin, end, want.brokers, v);
   MetadataResponse got;
   ASSERT_TRUE(decode_body(spliced.data(), spliced.size(), v, got).ok());
   EXPECT_EQ(got, want);
