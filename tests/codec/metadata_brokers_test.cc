@@ -34,16 +34,23 @@ std::vector<uint8_t> with_brokers(const std::vector<uint8_t>& body, size_t begin
   return out;
 }
 
-class MetadataBrokersSpan : public ::testing::TestWithParam<int16_t> {};
-
-TEST_P(MetadataBrokersSpan, ReEncodedBrokersBetweenTheOriginalBytesMakeTheSameBody) {
+// Each test starts from the sample response at the version under test, its
+// body and the span its Brokers array takes in that body.
+class MetadataBrokersSpan : public ::testing::TestWithParam<int16_t> {
+ protected:
+  void SetUp() override {
+    testing::fill_sample(m, v);
+    body = body_of(m, v);
+    ASSERT_TRUE(metadata_brokers_span(body.data(), body.size(), v, &begin, &end).ok());
+  }
   const int16_t v = GetParam();
   MetadataResponse m;
-  testing::fill_sample(m, v);
-  ASSERT_FALSE(m.brokers.empty());
-  const std::vector<uint8_t> body = body_of(m, v);
+  std::vector<uint8_t> body;
   size_t begin = 0, end = 0;
-  ASSERT_TRUE(metadata_brokers_span(body.data(), body.size(), v, &begin, &end).ok());
+};
+
+TEST_P(MetadataBrokersSpan, ReEncodedBrokersBetweenTheOriginalBytesMakeTheSameBody) {
+  ASSERT_FALSE(m.brokers.empty());
   EXPECT_EQ(begin, v >= 3 ? 4u : 0u) << "right after ThrottleTimeMs";
   ASSERT_LT(begin, end);
   ASSERT_LE(end, body.size());
@@ -51,12 +58,6 @@ TEST_P(MetadataBrokersSpan, ReEncodedBrokersBetweenTheOriginalBytesMakeTheSameBo
 }
 
 TEST_P(MetadataBrokersSpan, OtherBrokersChangeOnlyTheBrokers) {
-  const int16_t v = GetParam();
-  MetadataResponse m;
-  testing::fill_sample(m, v);
-  const std::vector<uint8_t> body = body_of(m, v);
-  size_t begin = 0, end = 0;
-  ASSERT_TRUE(metadata_brokers_span(body.data(), body.size(), v, &begin, &end).ok());
   MetadataResponse want = m;
   want.brokers[0].host = "epochgate.example.internal";
   want.brokers[0].port = 19001;
@@ -69,12 +70,6 @@ TEST_P(MetadataBrokersSpan, OtherBrokersChangeOnlyTheBrokers) {
 }
 
 TEST_P(MetadataBrokersSpan, ABodyCutInsideTheBrokersIsAnError) {
-  const int16_t v = GetParam();
-  MetadataResponse m;
-  testing::fill_sample(m, v);
-  const std::vector<uint8_t> body = body_of(m, v);
-  size_t begin = 0, end = 0;
-  ASSERT_TRUE(metadata_brokers_span(body.data(), body.size(), v, &begin, &end).ok());
   for (size_t cut = 0; cut < end; ++cut) {
     size_t b = 0, e = 0;
     EXPECT_FALSE(metadata_brokers_span(body.data(), cut, v, &b, &e).ok()) << "cut at " << cut;
