@@ -3,8 +3,9 @@
 // fresh pages) for every read. Two tiers: fixed-size blocks for ordinary
 // reads and queued output, and large buffers for frames bigger than a block,
 // sized in classes so that one freed by one frame fits the next. Bounded:
-// at most max_pooled blocks and kMaxLargeKeptBytes of large buffers are kept,
-// and a large buffer no frame took for one trim() interval is freed.
+// at most max_pooled blocks and max_large_kept_bytes of large buffers (16 MiB
+// by default) are kept, and a large buffer no frame took for one trim()
+// interval is freed.
 // Single-threaded: one pool per event loop.
 #pragma once
 
@@ -20,8 +21,14 @@ namespace epochgate::proxy {
 /// Hands out ByteBuffers of at least `block_size` bytes and takes them back.
 class BufferPool {
  public:
-  explicit BufferPool(size_t block_size = 64 * 1024, size_t max_pooled = 256)
-      : block_size_(block_size), max_pooled_(max_pooled) {}
+  /// `block_size` and the large-buffer cap `max_large_kept_bytes` in bytes;
+  /// `max_pooled` blocks at most are kept. A pool that serves one large frame
+  /// now and then (the refresher's Metadata answers, every 30 s) keeps no
+  /// large buffer at all with a cap of 0.
+  explicit BufferPool(size_t block_size = 64 * 1024, size_t max_pooled = 256,
+                      size_t max_large_kept_bytes = kMaxLargeKeptBytes)
+      : block_size_(block_size), max_pooled_(max_pooled),
+        max_large_kept_bytes_(max_large_kept_bytes) {}
 
   /// A block of block_size() bytes: a pooled one if any, else new.
   ByteBuffer take() {
@@ -31,15 +38,20 @@ class BufferPool {
     return b;
   }
   /// A buffer of at least `n` bytes. Up to block_size() a block; above it the
-  /// smallest kept large buffer that fits (the most recently used of equal
-  /// ones, whose pages are the likeliest to be warm), else a new one of
-  /// large_size_class(n) bytes.
+  /// smallest kept large buffer that fits and is at most kMaxReuseSlack
+  /// above `n` (the most recently used of equal ones, whose pages are the
+  /// likeliest to be warm), else a new one of large_size_class(n) bytes. The
+  /// slack bound matters because a frame's buffer is charged to the buffer
+  /// budget at its capacity when it is handed on whole, and a reused
+  /// buffer's pages are resident: a 300 KB frame must not hold a 4 MiB one.
   ByteBuffer take_at_least(size_t n) {
     if (n <= block_size_) return take();
     size_t best = large_.size();
     for (size_t i = large_.size(); i-- > 0;) {
       size_t cap = large_[i].buf.capacity();
-      if (cap >= n && (best == large_.size() || cap < large_[best].buf.capacity())) best = i;
+      if (cap >= n && cap - n <= n / kMaxReuseSlack &&
+          (best == large_.size() || cap < large_[best].buf.capacity()))
+        best = i;
     }
     if (best == large_.size()) return ByteBuffer(large_size_class(n));
     ByteBuffer b = std::move(large_[best].buf);
@@ -50,15 +62,15 @@ class BufferPool {
   /// Takes `b` back (it may be moved-from or unallocated: then nothing
   /// happens). Blocks are kept up to max_pooled; a buffer larger than 4
   /// blocks is kept while it is at most kMaxLargeBytes and the kept large
-  /// buffers stay within kMaxLargeKeptBytes; anything else is freed (buffers
+  /// buffers stay within max_large_kept_bytes; anything else is freed (buffers
   /// of BufferReclaimer::kMinBytes and more off the loop).
   void give_back(ByteBuffer&& b) {
     if (!b.allocated()) return;
     b.clear();
     if (b.capacity() > 4 * block_size_) {
-      if (b.capacity() <= kMaxLargeBytes) {
+      if (b.capacity() <= kMaxLargeBytes && b.capacity() <= max_large_kept_bytes_) {
         // Room for the newest: the oldest kept ones go first.
-        while (!large_.empty() && large_kept_bytes_ + b.capacity() > kMaxLargeKeptBytes)
+        while (!large_.empty() && large_kept_bytes_ + b.capacity() > max_large_kept_bytes_)
           release_large(0);
         large_kept_bytes_ += b.capacity();
         large_.push_back({std::move(b), generation_});
@@ -103,6 +115,9 @@ class BufferPool {
   /// The largest buffer kept (bytes), and the most kept in all, per pool (worker).
   static constexpr size_t kMaxLargeBytes = 4u << 20;
   static constexpr size_t kMaxLargeKeptBytes = 16u << 20;
+  /// A kept buffer is reused for a frame of `n` bytes only if it is at most
+  /// n / kMaxReuseSlack larger (25%: the frame's own size class and the next).
+  static constexpr size_t kMaxReuseSlack = 4;
 
  private:
   struct Kept {
@@ -123,6 +138,7 @@ class BufferPool {
 
   size_t block_size_;
   size_t max_pooled_;
+  size_t max_large_kept_bytes_;
   std::vector<ByteBuffer> free_;
   std::vector<Kept> large_;  // oldest first
   size_t large_kept_bytes_ = 0;

@@ -90,7 +90,9 @@ class Refresher : private KafkaClientObserver {
   std::shared_ptr<const config::Config> config_;
   policy::MetadataView& view_;
   metrics::ProxyMetrics* metrics_;
-  BufferPool pool_{16 * 1024, 4};
+  // No large buffers kept: a Metadata answer comes every interval_ms (30 s),
+  // and nothing trims this pool (the workers' sweeps trim theirs).
+  BufferPool pool_{16 * 1024, 4, 0};
   KafkaClient client_;
   uv_timer_t tick_;
   uv_async_t async_;

@@ -75,6 +75,31 @@ TEST(BufferPool, TakesTheSmallestKeptBufferThatFits) {
   EXPECT_EQ(pool.pooled_large(), 1u);  // the 2 MiB one waits for a larger frame
 }
 
+TEST(BufferPool, AKeptBufferFarLargerThanTheFrameIsNotTaken) {
+  // Handed on whole, a frame's buffer is charged at its capacity, and a kept
+  // buffer's pages are resident: a 300 KB frame gets a buffer of its own
+  // size class, never the 2 MiB one a larger frame left.
+  BufferPool pool(64 * 1024, 4);
+  pool.give_back(pool.take_at_least(2u << 20));
+  for (size_t n : {size_t{300000}, size_t{1u << 20}, size_t{1600000}}) {
+    ByteBuffer b = pool.take_at_least(n);
+    EXPECT_GE(b.capacity(), n);
+    EXPECT_LE(b.capacity() - n, n / BufferPool::kMaxReuseSlack) << n;
+  }
+  EXPECT_EQ(pool.pooled_large(), 1u) << "the 2 MiB buffer is still kept";
+  // A frame within the slack takes it.
+  EXPECT_EQ(pool.take_at_least(1800000).capacity(), size_t{2u << 20});
+}
+
+TEST(BufferPool, APoolWithNoLargeCapKeepsNoLargeBuffer) {
+  BufferPool pool(16 * 1024, 4, 0);
+  pool.give_back(pool.take_at_least(500000));
+  EXPECT_EQ(pool.pooled_large(), 0u);
+  EXPECT_EQ(pool.pooled_large_bytes(), 0u);
+  pool.give_back(pool.take());
+  EXPECT_EQ(pool.pooled(), 1u) << "blocks are kept as before";
+}
+
 TEST(BufferPool, KeptLargeBuffersStayWithinTheirByteCapKeepingTheNewest) {
   BufferPool pool(64 * 1024, 4);
   std::vector<ByteBuffer> out;
