@@ -38,8 +38,8 @@ class BufferPool {
     return b;
   }
   /// A buffer of at least `n` bytes. Up to block_size() a block; above it the
-  /// smallest kept large buffer that fits and is at most kMaxReuseSlack
-  /// above `n` (the most recently used of equal ones, whose pages are the
+  /// smallest kept large buffer that fits and is at most kMaxReuseRatio
+  /// times `n` (the most recently used of equal ones, whose pages are the
   /// likeliest to be warm), else a new one of large_size_class(n) bytes. The
   /// slack bound matters because a frame's buffer is charged to the buffer
   /// budget at its capacity when it is handed on whole, and a reused
@@ -49,7 +49,7 @@ class BufferPool {
     size_t best = large_.size();
     for (size_t i = large_.size(); i-- > 0;) {
       size_t cap = large_[i].buf.capacity();
-      if (cap >= n && cap - n <= n / kMaxReuseSlack &&
+      if (cap >= n && cap <= n * kMaxReuseRatio &&
           (best == large_.size() || cap < large_[best].buf.capacity()))
         best = i;
     }
@@ -115,9 +115,9 @@ class BufferPool {
   /// The largest buffer kept (bytes), and the most kept in all, per pool (worker).
   static constexpr size_t kMaxLargeBytes = 4u << 20;
   static constexpr size_t kMaxLargeKeptBytes = 16u << 20;
-  /// A kept buffer is reused for a frame of `n` bytes only if it is at most
-  /// n / kMaxReuseSlack larger (25%: the frame's own size class and the next).
-  static constexpr size_t kMaxReuseSlack = 4;
+  /// A kept buffer is reused for a frame of `n` bytes only if its capacity
+  /// is at most n * kMaxReuseRatio.
+  static constexpr size_t kMaxReuseRatio = 2;
 
  private:
   struct Kept {
