@@ -41,7 +41,7 @@ class BufferPool {
   /// smallest kept large buffer that fits and is at most kMaxReuseRatio
   /// times `n` (the most recently used of equal ones, whose pages are the
   /// likeliest to be warm), else a new one of large_size_class(n) bytes. The
-  /// slack bound matters because a frame's buffer is charged to the buffer
+  /// ratio bound matters because a frame's buffer is charged to the buffer
   /// budget at its capacity when it is handed on whole, and a reused
   /// buffer's pages are resident: a 300 KB frame must not hold a 4 MiB one.
   ByteBuffer take_at_least(size_t n) {
