@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <vector>
 
 #include "policy/epoch_rules.h"
 #include "policy/metadata_view_editor.h"
@@ -63,6 +64,19 @@ void MetadataView::set_rollback_confirmations(uint32_t n) {
 
 namespace {
 
+using ReportedPartition = codec::MetadataResponse::MetadataResponsePartition;
+
+// What a Metadata partition reports, as the epoch rules take it.
+int32_t reported_leader(const ReportedPartition& p) { return p.leader_id < 0 ? -1 : p.leader_id; }
+int32_t reported_epoch(const ReportedPartition& p, bool has_epochs) {
+  return has_epochs && p.leader_epoch >= 0 ? p.leader_epoch : -1;
+}
+// The entry's replica set is the one `p` reports (so it can be kept, shared).
+bool same_replicas(const PartitionEntry& e, const ReportedPartition& p) {
+  return e.known && e.replica_set && e.replica_set->replicas == p.replica_nodes &&
+         e.replica_set->isr == p.isr_nodes;
+}
+
 // A report for a known topic that names every partition's own leader, epoch
 // and replica set changes nothing a reader decides by, only when each entry
 // was last confirmed. That is what nearly every periodic refresh is, and
@@ -76,28 +90,24 @@ bool confirm_in_place(const TopicEntry& cur, const codec::MetadataResponse::Meta
                       LearnReport& rep) {
   if (!is_zero_uuid(id) && cur.id != id) return false;  // a new id: learned, or recreated
   uint32_t confirmed = 0;
+  std::vector<const PartitionEntry*> stamp;
+  stamp.reserve(t.partitions.size());
   for (const auto& p : t.partitions) {
     if (p.partition_index < 0 || static_cast<size_t>(p.partition_index) >= cur.partitions.size())
       return false;
     const PartitionEntry& e = cur.partitions[static_cast<size_t>(p.partition_index)];
-    const int32_t leader = p.leader_id < 0 ? -1 : p.leader_id;
-    const int32_t epoch = has_epochs && p.leader_epoch >= 0 ? p.leader_epoch : -1;
-    const epoch_rules::Confirmation c = epoch_rules::confirmation(e, leader, epoch, source);
+    const int32_t epoch = reported_epoch(p, has_epochs);
+    const epoch_rules::Confirmation c =
+        epoch_rules::confirmation(e, reported_leader(p), epoch, source);
     if (c == epoch_rules::Confirmation::kNo) return false;
-    if (c == epoch_rules::Confirmation::kStamp &&
-        (!e.replica_set || e.replica_set->replicas != p.replica_nodes ||
-         e.replica_set->isr != p.isr_nodes))
-      return false;
-    if (c == epoch_rules::Confirmation::kStamp && epoch >= 0) ++confirmed;
+    if (c != epoch_rules::Confirmation::kStamp) continue;
+    if (!same_replicas(e, p)) return false;
+    stamp.push_back(&e);
+    if (epoch >= 0) ++confirmed;
   }
-  for (const auto& p : t.partitions) {
-    const PartitionEntry& e = cur.partitions[static_cast<size_t>(p.partition_index)];
-    const int32_t leader = p.leader_id < 0 ? -1 : p.leader_id;
-    const int32_t epoch = has_epochs && p.leader_epoch >= 0 ? p.leader_epoch : -1;
-    if (epoch_rules::confirmation(e, leader, epoch, source) != epoch_rules::Confirmation::kStamp)
-      continue;
-    e.learned_at_ms.store(now_ms);
-    e.source.store(source);
+  for (const PartitionEntry* e : stamp) {
+    e->learned_at_ms.store(now_ms);
+    e->source.store(source);
   }
   rep.leaders_confirmed += confirmed;
   return true;
@@ -163,10 +173,9 @@ LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, in
       PartitionEntry* e = slot(topic, p.partition_index);
       if (!e) continue;
       Incoming in;
-      in.leader = p.leader_id < 0 ? -1 : p.leader_id;
-      in.epoch = has_epochs && p.leader_epoch >= 0 ? p.leader_epoch : -1;
-      if (e->known && e->replica_set && e->replica_set->replicas == p.replica_nodes &&
-          e->replica_set->isr == p.isr_nodes) {
+      in.leader = reported_leader(p);
+      in.epoch = reported_epoch(p, has_epochs);
+      if (same_replicas(*e, p)) {
         in.replicas = e->replica_set;  // unchanged: keep sharing it
       } else {
         in.replicas = replica_sets.get(p.replica_nodes, p.isr_nodes);  // shared by content
