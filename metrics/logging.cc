@@ -407,9 +407,10 @@ uint64_t RateLimitedSite::suppressed_total() const {
   return suppressed_total_;
 }
 
-void flush_suppressed_log_summaries() {
+void flush_suppressed_log_summaries(bool including_current_second) {
   State& s = state();
-  const uint64_t now = monotonic_ms();
+  // A time past every window makes the current second's count pending too.
+  const uint64_t now = including_current_second ? UINT64_MAX - 1 : monotonic_ms();
   std::lock_guard<std::mutex> lock(s.sites_mutex);
   for (RateLimitedSite* site : s.sites) site->flush(now);
 }

@@ -145,7 +145,7 @@ class RateLimitedSite {
   uint64_t suppressed_total() const;
 
  private:
-  friend void flush_suppressed_log_summaries();
+  friend void flush_suppressed_log_summaries(bool);
   const char* kind_;
   mutable std::mutex mutex_;
   uint64_t window_ = UINT64_MAX;  // current second (now_ms / 1000)
@@ -157,8 +157,10 @@ class RateLimitedSite {
 };
 
 /// Writes pending "suppressed K lines" summaries of every site. Call it from a
-/// 1 s timer so the count of a storm that has stopped still reaches the log.
-void flush_suppressed_log_summaries();
+/// 1 s timer so the count of a storm that has stopped still reaches the log,
+/// and once with `including_current_second` at exit, so a count from the last
+/// second is not lost with the process.
+void flush_suppressed_log_summaries(bool including_current_second = false);
 
 }  // namespace epochgate::metrics
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "metrics/admin_server.h"
+#include "metrics/logging.h"
 #include "config/watcher.h"
 #include "proxy/app.h"
 #include "proxy/refresher.h"
@@ -83,6 +84,7 @@ void App::finish() {
     close_if(reinterpret_cast<uv_handle_t*>(&listener_timer_));
     if (sighup_started_) close_if(reinterpret_cast<uv_handle_t*>(&sighup_));
   }
+  metrics::flush_suppressed_log_summaries(/*including_current_second=*/true);
   spdlog::info("stopped");
 }
 

@@ -298,7 +298,7 @@ ssize_t TlsTransport::try_write(const uv_buf_t* bufs, unsigned nbufs) {
   size_t total = 0;
   if (!encrypt(bufs, nbufs, total)) return UV_EPROTO;
   flush_cipher();
-  return total > 0 ? static_cast<ssize_t>(total) : UV_EAGAIN;
+  return total > 0 ? static_cast<ssize_t>(total) : static_cast<ssize_t>(UV_EAGAIN);
 }
 
 int TlsTransport::write(const uv_buf_t* bufs, unsigned nbufs) {

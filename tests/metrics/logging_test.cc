@@ -175,6 +175,22 @@ TEST_F(LoggingTest, StormIsCutToTheLimitAndSummarised) {
   EXPECT_GE(site.suppressed_total(), 980u);
 }
 
+TEST_F(LoggingTest, ExitFlushWritesTheCurrentSecondsCount) {
+  set_rate_limit_per_sec(1);
+  auto lg = logger("proxy");
+  RateLimitedSite site("frame_error");
+  // Two lines in one second may straddle a boundary; retry until one was held.
+  for (int i = 0; i < 10 && site.suppressed_total() == 0; ++i) {
+    site.log(*lg, spdlog::level::warn, "bad frame", {});
+    site.log(*lg, spdlog::level::warn, "bad frame", {});
+  }
+  ASSERT_GT(site.suppressed_total(), 0u);
+  flush_suppressed_log_summaries(/*including_current_second=*/true);
+  const auto ls = lines();
+  ASSERT_FALSE(ls.empty());
+  EXPECT_NE(ls.back().find("suppressed"), std::string::npos) << ls.back();
+}
+
 TEST_F(LoggingTest, MacroKeepsOneLimiterPerCallSite) {
   set_rate_limit_per_sec(2);
   auto lg = logger("proxy");
