@@ -411,6 +411,19 @@ def move_view_first(cluster, gc, topic, partition, new, on_learned=None):
     return moved_us, epoch, old, learned_us
 
 
+def wait_consumer_fetching(log_path, topic, partition, node, timeout=30.0):
+    """Waits until a librdkafka consumer (fetch debug in `log_path`) has
+    queued records of the partition fetched from `node`: it has joined its
+    group and fetches there. Joining takes a few round trips through
+    epochgate, so the time it takes grows with the machine's load (and
+    several-fold under ASan). Returns the log's wall-clock time of it."""
+    return harness.wait_until(
+        lambda: os.path.exists(log_path) and first_fetched_from(log_path, topic, partition,
+                                                                node, 0.0),
+        timeout, interval=0.05,
+        what="the consumer to fetch records of %s[%d] from broker %d" % (topic, partition, node))
+
+
 def first_fetched_from(log_path, topic, partition, node, since_s):
     """Wall-clock time (s) a librdkafka consumer (fetch debug) first queued
     records of the partition fetched from `node` at or after `since_s`."""

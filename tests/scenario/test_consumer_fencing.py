@@ -167,9 +167,12 @@ def test_consumer_group_continues_across_move_without_gap_or_duplicate(h):
         "--idempotent", "--duration-s", "4", "--rate", "600", "--concurrent",
         "--consume-group", "epochs-group", "--debug", "broker,metadata,fetch",
         "--log-file", log])
-    time.sleep(1.5)
+    # The move must find the group fetching partition 0 from its old leader,
+    # or no stale-epoch Fetch is ever sent.
+    leader = cluster.partition(TOPIC, 0)["leader"]
+    sl.wait_consumer_fetching(log, TOPIC, 0, leader)
     m1 = sl.scrape(gate)
-    new = sl.other_broker(cluster.partition(TOPIC, 0)["leader"])
+    new = sl.other_broker(leader)
     moved_us, epoch, old, _ = sl.move_view_first(cluster, gc, TOPIC, 0, new)
     time.sleep(1.0)
     s = check.result(timeout=90)
