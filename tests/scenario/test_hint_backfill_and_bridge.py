@@ -121,9 +121,12 @@ def test_librdkafka_gets_hints_through_bridge_across_move(h):
         "--bootstrap", gate.bootstrap, "--topic", TOPIC, "--partitions-keyed", "--idempotent",
         "--duration-s", "4", "--rate", "800", "--concurrent", "--consume-group", "bridge-group",
         "--timeline", timeline, "--debug", "broker,metadata,msg,fetch", "--log-file", log])
-    time.sleep(1.5)
+    # The move must find both clients at partition 0's old leader (the
+    # consumer fetches what the producer wrote), or no hint is ever due.
+    leader = cluster.partition(TOPIC, 0)["leader"]
+    sl.wait_consumer_fetching(log, TOPIC, 0, leader)
     m1 = sl.scrape(gate)
-    new = sl.other_broker(cluster.partition(TOPIC, 0)["leader"])
+    new = sl.other_broker(leader)
     moved_us, epoch, old, _ = sl.move_view_first(cluster, gc, TOPIC, 0, new)
     s = check.result(timeout=90)
     m2 = sl.scrape(gate)
