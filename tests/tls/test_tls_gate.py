@@ -16,7 +16,6 @@ first).
 import os
 import ssl
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tls_lib  # noqa: E402
@@ -88,12 +87,17 @@ def test_leader_move_fenced_with_hint_over_tls(h):
     sl.open_node_connections(gc, ["t"])
     log = os.path.join(h.workdir, "rdkafka.log")
     timeline = os.path.join(h.workdir, "timeline.csv")
+    start = sl.end_offset(tc.cluster, "t", 0)
     check = h.rdkafka_check_async(
         ["--bootstrap", gate.bootstrap, "--topic", "t", "--partitions-keyed", "--idempotent",
          "--duration-s", "6", "--rate", "400", "--concurrent", "--consume-group", "g-move",
          "--timeline", timeline, "--debug", "broker,metadata,msg", "--log-file", log] +
         tls_lib.rdkafka_ssl(tc.certs))
-    time.sleep(2.5)
+    # The move must find the producer writing to partition 0's old leader, or
+    # nothing is fenced; TLS handshakes under ASan on a busy machine can take
+    # longer than any fixed pause.
+    sl.wait_end_offset_above(tc.cluster, "t", 0, start + 200, timeout=30,
+                             what="the producer to write 200 records to partition 0")
     before = sl.scrape(gate)
     new = sl.other_broker(tc.cluster.partition("t", 0)["leader"])
     moved_us, epoch, old, _ = sl.move_view_first(tc.cluster, gc, "t", 0, new)
