@@ -199,7 +199,10 @@ def test_order_hazard_direct_write_to_new_leader_waits_for_rerouted_one(h):
     before = sl.scrape(gate)
     cluster.cmd("rtt %d 800" % OTHER)
     x.send(sw.produce_request(0xA, TOPIC, [(0, kw.record_batch([b"A"]))], acks=1, version=10))
-    time.sleep(0.05)
+    # C is to arrive while A's reroute is in flight; a fixed pause can end
+    # before a loaded (or ASan) epochgate has even read A, and then C goes first.
+    harness.wait_until(lambda: sl.scrape(gate).sum("epochgate_reroute_in_flight") >= 1, 10,
+                       interval=0.01, what="A's reroute to be in flight")
     y.send(sw.produce_request(0xC, TOPIC, [(0, kw.record_batch([b"C"]))], acks=1, version=10))
     ra, ta = _recv_produce(x, 10)
     rc, tc = _recv_produce(y, 10)
