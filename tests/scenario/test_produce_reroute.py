@@ -319,7 +319,10 @@ def test_shutdown_waits_for_a_reroute_in_flight_not_for_the_drain_timeout(h):
         1, TOPIC, [(2, kw.record_batch([b"warm"]))], acks=1, version=10), node=HERE_BROKER), 10)
     cluster.cmd("rtt %d 1500" % OTHER)
     x.send(sw.produce_request(0xB, TOPIC, [(2, kw.record_batch([b"d"]))], acks=1, version=10))
-    time.sleep(0.2)
+    # SIGTERM must find the reroute in flight; a fixed pause can end before a
+    # loaded (or ASan) epochgate has read the write.
+    harness.wait_until(lambda: sl.scrape(gate).sum("epochgate_reroute_in_flight") >= 1, 10,
+                       interval=0.01, what="the reroute to be in flight")
     t0 = time.monotonic()
     os.kill(gate.proc.proc.pid, signal.SIGTERM)
     r = sw.parse_produce_response(x.recv_frame(timeout=10), 10)
