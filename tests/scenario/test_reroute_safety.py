@@ -239,7 +239,10 @@ def test_max_in_flight_one_second_concurrent_reroute_falls_back(h):
     before = sl.scrape(gate)
     cluster.cmd("rtt %d 800" % OTHER)
     _write(a, 0xA, 1, b"first")
-    time.sleep(0.1)
+    # The second write must find the first one holding the only slot; after a
+    # fixed pause a loaded (or ASan) epochgate may not have read the first yet.
+    harness.wait_until(lambda: sl.scrape(gate).sum("epochgate_reroute_in_flight") >= 1, 10,
+                       interval=0.01, what="the first reroute to be in flight")
     _write(b, 0xB, 2, b"second")
     try:
         ra, _ = _answer(a)
