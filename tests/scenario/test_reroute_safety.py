@@ -183,7 +183,10 @@ def test_new_leader_fails_mid_reroute_client_told_with_hint(h):
     before = sl.scrape(gate)
     cluster.cmd("rtt %d 2000" % OTHER)
     _write(c, 2, 2, b"lost-leader")
-    time.sleep(0.3)
+    # The leader is to go down mid-reroute; after a fixed pause a loaded (or
+    # ASan) epochgate may not have read the write yet.
+    harness.wait_until(lambda: sl.scrape(gate).sum("epochgate_reroute_in_flight") >= 1, 10,
+                       interval=0.01, what="the reroute to be in flight")
     t0 = time.monotonic()
     cluster.cmd("down %d" % OTHER)
     try:
