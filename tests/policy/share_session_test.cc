@@ -63,7 +63,9 @@ TEST_F(ShareSession, FullyFencedShareFetchIsForwardedWithoutItsPartitions) {
     EXPECT_EQ(fenced.current_leader.leader_id, 2);
     testing::expect_endpoints_cover(merged.node_endpoints, 2);
     EXPECT_EQ(merged.responses[1].partitions.at(0).partition_index, 1) << "the broker's part";
-    if (v >= 1) EXPECT_EQ(merged.acquisition_lock_timeout_ms, 15000) << "broker's fields kept";
+    if (v >= 1) {
+      EXPECT_EQ(merged.acquisition_lock_timeout_ms, 15000) << "broker's fields kept";
+    }
   }
 }
 
