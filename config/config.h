@@ -68,6 +68,9 @@ struct RefresherConfig {
   uint32_t interval_ms = 30000;            ///< periodic Metadata for topics seen
   uint32_t urgent_min_interval_ms = 100;   ///< rate limit for urgent refreshes
   uint32_t request_timeout_ms = 5000;
+  /// A topic no client request named for this long leaves the view and the
+  /// periodic refresh (Kafka's metadata.max.idle.ms); 0: topics stay.
+  uint32_t topic_idle_ms = 300000;
 };
 
 /// epochgate's own SASL login on the connections it opens itself (the

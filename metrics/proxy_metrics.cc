@@ -241,6 +241,13 @@ struct ProxyMetrics::Impl {
                             .Help("Partitions in the current metadata view.")
                             .Register(*registry)
                             .Add({})),
+        topics_forgotten(prometheus::BuildCounter()
+                             .Name("epochgate_view_topics_forgotten_total")
+                             .Help("Topics dropped from the metadata view (and from the "
+                                   "periodic refresh) after refresher.topic_idle_ms with no "
+                                   "client request naming them.")
+                             .Register(*registry)
+                             .Add({})),
         epoch_disputes(prometheus::BuildCounter()
                            .Name("epochgate_view_epoch_disputes_total")
                            .Help("View entries that stopped fencing because the cluster "
@@ -386,6 +393,7 @@ struct ProxyMetrics::Impl {
   Counter& epochs_injected;
   Family<Counter>& refreshes;
   Gauge& view_partitions;
+  Counter& topics_forgotten;
   Counter& epoch_disputes;
   Counter& epoch_rollbacks;
   Family<Counter>& downgrades;
@@ -651,6 +659,10 @@ void ProxyMetrics::set_sasl_session_expiry(double seconds) {
 
 void ProxyMetrics::set_view_partitions(int64_t n) {
   impl_->view_partitions.Set(static_cast<double>(n));
+}
+
+void ProxyMetrics::view_topics_forgotten(uint64_t n) {
+  if (n > 0) impl_->topics_forgotten.Increment(static_cast<double>(n));
 }
 
 void ProxyMetrics::view_epochs_disputed(uint64_t n) {

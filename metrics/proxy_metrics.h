@@ -97,6 +97,9 @@ class ProxyMetrics {
   void metadata_refresh(std::string_view trigger);
   /// epochgate_view_partitions (gauge)
   void set_view_partitions(int64_t n);
+  /// epochgate_view_topics_forgotten_total: `n` topics left the view after
+  /// refresher.topic_idle_ms with no client request naming them.
+  void view_topics_forgotten(uint64_t n);
   /// One SASL login on epochgate's own connection (`side` "own"); the
   /// mechanism is one of the four configurable names, so labels stay bounded.
   void sasl_authentication(std::string_view side, std::string_view mechanism, bool ok,

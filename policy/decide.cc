@@ -83,6 +83,7 @@ class TableWalker {
   void begin_topic(std::string_view name, const codec::Uuid& id) {
     out_.topic_start.push_back(static_cast<uint32_t>(out_.partitions.size()));
     topic_ = !name.empty() ? ctx_.view.find_topic(name) : ctx_.view.find_topic(id);
+    if (topic_) topic_->mark_used(ctx_.now_ms);  // keeps it in the view (topic_idle_ms)
     std::string_view mode_name =
         !name.empty() ? name : (topic_ ? std::string_view(topic_->name) : std::string_view());
     mode_ = ctx_.policy.modes.resolve(mode_name, group_);

@@ -188,6 +188,8 @@ std::string MetadataSnapshot::to_json(uint64_t now_ms) const {
       out += "null";
     else
       append_json_string(out, uuid_to_string(t->id));
+    const uint64_t used = t->used_at_ms;
+    out += ",\"unused_ms\":" + std::to_string(now_ms > used ? now_ms - used : 0);
     out += ",\"partitions\":[";
     bool pfirst = true;
     for (size_t i = 0; i < t->partitions.size(); ++i) {

@@ -127,6 +127,18 @@ struct TopicEntry {
   std::string name;
   codec::Uuid id{};  ///< all zero: unknown
   std::vector<PartitionEntry> partitions;
+  /// Last time a client request the policy decides on named the topic, or
+  /// when the view first learned it (ms). Stamped in place by readers
+  /// (mark_used); a topic unused for refresher.topic_idle_ms leaves the view
+  /// (MetadataView::forget_unused_topics).
+  Restamp<uint64_t> used_at_ms = 0;
+
+  /// Stamps a use at `now_ms`. At most one store a second: every worker's
+  /// decisions read this entry, and a store on each would make its cache line
+  /// bounce between cores.
+  void mark_used(uint64_t now_ms) const {
+    if (now_ms >= used_at_ms.load() + 1000) used_at_ms.store(now_ms);
+  }
 
   /// The entry for `partition`, or nullptr when never learned.
   const PartitionEntry* partition(int32_t partition) const {
@@ -206,7 +218,8 @@ class MetadataSnapshot {
   }
 
   /// JSON for /debug/metadata: nodes (upstream addresses), the dispute and
-  /// rollback totals, and every topic and partition with leader, epoch,
+  /// rollback totals, and every topic (with unused_ms: time since a request
+  /// last named it) and partition with leader, epoch,
   /// replicas, isr, age_ms, source, suspect (and why: conflicted, doubted,
   /// disputed with the lower reports), and the last rollback if any.
   std::string to_json(uint64_t now_ms) const;

@@ -121,7 +121,7 @@ LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, in
   // v13 top-level error (e.g. REBOOTSTRAP_REQUIRED): the body says nothing.
   if (version >= 13 && resp.error_code != kNone) return rep;
   std::lock_guard lock(write_mu_);
-  Editor ed(current_.load());
+  Editor ed(current_.load(), now_ms);
   const bool has_epochs = version >= 7;
   const bool has_ids = version >= 10;
   ReplicaSetInterner replica_sets;  // partitions with equal lists share one set
@@ -205,7 +205,7 @@ LearnReport MetadataView::learn_current_leader(const TopicRef& topic, int32_t pa
   LearnReport rep;
   if (leader_id < 0 || leader_epoch < 0) return rep;
   std::lock_guard lock(write_mu_);
-  Editor ed(current_.load());
+  Editor ed(current_.load(), now_ms);
   std::string name = !topic.name.empty() ? topic.name : ed.name_of(topic.id);
   if (name.empty()) {
     rep.add_refresh(topic);
@@ -236,10 +236,25 @@ LearnReport MetadataView::learn_current_leader(const TopicRef& topic, int32_t pa
   return rep;
 }
 
+std::vector<std::string> MetadataView::forget_unused_topics(uint64_t now_ms, uint64_t idle_ms) {
+  std::vector<std::string> gone;
+  std::lock_guard lock(write_mu_);
+  auto base = current_.load();
+  base->for_each_topic([&](const TopicEntry& t) {
+    if (now_ms > t.used_at_ms.load() + idle_ms) gone.push_back(t.name);
+  });
+  if (gone.empty()) return gone;
+  std::sort(gone.begin(), gone.end());
+  Editor ed(base, now_ms);
+  for (const auto& name : gone) ed.remove(name);
+  current_.store(ed.commit(LearnReport{}));
+  return gone;
+}
+
 LearnReport MetadataView::learn_nodes(const std::vector<NodeInfo>& nodes) {
   LearnReport rep;
   std::lock_guard lock(write_mu_);
-  Editor ed(current_.load());
+  Editor ed(current_.load(), 0);  // creates no topic
   for (const auto& n : nodes) {
     if (n.node_id < 0) continue;
     const auto& cur = ed.nodes();
@@ -277,7 +292,7 @@ LearnReport MetadataView::learn_facts(const std::vector<detail::ResponseFact>& f
   if (!nodes.empty()) rep.merge(learn_nodes(nodes));
   if (facts.empty()) return rep;
   std::lock_guard lock(write_mu_);
-  Editor ed(current_.load());
+  Editor ed(current_.load(), now_ms);
   for (const auto& f : facts) {
     std::string name = !f.topic.name.empty() ? f.topic.name : ed.name_of(f.topic.id);
     TopicRef ref{name, f.topic.id};

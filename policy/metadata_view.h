@@ -161,6 +161,16 @@ class MetadataView {
   /// at or above the view's epoch change nothing (policy/served_learning.cc).
   LearnReport learn_served(const std::vector<Served>& served, int32_t node, uint64_t now_ms);
 
+  /// Drops every topic whose use time (TopicEntry::used_at_ms: the last
+  /// client request the policy decided on that named it, else when the view
+  /// learned it) is more than `idle_ms` before `now_ms`, in one published
+  /// snapshot, so the view and the refresher's periodic Metadata hold only
+  /// the topics clients use (Kafka's metadata.max.idle.ms for producers).
+  /// A later request naming one finds no entry: it is forwarded unfenced and
+  /// asks for an urgent refresh, which learns the topic again. Returns the
+  /// dropped names, sorted.
+  std::vector<std::string> forget_unused_topics(uint64_t now_ms, uint64_t idle_ms);
+
   /// JSON of the current snapshot for /debug/metadata.
   std::string to_json(uint64_t now_ms) const { return snapshot()->to_json(now_ms); }
   /// Known partitions in the current snapshot.

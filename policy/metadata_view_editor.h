@@ -20,7 +20,9 @@ namespace epochgate::policy {
 /// topics; commit() builds the next snapshot sharing everything else.
 class MetadataView::Editor {
  public:
-  explicit Editor(std::shared_ptr<const MetadataSnapshot> base) : base_(std::move(base)) {}
+  /// `now_ms` stamps the use time of topics this transaction creates.
+  Editor(std::shared_ptr<const MetadataSnapshot> base, uint64_t now_ms)
+      : base_(std::move(base)), now_ms_(now_ms) {}
 
   /// Current content of a topic (edited copy or base), or nullptr.
   const TopicEntry* find(std::string_view name) const {
@@ -47,6 +49,7 @@ class MetadataView::Editor {
     const TopicEntry* cur = base_->find_topic(name);
     auto copy = cur && it == dirty_.end() ? std::make_shared<TopicEntry>(*cur)
                                           : std::make_shared<TopicEntry>();
+    if (copy->used_at_ms == 0) copy->used_at_ms = now_ms_;  // new: a full idle interval
     copy->name = name;
     TopicEntry& ref = *copy;
     dirty_[name] = std::move(copy);
@@ -115,6 +118,7 @@ class MetadataView::Editor {
 
  private:
   std::shared_ptr<const MetadataSnapshot> base_;
+  uint64_t now_ms_;
   std::unordered_map<std::string, std::shared_ptr<TopicEntry>> dirty_;  // null: removed
   std::shared_ptr<std::map<int32_t, NodeInfo>> nodes_;
   bool nodes_changed_ = false;

@@ -98,13 +98,38 @@ void Refresher::maybe_refresh(uint64_t now) {
     begin_refresh("startup");
   } else if (urgent && now - last_refresh_ms_ >= rc.urgent_min_interval_ms) {
     begin_refresh(urgent_trigger_);
-  } else if (now - last_refresh_ms_ >= rc.interval_ms) {
+  } else if (now - last_full_refresh_ms_ >= periodic_due_ms(rc.interval_ms)) {
+    forget_unused_topics(now);
     begin_refresh("periodic");
   }
 }
 
+uint64_t Refresher::periodic_due_ms(uint32_t interval_ms) const {
+  return static_cast<uint64_t>(static_cast<int64_t>(interval_ms) +
+                               static_cast<int64_t>(interval_ms) * jitter_permille_ / 1000);
+}
+
+void Refresher::forget_unused_topics(uint64_t now) {
+  const uint32_t idle = config_->refresher.topic_idle_ms;
+  if (idle == 0) return;
+  const std::vector<std::string> gone = view_.forget_unused_topics(now, idle);
+  if (gone.empty()) return;
+  if (metrics_) {
+    metrics_->view_topics_forgotten(gone.size());
+    metrics_->set_view_partitions(static_cast<int64_t>(view_.partition_count()));
+  }
+  constexpr size_t kNamed = 5;
+  std::string names;
+  for (size_t i = 0; i < gone.size() && i < kNamed; ++i) names += (i ? ", " : "") + gone[i];
+  if (gone.size() > kNamed) names += ", ...";
+  spdlog::info("metadata view: forgot {} topics no client request named for {} ms "
+               "(refresher.topic_idle_ms): {}",
+               gone.size(), idle, names);
+}
+
 void Refresher::begin_refresh(const char* trigger) {
   trigger_ = trigger;
+  if (std::string_view(trigger) == "periodic") jitter_permille_ = jitter_(rng_);
   last_attempt_ms_ = now_ms();
   in_flight_topics_.clear();
   bool all_known = std::string_view(trigger) != "startup";
@@ -128,6 +153,7 @@ void Refresher::begin_refresh(const char* trigger) {
     in_flight_topics_.erase(std::unique(in_flight_topics_.begin(), in_flight_topics_.end()),
                             in_flight_topics_.end());
   }
+  in_flight_all_ = all_known || std::string_view(trigger) == "startup";
   if (state_ == State::kReady) {
     // Same connection; the client logs in again first when the session the
     // broker granted is at 85% of its lifetime (KIP-368).
@@ -332,6 +358,7 @@ void Refresher::learn(const codec::MetadataResponse& m) {
   startup_done_ = true;
   last_failed_ms_ = 0;
   last_refresh_ms_ = now;
+  if (in_flight_all_) last_full_refresh_ms_ = now;
   state_ = State::kReady;
   if (!rep.urgent_refresh.empty()) {
     std::vector<std::string> names;

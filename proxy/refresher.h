@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -71,6 +72,12 @@ class Refresher : private KafkaClientObserver {
   static void on_tick(uv_timer_t* t);
   static void on_async(uv_async_t* a);
   void maybe_refresh(uint64_t now_ms);
+  /// interval_ms moved by this round's jitter (within +-10%, mean unchanged),
+  /// so sidecars started together do not refresh together for ever.
+  uint64_t periodic_due_ms(uint32_t interval_ms) const;
+  /// Drops topics unused for refresher.topic_idle_ms from the view (before
+  /// a periodic refresh collects the topics it names), counts and logs them.
+  void forget_unused_topics(uint64_t now_ms);
   void begin_refresh(const char* trigger);
   void connect_next();
   // KafkaClientObserver
@@ -102,7 +109,16 @@ class Refresher : private KafkaClientObserver {
   std::string broker_;
   int16_t metadata_version_ = 1;
   bool login_reported_ = false;          // first success logged at info
-  uint64_t last_refresh_ms_ = 0;
+  uint64_t last_refresh_ms_ = 0;       // any refresh: the urgent rate limit
+  // A refresh that named every known topic (periodic, urgent for all,
+  // startup): the periodic clock. Urgent refreshes of a few topics do not
+  // reset it, or a partition whose leader keeps moving would starve the
+  // others' refresh until their entries are too old to fence.
+  uint64_t last_full_refresh_ms_ = 0;
+  bool in_flight_all_ = false;         // the refresh in flight names every known topic
+  std::minstd_rand rng_{std::random_device{}()};
+  std::uniform_int_distribution<int> jitter_{-100, 100};  // per mille of interval_ms
+  int jitter_permille_ = 0;
   uint64_t last_attempt_ms_ = 0;
   uint64_t last_failed_ms_ = 0;
   bool startup_done_ = false;
