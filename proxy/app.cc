@@ -17,6 +17,7 @@
 #include "metrics/listener_metrics.h"
 #include "metrics/logging.h"
 #include "metrics/proxy_metrics.h"
+#include "proxy/clock.h"
 #include "proxy/fd_limit.h"
 #include "proxy/log_limited.h"
 #include "proxy/policy_fencing.h"
@@ -28,7 +29,6 @@
 namespace epochgate::proxy {
 
 namespace {
-uint64_t now_ms() { return uv_hrtime() / 1000000; }
 // Descriptors client accepts leave free for probes, scrapes, the refresher,
 // the config watcher, logs and the upstream dial of the last client accepted.
 constexpr uint32_t kFdReserve = 32;

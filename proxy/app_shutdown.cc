@@ -13,14 +13,11 @@
 #include "metrics/logging.h"
 #include "config/watcher.h"
 #include "proxy/app.h"
+#include "proxy/clock.h"
 #include "proxy/refresher.h"
 #include "proxy/tls/app_tls.h"
 
 namespace epochgate::proxy {
-
-namespace {
-uint64_t now_ms() { return uv_hrtime() / 1000000; }
-}  // namespace
 
 void App::on_signal(uv_signal_t* s, int signum) {
   auto* app = static_cast<App*>(s->data);

@@ -6,12 +6,9 @@
 
 #include "codec/frame_splitter.h"
 #include "codec/header.h"
+#include "proxy/clock.h"
 
 namespace epochgate::proxy {
-
-namespace {
-uint64_t now_ms() { return uv_hrtime() / 1000000; }
-}  // namespace
 
 KafkaClient::KafkaClient(uv_loop_t* loop, BufferPool& pool, KafkaClientOptions options,
                          KafkaClientObserver* observer)

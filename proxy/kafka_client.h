@@ -32,6 +32,7 @@
 #include "config/config.h"
 #include "proxy/api_version_ranges.h"
 #include "proxy/buffer_pool.h"
+#include "proxy/clock.h"
 #include "proxy/connection.h"
 #include "proxy/sasl_login.h"
 #include "proxy/upstream_dialer.h"
@@ -247,7 +248,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
     uint64_t give_up_ms = 0;  // SendOptions::deadline_ms, monotonic ms; 0: none
   };
   static uint64_t give_up_at(const SendOptions& o) {
-    return o.deadline_ms ? uv_hrtime() / 1000000 + o.deadline_ms : 0;
+    return o.deadline_ms ? now_ms() + o.deadline_ms : 0;
   }
   /// Fails the waiting (unwritten) requests whose give_up_ms has passed
   /// with kTimeout. False when a callback dropped or closed the client.

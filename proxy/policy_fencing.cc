@@ -19,6 +19,7 @@
 #include "policy/decide.h"
 #include "policy/reroute_target.h"
 #include "proxy/buffer_budget.h"
+#include "proxy/clock.h"
 #include "proxy/refresher.h"
 #include "proxy/reroute_plan.h"
 #include "metrics/reroute_metrics.h"
@@ -28,7 +29,6 @@ namespace epochgate::proxy {
 
 namespace {
 
-uint64_t now_ms() { return uv_hrtime() / 1000000; }
 
 // A split request's local half, kept until the broker answers the rest.
 template <typename Req, typename Resp>

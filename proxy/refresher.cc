@@ -9,6 +9,7 @@
 #include "codec/messages/metadata_request.h"
 #include "codec/messages/metadata_response.h"
 #include "metrics/proxy_metrics.h"
+#include "proxy/clock.h"
 #include "proxy/log_limited.h"
 
 namespace epochgate::proxy {
@@ -18,7 +19,6 @@ constexpr uint64_t kTickMs = 50;
 constexpr uint64_t kRetryBackoffMs = 1000;
 constexpr const char* kClientId = "epochgate-refresher";
 
-uint64_t now_ms() { return uv_hrtime() / 1000000; }
 }  // namespace
 
 Refresher::Refresher(uv_loop_t* loop, std::shared_ptr<const config::Config> config,

@@ -9,6 +9,7 @@
 #include "codec/message_io.h"
 #include "codec/messages/api_versions_request.h"
 #include "codec/messages/api_versions_response.h"
+#include "proxy/clock.h"
 #include "proxy/tcp_transport.h"
 #include "proxy/tls/tls_wrap.h"
 
@@ -18,7 +19,6 @@ namespace {
 // An ApiVersions v0 answer lists each API in 6 bytes; no broker's comes near this.
 constexpr size_t kMaxProbeAnswerBytes = 64 * 1024;
 
-uint64_t now_ms() { return uv_hrtime() / 1000000; }
 }  // namespace
 
 struct UpstreamDialer::ResolveReq {
