@@ -65,11 +65,11 @@ struct RerouteConfig {
 
 struct RefresherConfig {
   bool enabled = true;
-  uint32_t interval_ms = 30000;            ///< periodic Metadata for topics seen
+  uint32_t interval_ms = 30000;            ///< periodic Metadata for the view's topics (+-10%)
   uint32_t urgent_min_interval_ms = 100;   ///< rate limit for urgent refreshes
   uint32_t request_timeout_ms = 5000;
-  /// A topic no client request named for this long leaves the view and the
-  /// periodic refresh (Kafka's metadata.max.idle.ms); 0: topics stay.
+  /// A topic no request the policy decides on named for this long leaves
+  /// the view and so the periodic refresh; 0: topics stay, else >= 1000.
   uint32_t topic_idle_ms = 300000;
 };
 

@@ -804,6 +804,14 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
                       "): a reroute's urgent refresh may not go out sooner");
   }
 
+  // A use is stamped at most every TopicEntry::kUseStampMs: a shorter idle
+  // time would forget topics in constant use.
+  const uint32_t idle = c.refresher.topic_idle_ms;
+  if (ck.usable("refresher.topic_idle_ms") && idle > 0 && idle < 1000) {
+    ck.report("refresher.topic_idle_ms",
+              "must be 0 (topics stay) or at least 1000, got " + std::to_string(idle));
+  }
+
   // TLS: file contents are checked when the contexts load (start and reload).
   const TlsConfig& t = c.tls;
   if (ck.usable("tls")) {

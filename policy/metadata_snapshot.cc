@@ -95,6 +95,12 @@ const PartitionEntry* MetadataSnapshot::find_partition(std::string_view topic,
   return t ? t->partition(partition) : nullptr;
 }
 
+std::string_view MetadataSnapshot::forgotten_name(const codec::Uuid& id) const {
+  if (!forgotten_ || is_zero_uuid(id)) return {};
+  auto it = forgotten_->find(id);
+  return it == forgotten_->end() ? std::string_view() : std::string_view(it->second);
+}
+
 const PartitionEntry* MetadataSnapshot::find_partition(const codec::Uuid& topic_id,
                                                        int32_t partition) const {
   const TopicEntry* t = find_topic(topic_id);

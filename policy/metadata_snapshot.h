@@ -133,11 +133,13 @@ struct TopicEntry {
   /// (MetadataView::forget_unused_topics).
   Restamp<uint64_t> used_at_ms = 0;
 
-  /// Stamps a use at `now_ms`. At most one store a second: every worker's
-  /// decisions read this entry, and a store on each would make its cache line
-  /// bounce between cores.
+  /// Stamps a use at `now_ms`, at most once every kUseStampMs: every
+  /// worker's decisions read this entry, and a store on each would make its
+  /// cache line bounce between cores. So a stamp lags a use by less than
+  /// kUseStampMs (the loader refuses a topic_idle_ms under 1000).
+  static constexpr uint64_t kUseStampMs = 250;
   void mark_used(uint64_t now_ms) const {
-    if (now_ms >= used_at_ms.load() + 1000) used_at_ms.store(now_ms);
+    if (now_ms >= used_at_ms.load() + kUseStampMs) used_at_ms.store(now_ms);
   }
 
   /// The entry for `partition`, or nullptr when never learned.
@@ -196,6 +198,12 @@ class MetadataSnapshot {
   /// Partition entry, or nullptr when the topic or partition is unknown.
   const PartitionEntry* find_partition(std::string_view topic, int32_t partition) const;
   const PartitionEntry* find_partition(const codec::Uuid& topic_id, int32_t partition) const;
+  /// The name of a topic the view forgot (MetadataView::forget_unused_topics)
+  /// by its id, or "": a request or response naming it by id only (Fetch
+  /// v13+, Produce v13, the share APIs) can still have it refreshed by name.
+  /// Holds the ids of at most kForgottenIds topics.
+  std::string_view forgotten_name(const codec::Uuid& id) const;
+  static constexpr size_t kForgottenIds = 10000;
   /// Upstream address of a node, or nullptr.
   const NodeInfo* find_node(int32_t node_id) const;
   const std::map<int32_t, NodeInfo>& nodes() const { return *nodes_; }
@@ -232,6 +240,8 @@ class MetadataSnapshot {
   std::array<std::shared_ptr<const NameShard>, kShards> by_name_;
   std::array<std::shared_ptr<const IdShard>, kShards> by_id_;
   std::shared_ptr<const std::map<int32_t, NodeInfo>> nodes_;
+  using IdNames = std::unordered_map<codec::Uuid, std::string, UuidHash>;
+  std::shared_ptr<const IdNames> forgotten_;  ///< may be null: none forgotten
   size_t partition_count_ = 0;
   size_t topic_count_ = 0;
   uint64_t generation_ = 0;

@@ -246,7 +246,7 @@ std::vector<std::string> MetadataView::forget_unused_topics(uint64_t now_ms, uin
   if (gone.empty()) return gone;
   std::sort(gone.begin(), gone.end());
   Editor ed(base, now_ms);
-  for (const auto& name : gone) ed.remove(name);
+  for (const auto& name : gone) ed.forget(name);
   current_.store(ed.commit(LearnReport{}));
   return gone;
 }

@@ -30,13 +30,14 @@ class MetadataView::Editor {
     if (it != dirty_.end()) return it->second.get();
     return base_->find_topic(name);
   }
-  /// The name of the topic with `id`, looking at edits first; "" if unknown.
+  /// The name of the topic with `id`, looking at edits first, then the
+  /// snapshot and the topics it forgot; "" if unknown.
   std::string name_of(const codec::Uuid& id) const {
     if (is_zero_uuid(id)) return {};
     for (const auto& [name, t] : dirty_)
       if (t && t->id == id) return name;
     const TopicEntry* t = base_->find_topic(id);
-    if (!t) return {};
+    if (!t) return std::string(base_->forgotten_name(id));
     // The base may map the id to a topic that was since edited to a new id.
     const TopicEntry* now = find(t->name);
     return now && now->id == id ? t->name : std::string();
@@ -57,6 +58,22 @@ class MetadataView::Editor {
   }
   void remove(const std::string& name) {
     if (find(name)) dirty_[name] = nullptr;
+  }
+  /// Removes topic `name` as unused, keeping its id's name for
+  /// MetadataSnapshot::forgotten_name (at most kForgottenIds: past it, the
+  /// older forgotten ids go first).
+  void forget(const std::string& name) {
+    const TopicEntry* t = find(name);
+    if (!t) return;
+    if (!is_zero_uuid(t->id)) {
+      if (!forgotten_) {
+        forgotten_ = base_->forgotten_ ? std::make_shared<MetadataSnapshot::IdNames>(*base_->forgotten_)
+                                       : std::make_shared<MetadataSnapshot::IdNames>();
+      }
+      if (forgotten_->size() >= MetadataSnapshot::kForgottenIds) forgotten_->clear();
+      (*forgotten_)[t->id] = name;
+    }
+    dirty_[name] = nullptr;
   }
 
   std::map<int32_t, NodeInfo>& edit_nodes() {
@@ -113,6 +130,7 @@ class MetadataView::Editor {
       if (!is_zero_uuid(topic->id)) id_shard(topic->id)[topic->id] = ptr;
     }
     if (nodes_) next->nodes_ = std::move(nodes_);
+    if (forgotten_) next->forgotten_ = std::move(forgotten_);
     return next;
   }
 
@@ -121,6 +139,7 @@ class MetadataView::Editor {
   uint64_t now_ms_;
   std::unordered_map<std::string, std::shared_ptr<TopicEntry>> dirty_;  // null: removed
   std::shared_ptr<std::map<int32_t, NodeInfo>> nodes_;
+  std::shared_ptr<MetadataSnapshot::IdNames> forgotten_;  // null: the base's, unchanged
   bool nodes_changed_ = false;
 };
 

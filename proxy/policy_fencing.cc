@@ -114,6 +114,8 @@ void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics, const c
       names.push_back(t.name);
     } else if (const policy::TopicEntry* e = snap->find_topic(t.id)) {
       names.push_back(e->name);
+    } else if (std::string_view forgotten = snap->forgotten_name(t.id); !forgotten.empty()) {
+      names.emplace_back(forgotten);  // left the view unused: learnt again by name
     }
   }
   // Empty names (an id the view never saw): refresh what the view knows.

@@ -96,11 +96,13 @@ void Refresher::maybe_refresh(uint64_t now) {
   }
   if (!startup_done_) {
     begin_refresh("startup");
+  } else if (now - last_full_refresh_ms_ >= periodic_due_ms(rc.interval_ms)) {
+    // Before the urgent branch: a periodic refresh names the pending urgent
+    // topics too, and urgent requests coming faster than the rate limit
+    // must not put it off.
+    begin_refresh("periodic");
   } else if (urgent && now - last_refresh_ms_ >= rc.urgent_min_interval_ms) {
     begin_refresh(urgent_trigger_);
-  } else if (now - last_full_refresh_ms_ >= periodic_due_ms(rc.interval_ms)) {
-    forget_unused_topics(now);
-    begin_refresh("periodic");
   }
 }
 
@@ -144,7 +146,9 @@ void Refresher::begin_refresh(const char* trigger) {
     urgent_topics_.clear();
   }
   if (all_known) {
-    // Periodic (or urgent for everything): the topics the view learned from traffic.
+    // Periodic (or urgent for everything): the topics the view holds, once
+    // the ones no request named for topic_idle_ms have left it.
+    forget_unused_topics(last_attempt_ms_);
     auto snap = view_.snapshot();
     snap->for_each_topic([&](const policy::TopicEntry& t) {
       if (in_flight_topics_.size() < 10000) in_flight_topics_.push_back(t.name);

@@ -40,7 +40,9 @@ class Refresher : private KafkaClientObserver {
   Refresher(const Refresher&) = delete;
   Refresher& operator=(const Refresher&) = delete;
 
-  /// First refresh now (all topics), then every interval_ms.
+  /// A first refresh now (brokers only: the view learns topics from
+  /// traffic), then one naming every topic in the view interval_ms +-10%
+  /// after the last such refresh.
   void start();
   /// TLS for the refresher's broker connections (upstream_tls); before start().
   void set_tls(const tls::TlsServices& tls) { client_.set_tls(tls); }
@@ -76,7 +78,8 @@ class Refresher : private KafkaClientObserver {
   /// so sidecars started together do not refresh together for ever.
   uint64_t periodic_due_ms(uint32_t interval_ms) const;
   /// Drops topics unused for refresher.topic_idle_ms from the view (before
-  /// a periodic refresh collects the topics it names), counts and logs them.
+  /// a refresh that names every known topic collects them), counts and logs
+  /// them.
   void forget_unused_topics(uint64_t now_ms);
   void begin_refresh(const char* trigger);
   void connect_next();
@@ -118,7 +121,7 @@ class Refresher : private KafkaClientObserver {
   bool in_flight_all_ = false;         // the refresh in flight names every known topic
   std::minstd_rand rng_{std::random_device{}()};
   std::uniform_int_distribution<int> jitter_{-100, 100};  // per mille of interval_ms
-  int jitter_permille_ = 0;
+  int jitter_permille_ = jitter_(rng_);  // drawn again at each periodic refresh
   uint64_t last_attempt_ms_ = 0;
   uint64_t last_failed_ms_ = 0;
   bool startup_done_ = false;

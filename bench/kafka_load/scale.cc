@@ -326,13 +326,15 @@ std::string run_scale_metadata_and_sidecars(const ScaleContext& ctx) {
           "1,000 sidecars (computed from the sizes above):\n\n"
           "- **Topic-scoped refresh**: the refresher names the topics in the view, and the view "
           "keeps only topics a client request named in the last `refresher.topic_idle_ms` "
-          "(default 5 min, as Kafka clients' `metadata.max.idle.ms`). One `kcat -L`, admin tool "
-          "or regex subscription through a sidecar makes it refresh all "
+          "(default 5 min, like a Kafka producer's `metadata.max.idle.ms`). One `kcat -L` or "
+          "admin tool through a sidecar makes it refresh all "
        << ctx.topics << " topics (" << fmt("%.0f", all) << " instead of " << fmt("%.0f", one)
        << " bytes: " << fmt("%.0fx", one > 0 ? all / one : 0)
-       << ") for at most those 5 minutes (10 refreshes), then the "
+       << ") for those 5 minutes plus at most one interval (about 10 refreshes), then the "
        << fmt("%.1f MB/s", rate_1000 * one / 1e6)
-       << " figure again. (Before the view forgot idle topics, it lasted for ever.)\n"
+       << " figure again; before the view forgot idle topics, it lasted for ever. A client "
+          "that asks for all topics every few minutes (a regex subscription, a monitoring "
+          "poll) keeps them all in.\n"
           "- **Jitter**: each periodic refresh comes `interval_ms` +-10% (uniform) after the "
           "last full one, so the mean is unchanged and sidecars started together (a node or "
           "cluster restart) drift apart: the first round still brings up to 1,000 requests in "

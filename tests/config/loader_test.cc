@@ -85,6 +85,8 @@ const BadCase kBadCases[] = {
      "policy.epoch_rollback_confirmations: 1 is out of range (2..100)"},
     {"refresher_interval_too_short", "refresher:\n  interval_ms: 10\n", 2, 16,
      "refresher.interval_ms: 10 is out of range (100..86400000)"},
+    {"topic_idle_shorter_than_a_use_stamp", "refresher:\n  topic_idle_ms: 500\n", 2, 18,
+     "must be 0 (topics stay) or at least 1000, got 500"},
     {"base_plus_max_node_id_overflows", "broker_ports:\n  base: 65500\n  max_node_id: 100\n", 2, 9,
      "base 65500 + max_node_id 100 passes the highest port 65535"},
     {"max_listeners_zero", "broker_ports:\n  max_listeners: 0\n", 2, 18,

@@ -60,15 +60,39 @@ TEST(UnusedTopics, ADecidedRequestNamingATopicKeepsIt) {
             (std::vector<std::string>{"orders"}));
 }
 
-TEST(UnusedTopics, AUseIsStampedAtMostOnceASecond) {
+TEST(UnusedTopics, AUseIsStampedAtMostOnceAQuarterSecond) {
   TopicEntry t;
   t.used_at_ms = 5000;
-  t.mark_used(5999);
-  EXPECT_EQ(t.used_at_ms, 5000u) << "within the second: no store on the shared line";
-  t.mark_used(6000);
-  EXPECT_EQ(t.used_at_ms, 6000u);
+  t.mark_used(5000 + TopicEntry::kUseStampMs - 1);
+  EXPECT_EQ(t.used_at_ms, 5000u) << "within the interval: no store on the shared line";
+  t.mark_used(5000 + TopicEntry::kUseStampMs);
+  EXPECT_EQ(t.used_at_ms, 5000u + TopicEntry::kUseStampMs);
   t.mark_used(5000);
-  EXPECT_EQ(t.used_at_ms, 6000u) << "an older clock reading never moves it back";
+  EXPECT_EQ(t.used_at_ms, 5000u + TopicEntry::kUseStampMs)
+      << "an older clock reading never moves it back";
+}
+
+TEST(UnusedTopics, ATopicInConstantUseIsKeptAtTheShortestIdleTime) {
+  // The shortest topic_idle_ms the loader takes (1000): a request every
+  // 100 ms keeps the stamp within kUseStampMs of now.
+  MetadataView view;
+  testing::learn_standard_cluster(view);
+  CompiledPolicy policy = testing::default_policy();
+  ASSERT_EQ(view.forget_unused_topics(5000, 1000), (std::vector<std::string>{"orders", "payments"}));
+  testing::learn_standard_cluster(view, 5000);
+  for (uint64_t t = 5000; t <= 20000; t += 100) {
+    auto snap = view.snapshot();
+    DecideContext ctx{*snap, policy, 1, t, true};
+    decide(produce_request(9, {orders({0})}), 9, ctx);
+    const auto gone = view.forget_unused_topics(t, 1000);
+    if (t < 6001) {
+      ASSERT_TRUE(gone.empty()) << t;
+    } else if (t < 6101) {
+      ASSERT_EQ(gone, std::vector<std::string>{"payments"}) << t;
+    } else {
+      ASSERT_TRUE(gone.empty()) << "orders is in use: " << t;
+    }
+  }
 }
 
 TEST(UnusedTopics, AForgottenTopicLearnedAgainStartsANewIdleInterval) {

@@ -98,6 +98,27 @@ def test_topics_no_request_names_leave_the_view_and_the_refresh(h):
     assert sl.view_partition(gate, "idle1", 0)["leader"] == cluster.partition("idle1", 0)["leader"]
 
 
+def test_a_forgotten_topic_named_by_id_only_is_learned_again(h):
+    # Fetch v13+ (and Produce v13, the share APIs) name topics by id alone;
+    # the view keeps a forgotten topic's id, so its refresh asks by name.
+    cluster, gate, gc = _start(h, IDLE_MS)
+    topic_id = bytes.fromhex(_learn_all_topics(gc)["topics"]["idle1"]["topic_id"])
+    assert _keep_busy_for(gc, cluster, 15, until=lambda: _topics(gate) == ["busy"]), \
+        _topics(gate)
+    before = sl.scrape(gate)
+    leader = cluster.partition("idle1", 0)["leader"]
+    frame = sw.fetch_request(gc.next_corr(), topic_id, [(0, -1, 0)], version=13)
+    gc.exchange(frame, leader)
+    harness.wait_until(lambda: "idle1" in _topics(gate), 5,
+                       what="the view to learn idle1 again after a Fetch v13 naming its id")
+    after = sl.scrape(gate)
+    urgent = sum(v for l, v in after.rows(REFRESHES) if l.get("trigger") != "periodic") - sum(
+        v for l, v in before.rows(REFRESHES) if l.get("trigger") != "periodic")
+    h.note("a Fetch v13 naming forgotten idle1 by id: learned again after %d urgent "
+           "refreshes" % urgent)
+    assert sl.view_partition(gate, "idle1", 0)["leader"] == leader
+
+
 def test_topic_idle_ms_zero_keeps_every_topic(h):
     cluster, gate, gc = _start(h, 0)
     _keep_busy_for(gc, cluster, (IDLE_MS + 3 * INTERVAL_MS) / 1000.0)
