@@ -653,6 +653,7 @@ def case_config_keys_known(ctx):
     # Cross-field rules the schema leaves to epochgate: low < high <= budget.
     config["limits"].update(low_watermark_bytes=1024, high_watermark_bytes=4096, buffer_budget_bytes=1 << 20)
     config["drain_timeout_ms"] = 1000
+    config["refresher"]["topic_idle_ms"] = 1000  # 0 or at least 1000 (the schema's "not")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "all-config-keys.yaml")
         with open(path, "w", encoding="utf-8") as f:
