@@ -203,6 +203,12 @@ class MetadataSnapshot {
   /// v13+, Produce v13, the share APIs) can still have it refreshed by name.
   /// Holds the ids of at most kForgottenIds topics.
   std::string_view forgotten_name(const codec::Uuid& id) const;
+  /// The name of the topic with `id`, in the snapshot or forgotten; "" if
+  /// the view never held it.
+  std::string_view topic_name(const codec::Uuid& id) const {
+    const TopicEntry* t = find_topic(id);
+    return t ? std::string_view(t->name) : forgotten_name(id);
+  }
   static constexpr size_t kForgottenIds = 10000;
   /// Upstream address of a node, or nullptr.
   const NodeInfo* find_node(int32_t node_id) const;

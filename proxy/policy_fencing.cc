@@ -29,7 +29,6 @@ namespace epochgate::proxy {
 
 namespace {
 
-
 // A split request's local half, kept until the broker answers the rest.
 template <typename Req, typename Resp>
 struct SplitContext : EntryContext {
@@ -112,10 +111,8 @@ void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics, const c
   for (const auto& t : topics) {
     if (!t.name.empty()) {
       names.push_back(t.name);
-    } else if (const policy::TopicEntry* e = snap->find_topic(t.id)) {
-      names.push_back(e->name);
-    } else if (std::string_view forgotten = snap->forgotten_name(t.id); !forgotten.empty()) {
-      names.emplace_back(forgotten);  // left the view unused: learnt again by name
+    } else if (std::string_view name = snap->topic_name(t.id); !name.empty()) {
+      names.emplace_back(name);  // a forgotten topic too: learnt again by name
     }
   }
   // Empty names (an id the view never saw): refresh what the view knows.

@@ -18,7 +18,6 @@ namespace {
 constexpr uint64_t kTickMs = 50;
 constexpr uint64_t kRetryBackoffMs = 1000;
 constexpr const char* kClientId = "epochgate-refresher";
-
 }  // namespace
 
 Refresher::Refresher(uv_loop_t* loop, std::shared_ptr<const config::Config> config,
@@ -131,15 +130,17 @@ void Refresher::forget_unused_topics(uint64_t now) {
 
 void Refresher::begin_refresh(const char* trigger) {
   trigger_ = trigger;
-  if (std::string_view(trigger) == "periodic") jitter_permille_ = jitter_(rng_);
+  const bool periodic = std::string_view(trigger) == "periodic";
+  const bool startup = std::string_view(trigger) == "startup";
+  if (periodic) jitter_permille_ = jitter_(rng_);
   last_attempt_ms_ = now_ms();
   in_flight_topics_.clear();
-  bool all_known = std::string_view(trigger) != "startup";
+  bool all_known = !startup;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (urgent_ && !urgent_all_) {
       in_flight_topics_.assign(urgent_topics_.begin(), urgent_topics_.end());
-      all_known = std::string_view(trigger) == "periodic";
+      all_known = periodic;
     }
     urgent_ = false;
     urgent_all_ = false;
@@ -157,7 +158,7 @@ void Refresher::begin_refresh(const char* trigger) {
     in_flight_topics_.erase(std::unique(in_flight_topics_.begin(), in_flight_topics_.end()),
                             in_flight_topics_.end());
   }
-  in_flight_all_ = all_known || std::string_view(trigger) == "startup";
+  in_flight_all_ = all_known || startup;
   if (state_ == State::kReady) {
     // Same connection; the client logs in again first when the session the
     // broker granted is at 85% of its lifetime (KIP-368).
