@@ -73,6 +73,65 @@ void Worker::run_posted() {
   for (auto& f : fns) f();
 }
 
+namespace {
+
+// Closes a client connection that gets no session (refused before one
+// exists): owns the transport until its handle is closed, then frees itself.
+class Refused final : private TransportUser {
+ public:
+  static void close(std::unique_ptr<Transport> t) {
+    auto* r = new Refused(std::move(t));
+    r->transport_->close();
+  }
+
+ private:
+  explicit Refused(std::unique_ptr<Transport> t) : transport_(std::move(t)) {
+    transport_->set_user(*this);
+  }
+  void on_transport_alloc(uv_buf_t* buf) override {
+    buf->base = nullptr;
+    buf->len = 0;
+  }
+  void on_transport_read(ssize_t) override {}
+  void on_transport_written(int) override {}
+  void on_transport_ready(int) override {}
+  void on_transport_closed() override { delete this; }
+  std::unique_ptr<Transport> transport_;
+};
+
+}  // namespace
+
+/// One place in the process-wide connection count (limits.max_connections),
+/// held by a client TLS handshake and handed to its session; given back when
+/// dropped still held (a failed or abandoned handshake).
+class Worker::Slot {
+ public:
+  explicit Slot(std::atomic<uint32_t>& count) : count_(&count) {}
+  ~Slot() {
+    if (count_ != nullptr) count_->fetch_sub(1);
+  }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  /// The session counts against the same number from now on.
+  void hand_over() { count_ = nullptr; }
+
+ private:
+  std::atomic<uint32_t>* count_;
+};
+
+void Worker::refuse(int32_t node_id, std::unique_ptr<Transport> transport, const char* reason) {
+  if (ctx_.metrics) {
+    ctx_.metrics->connection_closed_reason(reason);
+    if (std::string_view(reason) == "max_connections") ctx_.metrics->frame_error(reason);
+  }
+  if (std::string_view(reason) == "max_connections")
+    EPOCHGATE_PROXY_LOG(warn, "max_connections",
+                        "client connection on node {} listener refused: {} connections (TLS "
+                        "handshakes included) is the configured maximum (limits.max_connections)",
+                        node_id, ctx_.config->limits.max_connections);
+  Refused::close(std::move(transport));
+}
+
 void Worker::adopt(int32_t node_id, int fd) {
   if (stopping_) {
     ::close(fd);
@@ -81,37 +140,56 @@ void Worker::adopt(int32_t node_id, int fd) {
   auto tcp = std::make_unique<TcpTransport>(ctx_.loop);
   const int rc = tcp->open(fd);
   std::unique_ptr<Transport> transport = std::move(tcp);
-  // Client TLS: the handshake finishes before a session (and its upstream
-  // dial) exists; past limits.max_connections the session refuses it as usual.
-  if (rc == 0 && connections_.load() + handshakes_.size() < ctx_.config->limits.max_connections) {
-    const std::string peer = transport->peer();
-    if (auto t = tls::wrap_client(ctx_.loop, ctx_.tls, transport, peer)) {
-      tls::ClientHandshake::start(handshakes_, std::move(t), node_id,
-                                  [this](int32_t node, std::unique_ptr<Transport> ready) {
-                                    start_session(node, std::move(ready), 0, -1);
-                                  });
-      return;
-    }
-  }
-  start_session(node_id, std::move(transport), rc, fd);
-}
-
-void Worker::start_session(int32_t node_id, std::unique_ptr<Transport> transport, int rc, int fd) {
-  auto* s = new Session(ctx_, sessions_, node_id, std::move(transport));
   if (rc != 0) {
     ::close(fd);
     EPOCHGATE_PROXY_LOG(warn, "adopt_failed", "worker {}: cannot take a client connection on node {} listener: {}",
                         ctx_.worker_index, node_id, uv_strerror(rc));
-    s->close("accept_failed");
+    refuse(node_id, std::move(transport), "accept_failed");
     return;
   }
+  if (!ctx_.tls.client_tls) {
+    start_session(node_id, std::move(transport), nullptr);
+    return;
+  }
+  // A TLS listener: the connection becomes TLS or is closed, never a plain
+  // session. The handshake takes its place in limits.max_connections now
+  // (descriptors and memory are spent from accept on) and hands it to the
+  // session; no session or upstream dial exists before the handshake ends.
+  auto slot = std::make_shared<Slot>(connections_);
+  if (++connections_ > ctx_.config->limits.max_connections) {
+    refuse(node_id, std::move(transport), "max_connections");
+    return;  // `slot` gives the place back
+  }
+  const std::string peer = transport->peer();
+  std::unique_ptr<tls::TlsTransport> t = tls::wrap_client(ctx_.loop, ctx_.tls, transport, peer);
+  if (!t) {
+    EPOCHGATE_PROXY_LOG(err, "tls_unavailable",
+                        "client connection on node {} listener closed: client TLS is configured "
+                        "but no server context is loaded",
+                        node_id);
+    refuse(node_id, std::move(transport), "tls_unavailable");
+    return;
+  }
+  tls::ClientHandshake::start(handshakes_, std::move(t), node_id,
+                              [this, slot](int32_t node, std::unique_ptr<Transport> ready) {
+                                start_session(node, std::move(ready), slot.get());
+                              });
+}
+
+void Worker::start_session(int32_t node_id, std::unique_ptr<Transport> transport, Slot* slot) {
   if (stopping_) {
-    s->close("shutdown");
+    refuse(node_id, std::move(transport), "shutdown");
     return;
   }
-  uint32_t n = ++connections_;
+  uint32_t n = connections_.load();
+  if (slot != nullptr) {
+    slot->hand_over();  // counted since the handshake began
+  } else {
+    n = ++connections_;
+  }
+  auto* s = new Session(ctx_, sessions_, node_id, std::move(transport));
   s->count_against(&connections_);
-  if (n > ctx_.config->limits.max_connections) {
+  if (slot == nullptr && n > ctx_.config->limits.max_connections) {
     EPOCHGATE_PROXY_LOG(warn, "max_connections",
                         "client connection refused: {} connections is the configured maximum "
                         "(limits.max_connections)",

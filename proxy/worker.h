@@ -39,7 +39,9 @@ class Worker {
   // The following run on the worker thread (use post() from elsewhere).
   /// Starts a session on an accepted client descriptor `fd` (ownership
   /// passes) that arrived on `node_id`'s listener; closes it when stopping
-  /// or past limits.max_connections.
+  /// or past limits.max_connections. On a TLS listener the connection waits
+  /// for its handshake first, counted in limits.max_connections, and is
+  /// closed rather than ever served without TLS.
   void adopt(int32_t node_id, int fd);
   /// Drain: sessions stop reading and close once their in-flight requests finish.
   void begin_drain();
@@ -57,9 +59,14 @@ class Worker {
   WorkerContext& context() { return ctx_; }
 
  private:
-  /// Starts a session on `transport` (open_rc: the TCP open's result; on
-  /// error `fd` is closed).
-  void start_session(int32_t node_id, std::unique_ptr<Transport> transport, int open_rc, int fd);
+  class Slot;
+  /// Starts a session on `transport`. `slot`: the place in the connection
+  /// count a TLS handshake already holds (null: counted here, and refused
+  /// past limits.max_connections).
+  void start_session(int32_t node_id, std::unique_ptr<Transport> transport, Slot* slot);
+  /// Closes `transport` without a session, counting `reason` in
+  /// epochgate_connections_closed_total.
+  void refuse(int32_t node_id, std::unique_ptr<Transport> transport, const char* reason);
   static void on_async(uv_async_t* a);
   static void on_sweep(uv_timer_t* t);
   static void on_budget_timer(uv_timer_t* t);

@@ -15,6 +15,7 @@ bool AppTls::start(uv_loop_t* loop, const config::Config& c, std::string& error)
   if (c.tls.sni.enabled())
     sni_.emplace(c.tls.sni.broker_host_pattern, c.tls.sni.bootstrap_host,
                  c.effective_advertise_host());
+  client_tls_ = c.tls.enabled();
   plaintext_loopback_ = c.tls.plaintext_clients == "loopback";
   handshake_timeout_ms_ = c.tls.handshake_timeout_ms;
   if (!c.tls.enabled() && !c.upstream_tls.enabled) return true;
@@ -36,6 +37,7 @@ void AppTls::fill(WorkerContext& ctx) const {
   ctx.tls.metrics = metrics_.get();
   ctx.tls.sni = sni_ ? &*sni_ : nullptr;
   ctx.tls.node_exists = node_exists_;
+  ctx.tls.client_tls = client_tls_;
   ctx.tls.plaintext_loopback = plaintext_loopback_;
   ctx.tls.handshake_timeout_ms = handshake_timeout_ms_;
 }

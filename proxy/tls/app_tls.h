@@ -67,6 +67,7 @@ class AppTls {
   std::unique_ptr<TlsReloader> reloader_;
   std::optional<SniNames> sni_;
   std::function<bool(int32_t)> node_exists_;
+  bool client_tls_ = false;
   bool plaintext_loopback_ = false;
   uint32_t handshake_timeout_ms_ = 0;
 };

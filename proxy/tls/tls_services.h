@@ -24,6 +24,9 @@ struct TlsServices {
   /// SNI routing: whether a broker node exists in the current metadata
   /// (thread-safe; unset: every name the pattern makes routes).
   std::function<bool(int32_t node_id)> node_exists;
+  /// Client-facing TLS is configured: every accepted connection is TLS (or,
+  /// with plaintext_loopback, a loopback peer's plaintext) or is closed.
+  bool client_tls = false;
   bool plaintext_loopback = false;        ///< tls.plaintext_clients: loopback
   uint32_t handshake_timeout_ms = 10000;  ///< tls.handshake_timeout_ms
 };
