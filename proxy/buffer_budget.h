@@ -1,8 +1,11 @@
 // proxy/buffer_budget.h: the process-wide budget for bytes held in connection
 // buffers and decoded requests (limits.buffer_budget_bytes). Connections and
 // the policy report what they hold; above the budget, sessions stop reading
-// new client requests until writes drain the buffers below it. Lock-free,
-// shared by every worker.
+// new client requests until writes drain the buffers below it. Fair: over
+// the budget only connections holding at least their share (the limit
+// divided among the connections it governs) stop, so one peer, or a few,
+// filling the budget never stops everyone else. Lock-free, shared by every
+// worker.
 #pragma once
 
 #include <atomic>
@@ -24,7 +27,22 @@ class BufferBudget {
   }
   void set_limit(uint64_t limit_bytes) { limit_.store(limit_bytes, std::memory_order_relaxed); }
 
+  /// A connection whose reads the budget governs (a client connection)
+  /// joins while it is open, and leaves when it closes.
+  void join() { members_.fetch_add(1, std::memory_order_relaxed); }
+  void leave() { members_.fetch_sub(1, std::memory_order_relaxed); }
+  /// Bytes one member may hold while the budget is exceeded: the limit
+  /// divided among the members (the whole limit without any).
+  uint64_t fair_share() const {
+    const uint32_t m = members_.load(std::memory_order_relaxed);
+    return limit_.load(std::memory_order_relaxed) / (m == 0 ? 1 : m);
+  }
+  /// A member holding `held` bytes must not grow its buffers: the budget is
+  /// exceeded and it holds at least its fair share.
+  bool exceeded_for(uint64_t held) const { return exceeded() && held >= fair_share(); }
+
  private:
+  std::atomic<uint32_t> members_{0};
   std::atomic<int64_t> used_{0};
   std::atomic<uint64_t> limit_;
 };

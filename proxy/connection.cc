@@ -12,7 +12,9 @@ Connection::Connection(std::unique_ptr<Transport> transport, BufferPool& pool,
   transport_->set_user(*this);
 }
 
-Connection::~Connection() = default;
+Connection::~Connection() {
+  if (enforce_budget_ && budget_ != nullptr) budget_->leave();
+}
 
 void Connection::start_reading() {
   if (reading_ || closing_) return;

@@ -144,8 +144,15 @@ class Connection : private TransportUser {
   /// (client side: new requests wait; upstream responses always flow, since
   /// they are what frees memory).
   void set_budget(BufferBudget* budget, bool enforce) {
+    if (enforce_budget_ && budget_ != nullptr) budget_->leave();
     budget_ = budget;
     enforce_budget_ = enforce;
+    if (enforce_budget_ && budget_ != nullptr) budget_->join();
+  }
+  /// Enforcing the buffer budget, and this connection holds at least its
+  /// fair share of it while it is exceeded: reading must wait.
+  bool over_budget() const {
+    return enforce_budget_ && budget_ != nullptr && budget_->exceeded_for(held_bytes());
   }
   /// Buffer bytes this connection holds (input and output storage).
   size_t held_bytes() const { return input_held() + out_capacity_ + writing_capacity_; }
@@ -180,8 +187,6 @@ class Connection : private TransportUser {
   /// Drops `n` written bytes from the chain's head, returning emptied buffers.
   void consume_out(size_t n);
   void give_back_all(std::deque<ByteBuffer>& bufs);
-  /// Enforcing the buffer budget and over it: buffers must not grow.
-  bool over_budget() const { return enforce_budget_ && budget_ != nullptr && budget_->exceeded(); }
   /// Of a frame-sized input buffer, the bytes arrived plus one step.
   size_t input_held() const {
     return frame_buffer_ ? std::min(in_.capacity(), in_.size() + pending_step_) : in_.capacity();

@@ -13,10 +13,14 @@ FlowControl::FlowControl(WorkerContext& ctx, Connection& client, int32_t node_id
 
 bool FlowControl::update_client(bool draining, size_t in_flight) {
   const auto& lim = ctx_.config->limits;
-  bool over_budget = ctx_.budget != nullptr && ctx_.budget->exceeded();
-  bool should_read = !draining && !upstream_->above_high_watermark() &&
-                     in_flight < lim.max_in_flight_per_connection && !over_budget;
-  if (over_budget && !budget_paused_ && client_.reading()) {
+  const bool over_budget = client_.over_budget();
+  const bool may_read = !draining && !upstream_->above_high_watermark() &&
+                        in_flight < lim.max_in_flight_per_connection;
+  const bool should_read = may_read && !over_budget;
+  // Paused by the budget alone, whether reading now or not (a session
+  // opened during a pause holds its first request unread): registered, so
+  // the worker's re-check resumes it when the budget frees.
+  if (over_budget && !budget_paused_ && (client_.reading() || may_read)) {
     pause_for_budget();
   } else if (!over_budget) {
     budget_paused_ = false;

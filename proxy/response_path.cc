@@ -23,6 +23,44 @@ namespace epochgate::proxy {
 
 namespace {
 
+// An unsigned varint (KIP-482 compact lengths); false when truncated.
+bool read_uvarint(const uint8_t*& p, const uint8_t* end, uint64_t& out) {
+  out = 0;
+  for (int shift = 0; shift < 35 && p < end; shift += 7) {
+    const uint8_t b = *p++;
+    out |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// SaslAuthenticateResponse after its ErrorCode: ErrorMessage (nullable
+// string), then AuthBytes; v2 on is flexible (compact lengths, KIP-482).
+// True when AuthBytes is empty; false when it is not or cannot be read.
+bool authenticate_token_empty(const uint8_t* p, size_t n, bool flexible) {
+  const uint8_t* end = p + n;
+  if (flexible) {
+    uint64_t len = 0;
+    if (!read_uvarint(p, end, len)) return false;
+    if (len > 0) {
+      if (static_cast<uint64_t>(end - p) < len - 1) return false;
+      p += len - 1;
+    }
+    return read_uvarint(p, end, len) && len <= 1;
+  }
+  if (end - p < 2) return false;
+  const int16_t msg = static_cast<int16_t>((p[0] << 8) | p[1]);
+  p += 2;
+  if (msg > 0) {
+    if (end - p < msg) return false;
+    p += msg;
+  }
+  if (end - p < 4) return false;
+  const int32_t bytes = static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+                                             (uint32_t{p[2]} << 8) | p[3]);
+  return bytes <= 0;
+}
+
 uint64_t now_ns() { return uv_hrtime(); }
 
 // Encodes `header` + `msg` at `version` as a size-prefixed frame into `out`.
@@ -118,7 +156,9 @@ bool ResponsePath::handle(const uint8_t* frame, size_t size) {
                                      h).ok() &&
         size >= h.size + 2)
       host_.count_client_login(sasl_.on_authenticate_response(
-          static_cast<int16_t>((frame[h.size] << 8) | frame[h.size + 1])));
+          static_cast<int16_t>((frame[h.size] << 8) | frame[h.size + 1]),
+          authenticate_token_empty(frame + h.size + 2, size - h.size - 2,
+                                   e->upstream_version >= 2)));
   }
   if (ctx_.metrics) {
     ctx_.metrics->response(e->api_key);

@@ -25,10 +25,16 @@ const char* label_of(std::string_view mechanism) {
 void SaslFraming::on_handshake_request(int16_t version, std::string_view mechanism) {
   handshake_seen_ = true;
   mechanism_label_ = label_of(mechanism);
-  if (version != 0) return;  // tokens travel in SaslAuthenticate requests
+  oauth_ = mechanism == "OAUTHBEARER";
+  if (version != 0) {
+    // Tokens travel in SaslAuthenticate requests; a mechanism of unknown
+    // length counts as done after its first accepted round.
+    const int rounds = rounds_of(mechanism);
+    authenticate_rounds_left_ = rounds < 0 ? 1 : rounds;
+    return;
+  }
   state_ = State::kAwaitingHandshake;
   rounds_left_ = rounds_of(mechanism);
-  oauth_ = mechanism == "OAUTHBEARER";
   first_round_ = true;
 }
 
@@ -48,7 +54,10 @@ SaslLoginOutcome SaslFraming::on_client_request(int16_t api_key) {
   return SaslLoginOutcome::kOk;
 }
 
-SaslLoginOutcome SaslFraming::on_authenticate_response(int16_t error_code) {
+SaslLoginOutcome SaslFraming::on_authenticate_response(int16_t error_code, bool token_empty) {
+  if (error_code == 0 && login_pending_ && authenticate_rounds_left_ > 0 &&
+      (!oauth_ || token_empty) && --authenticate_rounds_left_ == 0)
+    authenticated_ = true;
   if (!login_pending_ || error_code == 0) return SaslLoginOutcome::kNone;
   login_pending_ = false;
   return SaslLoginOutcome::kFailed;
@@ -75,10 +84,26 @@ void SaslFraming::on_broker_token(size_t size) {
   if (oauth_ && first_round_ && size > 0) ++rounds_left_;
   first_round_ = false;
   state_ = --rounds_left_ > 0 ? State::kRawTokens : State::kRequests;
+  if (state_ == State::kRequests) authenticated_ = true;
 }
 
 void SaslFraming::on_request_after_tokens() {
-  if (state_ == State::kRawTokens && rounds_left_ < 0) state_ = State::kRequests;
+  if (state_ == State::kRawTokens && rounds_left_ < 0) {
+    state_ = State::kRequests;
+    authenticated_ = true;
+  }
+}
+
+PreAuthCap SaslFraming::pre_auth_cap(const uint8_t* head, size_t have, size_t size,
+                                     bool must_authenticate) const {
+  if (size <= kPreAuthMaxFrameBytes) return PreAuthCap::kFree;
+  if (state_ != State::kRequests) return PreAuthCap::kCapped;  // a raw token
+  if (must_authenticate && !authenticated_) return PreAuthCap::kCapped;
+  if (have < 2) return PreAuthCap::kNeedHeader;
+  const int16_t key = static_cast<int16_t>((head[0] << 8) | head[1]);
+  // SaslHandshake (KIP-43), ApiVersions (KIP-35), SaslAuthenticate (KIP-152).
+  if (key == 17 || key == 18 || key == 36) return PreAuthCap::kCapped;
+  return PreAuthCap::kFree;
 }
 
 }  // namespace epochgate::proxy

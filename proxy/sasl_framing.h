@@ -20,6 +20,19 @@ namespace epochgate::proxy {
 /// request (other than SASL) follows the login.
 enum class SaslLoginOutcome { kNone, kOk, kFailed };
 
+/// Largest client frame (size prefix excluded) accepted before the client
+/// has authenticated: Kafka's sasl.server.max.receive.size default (512 KiB),
+/// so a peer that never logs in cannot make epochgate buffer more for it
+/// than a broker would.
+inline constexpr uint32_t kPreAuthMaxFrameBytes = 512 * 1024;
+
+/// Whether a client frame is held to kPreAuthMaxFrameBytes.
+enum class PreAuthCap {
+  kFree,        ///< the general limit (limits.max_frame_bytes) applies
+  kCapped,      ///< held to kPreAuthMaxFrameBytes
+  kNeedHeader,  ///< the request's API key has not arrived yet
+};
+
 /// The SASL framing state of one client connection. Driven by the session:
 /// a SaslHandshake request going upstream, its answer, then (v0 only) each
 /// raw token and the broker's raw answer to it.
@@ -48,8 +61,10 @@ class SaslFraming {
 
   /// A Kafka request of `api_key` from the client (not a raw token).
   SaslLoginOutcome on_client_request(int16_t api_key);
-  /// A SaslAuthenticate answer with `error_code` reached the client.
-  SaslLoginOutcome on_authenticate_response(int16_t error_code);
+  /// A SaslAuthenticate answer with `error_code` reached the client;
+  /// `token_empty`: its auth_bytes were empty (an OAUTHBEARER success; a
+  /// non-empty first answer is RFC 7628's error challenge).
+  SaslLoginOutcome on_authenticate_response(int16_t error_code, bool token_empty = true);
   /// The connection closed (any side).
   SaslLoginOutcome on_connection_closed();
   /// Metric label of the login's mechanism: one of the four Kafka offers
@@ -69,6 +84,19 @@ class SaslFraming {
   bool client_authenticates() const { return handshake_seen_; }
   /// The raw exchange's mechanism has no known round count.
   bool rounds_unknown() const { return rounds_left_ < 0; }
+  /// The broker accepted the client's login: every SaslAuthenticate round
+  /// of the mechanism answered without error (v1), or the raw token
+  /// exchange ended (v0).
+  bool authenticated() const { return authenticated_; }
+
+  /// Whether the next client frame of `size` bytes (size prefix excluded),
+  /// whose first `have` bytes are at `head`, is held to
+  /// kPreAuthMaxFrameBytes: a raw SASL token; an ApiVersions, SaslHandshake
+  /// or SaslAuthenticate request (brokers answer them before login); or,
+  /// when the cluster authenticates every client (`must_authenticate`),
+  /// any frame before authenticated().
+  PreAuthCap pre_auth_cap(const uint8_t* head, size_t have, size_t size,
+                          bool must_authenticate) const;
 
  private:
   enum class State {
@@ -84,6 +112,8 @@ class SaslFraming {
   bool login_pending_ = false;  ///< a handshake was accepted, the login has not ended
   const char* mechanism_label_ = "other";
   bool handshake_seen_ = false;
+  int authenticate_rounds_left_ = 0;  ///< v1: SaslAuthenticate answers still due
+  bool authenticated_ = false;
 };
 
 }  // namespace epochgate::proxy

@@ -25,6 +25,11 @@ uint64_t now_ns() { return uv_hrtime(); }
 // Input growth step while a frame is incomplete (bytes).
 constexpr size_t kFrameGrowStep = 256 * 1024;
 
+// A scanned frame's payload size (size prefix excluded), complete or not.
+size_t payload_size(const codec::FrameScan& s) {
+  return s.kind == codec::FrameScan::Kind::kNeedMore ? (s.size > 4 ? s.size - 4 : 0) : s.size;
+}
+
 }  // namespace
 
 Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
@@ -293,7 +298,9 @@ void Session::check_held_client_input() {
     frame_error(codec::errc_name(s.error), "request frame size prefix");
     return;
   }
+  if (pre_auth_refused(payload_size(s))) return;
   if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+    if (pre_auth_header_missing(payload_size(s))) return;
     client_.reserve_input(s.size, kFrameGrowStep);
     if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
     return;
@@ -302,6 +309,30 @@ void Session::check_held_client_input() {
   // and the request can be decided and forwarded.
   partial_since_ns_ = 0;
   client_.stop_reading();
+}
+
+PreAuthCap Session::pre_auth_cap(size_t size) {
+  const ByteBuffer& in = client_.input();
+  const auto& sasl = ctx_.config->upstream_sasl;
+  // epochgate logging in for itself (not for its clients) means the
+  // brokers' listener authenticates every client by SASL.
+  const bool must_authenticate = sasl.enabled() && !sasl.on_behalf_of_clients;
+  const size_t have = in.size() > 4 ? in.size() - 4 : 0;
+  return sasl_.pre_auth_cap(in.begin() + 4, have, size, must_authenticate);
+}
+
+bool Session::pre_auth_refused(size_t size) {
+  if (pre_auth_cap(size) != PreAuthCap::kCapped) return false;
+  frame_error("pre_auth_frame_too_large",
+              "a frame of " + std::to_string(size) + " bytes before authentication (at most " +
+                  std::to_string(kPreAuthMaxFrameBytes) + ")");
+  return true;
+}
+
+bool Session::pre_auth_header_missing(size_t size) {
+  // Without its API key a large frame gets no buffer of its size yet: the
+  // next read (a pool block) brings the key.
+  return pre_auth_cap(size) == PreAuthCap::kNeedHeader;
 }
 
 void Session::process_client_input() {
@@ -330,6 +361,12 @@ void Session::process_client_input() {
       frame_error(codec::errc_name(s.error), "request frame size prefix");
       return;
     }
+    if (pre_auth_refused(payload_size(s))) {
+      processing_client_ = false;
+      return;
+    }
+    if (s.kind == codec::FrameScan::Kind::kNeedMore && pre_auth_header_missing(payload_size(s)))
+      break;
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
       // Room for the next part of the frame, not all of it: a peer announcing
       // a large frame gets memory as its bytes arrive (buffer budget).

@@ -141,6 +141,14 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// login while it runs, else to the response path.
   void process_upstream_input();
   void update_backpressure();
+  /// Whether the client frame of `size` bytes (prefix excluded) at the head
+  /// of the input is held to the pre-authentication cap.
+  PreAuthCap pre_auth_cap(size_t size);
+  /// Closes the session (counted as pre_auth_frame_too_large) when the
+  /// frame passes the pre-authentication cap; true if it did.
+  bool pre_auth_refused(size_t size);
+  /// The frame's API key, which decides its cap, has not arrived yet.
+  bool pre_auth_header_missing(size_t size);
   /// Nothing accepted from the client is unanswered: nothing in flight and
   /// no request held (a held request was accepted and still goes).
   bool owes_nothing() const { return in_flight_.empty() && !requests_.holds_request(); }

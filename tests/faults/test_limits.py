@@ -11,6 +11,8 @@ the metric an operator would watch, and a log line that names the limit:
 | limits.max_connections        | connections_closed_total{reason=max_connections}             |
 | limits.max_in_flight_per_connection | backpressure_pauses_total{direction=client_to_upstream}; nothing refused |
 | limits.buffer_budget_bytes    | buffer_budget_pauses_total, buffered_bytes gauge             |
+| budget fairness and resume    | a light client is answered while heavy ones hold the budget; a client connecting during the pause is answered |
+| pre-authentication frame cap  | frame_errors_total{reason=pre_auth_frame_too_large} (512 KiB, as a broker before login) |
 """
 
 import os
@@ -255,6 +257,100 @@ def test_declared_frame_size_alone_does_not_starve_others(h):
     assert held < budget, held
 
 
+
+
+def _hogs_fill_the_budget(h, gate, count, each):
+    """`count` clients each send `each` bytes of a 1.5 MiB frame (held:
+    the frame never completes). Returns their connections."""
+    chunk = b"\x00" * 65536
+    hogs = []
+    for _ in range(count):
+        c = _victim(h, gate)
+        c.send(struct.pack(">i", 3 * 524288) + b"\x00\x00\x00\x07\x00\x00\x00\x01")
+        hogs.append(c)
+    for c in hogs:
+        c.sock.setblocking(False)
+    sent = [0] * len(hogs)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and min(sent) < each:
+        for i, c in enumerate(hogs):
+            if sent[i] >= each:
+                continue
+            try:
+                sent[i] += c.sock.send(chunk)
+            except BlockingIOError:
+                pass
+        time.sleep(0.01)
+    time.sleep(1.0)
+    return hogs
+
+
+def test_budget_is_shared_fairly_and_every_paused_client_resumes(h):
+    budget = 2 * 1048576
+    _, gate, bystander = _setup(h, {"buffer_budget_bytes": budget,
+                                    "high_watermark_bytes": 262144,
+                                    "low_watermark_bytes": 65536,
+                                    "partial_frame_timeout_ms": 60000})
+    hogs = _hogs_fill_the_budget(h, gate, 6, 1048576)
+    pauses = metric_of(gate, "epochgate_buffer_budget_pauses_total")
+    assert pauses >= 1, "the hogs did not fill the budget"
+    # A client holding next to nothing keeps being served while the few that
+    # hold the budget wait: request after request, not only the one it had
+    # started reading.
+    for corr in range(2, 7):
+        try:
+            api_versions_ok(bystander, corr=corr, timeout=3)
+        except OSError:
+            raise AssertionError("the bystander's request %d stalled while 6 clients held the "
+                                 "budget" % (corr - 1))
+    # A client that connects during the pause is served too, at once or once
+    # the budget frees: its first request must never wait for the idle timeout.
+    newcomer = _victim(h, gate)
+    newcomer.send(kw.api_versions_request(0x77, 0))
+    answered_during_pause = True
+    try:
+        frame = newcomer.recv_frame(timeout=3)
+    except OSError:
+        answered_during_pause = False
+        frame = None
+    for c in hogs:
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+    if frame is None:
+        frame = newcomer.recv_frame(timeout=5)
+    corr, error, _ = kw.parse_api_versions_response(frame, 0)
+    assert corr == 0x77 and error == 0, (corr, error)
+    h.note("budget %d held by 6 clients (pauses=%d): bystander answered; newcomer answered %s" % (
+        budget, pauses, "during the pause" if answered_during_pause else "after it"))
+    assert api_versions_ok(newcomer, corr=0x78)
+
+
+def test_pre_authentication_frames_are_capped_at_512_kib(h):
+    _, gate, bystander = _setup(h, {})
+    cap = 512 * 1024
+    # A SaslHandshake (17), an ApiVersions (18) and a SaslAuthenticate (36)
+    # larger than a broker takes before login: closed as soon as the header
+    # shows it, without waiting for (or buffering) the rest.
+    for n, key in enumerate((17, 18, 36), start=1):
+        victim = _victim(h, gate)
+        victim.send(struct.pack(">ihhi", cap + 1, key, 1, n) + b"\x00" * 1024)
+        started = time.monotonic()
+        assert closed_by_peer(victim, 5), "api %d: a %d-byte frame before login was held" % (
+            key, cap + 1)
+        assert time.monotonic() - started < 3
+        wait_metric(gate, "epochgate_frame_errors_total", n, reason="pre_auth_frame_too_large")
+    # At the cap it is not refused for its size.
+    exact = _victim(h, gate)
+    exact.send(struct.pack(">ihhi", cap, 17, 1, 9) + b"\x00" * 1024)
+    assert not closed_by_peer(exact, 1.5), "a frame of exactly 512 KiB was refused"
+    # Without SASL on the cluster a large Produce needs no login (as on a
+    # broker's PLAINTEXT listener): the general limit applies.
+    produce = _victim(h, gate)
+    produce.send(struct.pack(">ihhi", cap + 1, 0, 7, 10) + b"\x00" * 1024)
+    assert not closed_by_peer(produce, 1.5), "a large Produce was refused on a cluster without SASL"
+    assert metric_of(gate, "epochgate_frame_errors_total", reason="pre_auth_frame_too_large") == 3
+    assert _log_mentions(gate, "pre_auth_frame_too_large", "before authentication")
+    assert api_versions_ok(bystander, corr=2)
 
 
 def test_a_storm_of_bad_frames_does_not_flood_the_log(h):

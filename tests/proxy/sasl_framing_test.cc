@@ -137,5 +137,60 @@ TEST(SaslFraming, LoginFailsOnAnErrorOrAClose) {
   EXPECT_STREQ(unsupported.mechanism_label(), "other");  // never the client's string
 }
 
+// The pre-authentication cap: what a broker reads before login (512 KiB).
+const uint8_t kProduceKey[] = {0, 0};
+const uint8_t kSaslHandshakeKey[] = {0, 17};
+constexpr size_t kOver = kPreAuthMaxFrameBytes + 1;
+
+TEST(SaslFraming, LoginRequestsAreCappedBeforeAuthentication) {
+  SaslFraming f;
+  EXPECT_EQ(f.pre_auth_cap(kSaslHandshakeKey, 2, kOver, false), PreAuthCap::kCapped);
+  EXPECT_EQ(f.pre_auth_cap(kSaslHandshakeKey, 2, kPreAuthMaxFrameBytes, false), PreAuthCap::kFree);
+  EXPECT_EQ(f.pre_auth_cap(kProduceKey, 2, kOver, false), PreAuthCap::kFree);
+  EXPECT_EQ(f.pre_auth_cap(kProduceKey, 1, kOver, false), PreAuthCap::kNeedHeader);
+}
+
+TEST(SaslFraming, EveryFrameIsCappedUntilLoginWhereClientsMustAuthenticate) {
+  SaslFraming f;
+  EXPECT_EQ(f.pre_auth_cap(kProduceKey, 2, kOver, true), PreAuthCap::kCapped);
+  f.on_handshake_request(1, "SCRAM-SHA-512");
+  f.on_handshake_response(0);
+  f.on_authenticate_response(0);  // server-first
+  EXPECT_FALSE(f.authenticated());
+  EXPECT_EQ(f.pre_auth_cap(kProduceKey, 2, kOver, true), PreAuthCap::kCapped);
+  f.on_authenticate_response(0);  // server-final
+  EXPECT_TRUE(f.authenticated());
+  EXPECT_EQ(f.pre_auth_cap(kProduceKey, 2, kOver, true), PreAuthCap::kFree);
+}
+
+TEST(SaslFraming, OauthErrorChallengeIsNotALogin) {
+  SaslFraming f;
+  f.on_handshake_request(1, "OAUTHBEARER");
+  f.on_handshake_response(0);
+  f.on_authenticate_response(0, false);  // RFC 7628 3.2.2 error challenge
+  EXPECT_FALSE(f.authenticated());
+  f.on_authenticate_response(0, true);
+  EXPECT_TRUE(f.authenticated());
+}
+
+TEST(SaslFraming, RawTokensAreCappedAndTheirEndIsALogin) {
+  SaslFraming f;
+  f.on_handshake_request(0, "PLAIN");
+  f.on_handshake_response(0);
+  EXPECT_EQ(f.pre_auth_cap(kProduceKey, 2, kOver, false), PreAuthCap::kCapped);
+  f.on_client_token();
+  f.on_broker_token(0);
+  EXPECT_TRUE(f.authenticated());
+  EXPECT_EQ(f.pre_auth_cap(kProduceKey, 2, kOver, true), PreAuthCap::kFree);
+}
+
+TEST(SaslFraming, AFailedRoundIsNoLogin) {
+  SaslFraming f;
+  f.on_handshake_request(1, "PLAIN");
+  f.on_handshake_response(0);
+  f.on_authenticate_response(58);  // SASL_AUTHENTICATION_FAILED
+  EXPECT_FALSE(f.authenticated());
+}
+
 }  // namespace
 }  // namespace epochgate::proxy

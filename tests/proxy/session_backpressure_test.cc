@@ -64,5 +64,48 @@ TEST(SessionBackpressure, BrokerReadsPauseWhileTheClientIsSlow) {
   EXPECT_EQ(rig.client->sent(), answers);
 }
 
+// A client whose first request arrives while the budget is exceeded and the
+// upstream is still being dialled holds that request unread; once the
+// session is open it must be registered as waiting for the budget, so the
+// worker's re-check forwards the request when the budget frees.
+TEST(SessionBackpressure, SessionStartedDuringABudgetPauseResumesWhenItFrees) {
+  BufferBudget budget(1u << 20);
+  for (int i = 0; i < 99; ++i) budget.join();  // a share is 1/100 of the budget
+  budget.add(2u << 20);  // the other connections hold more than the budget
+  {
+    SessionRig rig(config::Config{}, nullptr, &budget);
+    const std::string request = request_frame(kHeartbeat, 3, 7);
+    rig.client->peer_sends(request);
+    rig.pump();
+    rig.connect();
+    rig.pump();
+    EXPECT_EQ(rig.broker->sent(), "") << "forwarded while over the budget";
+    EXPECT_TRUE(rig.session().budget_paused()) << "not registered for the budget's re-check";
+    EXPECT_GE(rig.budget_rechecks, 1);
+    budget.add(-(2 << 20));
+    rig.session().recheck_budget();  // what the worker's budget timer does
+    rig.pump();
+    EXPECT_EQ(rig.broker->sent(), request);
+  }
+}
+
+TEST(SessionBackpressure, ALightClientReadsWhileHeavyOnesHoldTheBudget) {
+  BufferBudget budget(1u << 20);
+  budget.join();  // three heavy members hold more than the whole budget
+  budget.join();
+  budget.join();
+  budget.add(3u << 20);
+  {
+    SessionRig rig(config::Config{}, nullptr, &budget);
+    rig.connect();
+    const std::string request = request_frame(kHeartbeat, 3, 8);
+    rig.client->peer_sends(request);
+    rig.pump();
+    EXPECT_EQ(rig.broker->sent(), request) << "a client under its fair share was paused";
+    EXPECT_TRUE(rig.client->reading());
+  }
+  budget.add(-(3 << 20));
+}
+
 }  // namespace
 }  // namespace epochgate::proxy::testing

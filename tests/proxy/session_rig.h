@@ -131,9 +131,13 @@ inline std::string produce_v7(int32_t corr, int16_t acks) {
 /// The session under test, its client and its broker.
 class SessionRig {
  public:
-  explicit SessionRig(config::Config cfg = {}, FencingHooks* fencing = nullptr) {
+  /// `budget`: the process-wide buffer budget the session reports to (null: none).
+  explicit SessionRig(config::Config cfg = {}, FencingHooks* fencing = nullptr,
+                      BufferBudget* budget = nullptr) {
     uv_loop_init(&loop_);
     ctx_.loop = &loop_;
+    ctx_.budget = budget;
+    ctx_.budget_recheck = [this] { ++budget_rechecks; };
     ctx_.config = std::make_shared<const config::Config>(std::move(cfg));
     ctx_.upstreams = &directory_;
     ctx_.fencing = fencing;
@@ -189,6 +193,10 @@ class SessionRig {
   /// The client side closed (the session closed its connection).
   bool client_closed() const { return client_closed_ || !alive(); }
   WorkerContext& ctx() { return ctx_; }
+  /// The session under test (alive()).
+  Session& session() { return *session_; }
+  /// Times the session asked the worker to re-check the budget.
+  int budget_rechecks = 0;
   /// Everything the session wrote to the client, readable after it closed.
   const std::string& client_sent() const { return client_sent_; }
 
