@@ -106,6 +106,17 @@ struct TlsSniConfig {
   bool enabled() const { return !broker_host_pattern.empty(); }
 };
 
+/// TLS 1.2 cipher suites both sides offer unless configured: forward-secret
+/// (ECDHE) AEAD suites only (AES-GCM, ChaCha20-Poly1305), OpenSSL's names.
+inline constexpr const char* kDefaultTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+/// TLS 1.3 suites (RFC 8446 B.4) both sides offer unless configured:
+/// OpenSSL's own default set, every one forward-secret and AEAD.
+inline constexpr const char* kDefaultTls13Suites =
+    "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256";
+
 /// Client-facing TLS on the bootstrap and broker listeners; on while
 /// cert_file is set. PEM files, re-read on change and on SIGHUP.
 struct TlsConfig {
@@ -120,6 +131,9 @@ struct TlsConfig {
   /// (127.0.0.0/8 and ::1 peers whose first byte is not a TLS record, for
   /// a sidecar's own pod). Same ports and advertised addresses either way.
   std::string plaintext_clients = "none";
+  std::string min_version = "TLSv1.2";             ///< TLSv1.2 | TLSv1.3
+  std::string cipher_list = kDefaultTls12Ciphers;  ///< TLS 1.2 suites (OpenSSL cipher list)
+  std::string cipher_suites = kDefaultTls13Suites; ///< TLS 1.3 suites (OpenSSL ciphersuites)
   TlsSniConfig sni;
   bool enabled() const { return !cert_file.empty(); }
 };
@@ -133,8 +147,12 @@ struct UpstreamTlsConfig {
   std::string cert_file;          ///< client certificate for mTLS ("" : none)
   std::string key_file;
   std::string key_password_file;  ///< passphrase of an encrypted key_file
-  /// The broker's certificate must name the host epochgate dialled (RFC 6125).
+  /// The broker's certificate must name the host epochgate dialled in a
+  /// subjectAltName (RFC 6125; the subject CN is never used).
   bool verify_hostname = true;
+  std::string min_version = "TLSv1.2";             ///< TLSv1.2 | TLSv1.3
+  std::string cipher_list = kDefaultTls12Ciphers;  ///< TLS 1.2 suites (OpenSSL cipher list)
+  std::string cipher_suites = kDefaultTls13Suites; ///< TLS 1.3 suites (OpenSSL ciphersuites)
 };
 
 struct LimitsConfig {

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "config/keys.h"
+#include "config/tls_rules.h"
 #include "config/value_parsers.h"
 
 namespace epochgate::config {
@@ -570,6 +571,32 @@ struct Bind {
   uint16_t port;
 };
 
+// Cipher settings OpenSSL would refuse when the contexts are built: refused
+// here, with the setting's line, before anything starts.
+void check_tls_ciphers(const Config& c, Checker& ck) {
+  struct Side {
+    const char* prefix;
+    bool on;
+    const std::string& list;
+    const std::string& suites;
+  };
+  const Side sides[] = {{"tls", c.tls.enabled(), c.tls.cipher_list, c.tls.cipher_suites},
+                        {"upstream_tls", c.upstream_tls.enabled, c.upstream_tls.cipher_list,
+                         c.upstream_tls.cipher_suites}};
+  for (const Side& s : sides) {
+    const std::string list_key = std::string(s.prefix) + ".cipher_list";
+    const std::string suites_key = std::string(s.prefix) + ".cipher_suites";
+    if (ck.usable(list_key) && (s.on || ck.set_explicitly(list_key))) {
+      const std::string why = tls12_cipher_list_problem(s.list);
+      if (!why.empty()) ck.report(list_key, why);
+    }
+    if (ck.usable(suites_key) && (s.on || ck.set_explicitly(suites_key))) {
+      const std::string why = tls13_suites_problem(s.suites);
+      if (!why.empty()) ck.report(suites_key, why);
+    }
+  }
+}
+
 void check_port_clashes(const Config& c, Checker& ck) {
   const std::string broker_host =
       c.broker_ports.bind_host.empty() ? c.listen.host : c.broker_ports.bind_host;
@@ -754,6 +781,7 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
       ck.report(p, "port 0 is not allowed for a mapped node (1..65535)");
   }
   check_port_clashes(c, ck);
+  check_tls_ciphers(c, ck);
 
   // Limits.
   const auto& l = c.limits;

@@ -1,11 +1,12 @@
 // proxy/sasl_login.cc
 #include "proxy/sasl_login.h"
 
+#include <fcntl.h>
 #include <openssl/crypto.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "codec/header.h"
 #include "codec/reader.h"
@@ -45,9 +46,25 @@ std::vector<uint8_t> request_frame(int16_t key, int16_t version, int32_t corr,
   return out;
 }
 
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
+// The first line of `file` without its line end and trailing spaces (what
+// docs/config.md promises), read with no stream buffer, so nothing but
+// `out` ever holds the secret; the rest of the file is wiped unread.
+bool read_first_line(const std::string& file, std::string& out) {
+  out.clear();
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  constexpr size_t kMax = 64 * 1024;  // a credential, not a data file
+  out.resize(kMax);
+  size_t got = 0;
+  ssize_t n;
+  while (got < kMax && (n = ::read(fd, out.data() + got, kMax - got)) > 0)
+    got += static_cast<size_t>(n);
+  ::close(fd);
+  size_t end = std::min(got, out.find('\n'));
+  while (end > 0 && (out[end - 1] == '\r' || out[end - 1] == ' ' || out[end - 1] == '\t')) --end;
+  OPENSSL_cleanse(out.data() + end, out.size() - end);
+  out.resize(end);
+  return true;
 }
 
 }  // namespace
@@ -59,14 +76,10 @@ bool read_credential(const std::string& value, const std::string& file, const st
     return true;
   }
   if (!file.empty()) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
+    if (!read_first_line(file, out)) {
       error = std::string("cannot read the ") + what + " file " + file;
       return false;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out = trimmed(ss.str());
     if (out.empty()) {
       error = std::string("the ") + what + " file " + file + " is empty";
       return false;
@@ -84,6 +97,10 @@ bool read_credential(const std::string& value, const std::string& file, const st
   }
   error = std::string("no ") + what + " configured";
   return false;
+}
+
+SaslLoginStep::~SaslLoginStep() {
+  if (!frame.empty()) OPENSSL_cleanse(frame.data(), frame.size());
 }
 
 SaslLogin::SaslLogin(const config::UpstreamSaslConfig& config) : config_(config) {}
@@ -162,9 +179,12 @@ SaslLoginStep SaslLogin::on_response(const uint8_t* frame, size_t size, int32_t 
       wipe(token);
       return s;
     }
+    std::string nonce = ScramClient::random_nonce();
+    if (nonce.empty()) return failed("no random bytes for the SCRAM nonce (RAND_bytes failed)");
     scram_ = std::make_unique<ScramClient>(
         m == "SCRAM-SHA-512" ? ScramHash::kSha512 : ScramHash::kSha256, username_, secret_,
-        ScramClient::random_nonce());
+        std::move(nonce));
+    wipe(secret_);  // the SCRAM client holds (and wipes) the only copy from here
     return authenticate(scram_->client_first(), correlation_id);
   }
   if (stage_ != Stage::kAuthenticate) return failed("answer after the login ended");

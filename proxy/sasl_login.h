@@ -26,6 +26,12 @@ struct SaslLoginStep {
     kDone,    ///< logged in; `session_lifetime_ms` 0 means no expiry
     kFailed   ///< `error` says why (the broker's own message when it sent one)
   };
+  SaslLoginStep() = default;
+  SaslLoginStep(SaslLoginStep&&) = default;
+  SaslLoginStep& operator=(SaslLoginStep&&) = default;
+  /// Wipes `frame`: a PLAIN or OAUTHBEARER login frame holds the secret.
+  ~SaslLoginStep();
+
   Kind kind = Kind::kFailed;
   std::vector<uint8_t> frame;
   int64_t session_lifetime_ms = 0;
@@ -65,8 +71,9 @@ class SaslLogin {
   std::unique_ptr<ScramClient> scram_;
 };
 
-/// Reads a credential: `value` if set, else the trimmed first line of
-/// `file`, else the environment variable `env`. False with `error` (naming
+/// Reads a credential: `value` if set, else the first line of `file`
+/// (without its line end and trailing spaces; the rest is ignored),
+/// else the environment variable `env`. False with `error` (naming
 /// the file or variable, never its content) when the source is missing.
 bool read_credential(const std::string& value, const std::string& file, const std::string& env,
                      const char* what, std::string& out, std::string& error);

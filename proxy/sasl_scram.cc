@@ -110,7 +110,8 @@ ScramClient::~ScramClient() {
 
 std::string ScramClient::random_nonce() {
   unsigned char raw[24];
-  RAND_bytes(raw, sizeof raw);
+  // A predictable nonce would let a recorded exchange be replayed.
+  if (RAND_bytes(raw, sizeof raw) != 1) return {};
   return base64_encode(std::string_view(reinterpret_cast<char*>(raw), sizeof raw));
 }
 

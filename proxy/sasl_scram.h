@@ -24,7 +24,8 @@ class ScramClient {
   ScramClient(ScramHash hash, std::string username, std::string password, std::string nonce);
   ~ScramClient();
 
-  /// 24 random bytes from OpenSSL's RAND_bytes, base64: a fresh client nonce.
+  /// 24 random bytes from OpenSSL's RAND_bytes, base64: a fresh client
+  /// nonce; empty when RAND_bytes fails (no login may use it then).
   static std::string random_nonce();
 
   /// "n,,n=<username with ',' and '=' escaped>,r=<nonce>".

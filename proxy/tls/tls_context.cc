@@ -7,10 +7,12 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace epochgate::proxy::tls {
 
@@ -39,18 +41,40 @@ int64_t unix_time(const ASN1_TIME* t) {
   return static_cast<int64_t>(timegm(&tm));
 }
 
+// A key or password file's bytes, read straight into memory the caller
+// wipes (OPENSSL_cleanse) once used; no stream keeps a copy.
+bool read_secret_file(const std::string& file, std::string& out) {
+  out.clear();
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < 0 || st.st_size > (1 << 20)) {
+    ::close(fd);
+    return false;
+  }
+  out.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(got);
+  return true;
+}
+
 // The passphrase of an encrypted key, read from its file; trailing newlines
 // are not part of it (files written by `echo` and Kubernetes Secrets).
 bool read_password(const std::string& file, std::string& out, std::string& error) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  if (!read_secret_file(file, out)) {
     error = "cannot read the key password file";
     return false;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  size_t n = out.size();
+  while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r')) --n;
+  OPENSSL_cleanse(out.data() + n, out.size() - n);
+  out.resize(n);
   return true;
 }
 
@@ -75,6 +99,28 @@ SSL_CTX* new_ctx(const SSL_METHOD* m) {
   return ctx;
 }
 
+// The configured protocol floor and suites (defaults: TLS 1.2, forward-
+// secret AEAD suites only; OpenSSL's DEFAULT list would also take
+// non-forward-secret RSA key exchange and CBC-SHA1 suites).
+bool set_suites(SSL_CTX* ctx, const std::string& prefix, const std::string& min_version,
+                const std::string& cipher_list, const std::string& cipher_suites,
+                std::string& error) {
+  ERR_clear_error();
+  SSL_CTX_set_min_proto_version(ctx, min_version == "TLSv1.3" ? TLS1_3_VERSION : TLS1_2_VERSION);
+  if (SSL_CTX_set_cipher_list(ctx, cipher_list.c_str()) != 1) {
+    error = prefix + ".cipher_list \"" + cipher_list + "\": no usable cipher suite: " +
+            openssl_errors();
+    return false;
+  }
+  if (SSL_CTX_set_ciphersuites(ctx, cipher_suites.c_str()) != 1) {
+    error = prefix + ".cipher_suites \"" + cipher_suites + "\": no usable TLS 1.3 suite: " +
+            openssl_errors();
+    return false;
+  }
+  return true;
+}
+
+
 // Chain, key (optionally encrypted) and their match.
 bool load_own(SSL_CTX* ctx, const std::string& prefix, const std::string& cert_file,
               const std::string& key_file, const std::string& password_file,
@@ -90,15 +136,21 @@ bool load_own(SSL_CTX* ctx, const std::string& prefix, const std::string& cert_f
     error = prefix + ".key_password_file " + password_file + ": " + error;
     return false;
   }
-  BIO* kb = BIO_new_file(key_file.c_str(), "r");
-  if (kb == nullptr) {
-    error = fail(prefix + ".key_file", key_file, "cannot read the key");
+  std::string key_bytes;
+  if (!read_secret_file(key_file, key_bytes)) {
+    OPENSSL_cleanse(password.data(), password.size());
+    error = prefix + ".key_file " + key_file + ": cannot read the key";
     return false;
   }
+  BIO* kb = BIO_new_mem_buf(key_bytes.data(), static_cast<int>(key_bytes.size()));
   // Always a callback: without one OpenSSL would prompt on the terminal.
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, password_cb,
-                                          have_password ? &password : nullptr);
+  EVP_PKEY* key = kb == nullptr ? nullptr
+                                : PEM_read_bio_PrivateKey(kb, nullptr, password_cb,
+                                                          have_password ? &password : nullptr);
   BIO_free(kb);
+  // The parsed key lives in the context only; the file's bytes and the
+  // passphrase are wiped now.
+  OPENSSL_cleanse(key_bytes.data(), key_bytes.size());
   OPENSSL_cleanse(password.data(), password.size());
   if (key == nullptr) {
     error = fail(prefix + ".key_file", key_file,
@@ -223,6 +275,8 @@ std::shared_ptr<const TlsContext> TlsContext::build_server(const config::TlsConf
     return nullptr;
   }
   std::shared_ptr<TlsContext> t(new TlsContext(raw, Role::kServer));
+  if (!set_suites(raw, "tls", c.min_version, c.cipher_list, c.cipher_suites, error))
+    return nullptr;
   if (!load_own(raw, "tls", c.cert_file, c.key_file, c.key_password_file, t->files_, error))
     return nullptr;
   t->paths_ = {c.cert_file, c.key_file};
@@ -240,6 +294,15 @@ std::shared_ptr<const TlsContext> TlsContext::build_server(const config::TlsConf
   if (c.client_auth == "requested") mode = SSL_VERIFY_PEER;
   if (c.client_auth == "required") mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
   SSL_CTX_set_verify(raw, mode, nullptr);
+  if (c.client_auth != "none") {
+    // A resumed session skips the certificate check: with client
+    // certificates, no tickets, and a cached session lives at most
+    // kClientAuthSessionSeconds, so an expired certificate or a CA removed
+    // by a reload stops being accepted within that time.
+    SSL_CTX_set_options(raw, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(raw, 0);
+    SSL_CTX_set_timeout(raw, kClientAuthSessionSeconds);
+  }
   // One-port SNI routing decides here, and every server context records
   // the server name for logs.
   SSL_CTX_set_tlsext_servername_callback(raw, &TlsEngine::on_server_name);
@@ -258,6 +321,8 @@ std::shared_ptr<const TlsContext> TlsContext::build_client(const config::Upstrea
   }
   std::shared_ptr<TlsContext> t(new TlsContext(raw, Role::kClient));
   t->verify_hostname_ = c.verify_hostname;
+  if (!set_suites(raw, "upstream_tls", c.min_version, c.cipher_list, c.cipher_suites, error))
+    return nullptr;
   if (c.ca_file.empty()) {
     if (SSL_CTX_set_default_verify_paths(raw) != 1) {
       error = "upstream_tls.ca_file: cannot load the system trust store: " + openssl_errors();

@@ -20,6 +20,10 @@
 
 namespace epochgate::proxy::tls {
 
+/// Longest a client-facing TLS session may be resumed when client
+/// certificates are asked for (seconds); session tickets are off then.
+inline constexpr long kClientAuthSessionSeconds = 300;
+
 /// What one loaded PEM file holds, for operators (never key material).
 struct CertFileInfo {
   std::string setting;  ///< config path, e.g. "tls.cert_file"

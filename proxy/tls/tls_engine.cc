@@ -96,7 +96,10 @@ std::unique_ptr<TlsEngine> TlsEngine::client(std::shared_ptr<const TlsContext> c
   if (!ip && !host.empty()) SSL_set_tlsext_host_name(ssl, host.c_str());
   if (ctx->verify_hostname()) {
     X509_VERIFY_PARAM* p = SSL_get0_param(ssl);
-    X509_VERIFY_PARAM_set_hostflags(p, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    // RFC 6125 6.4.4: the subject CN is a fallback clients should not use;
+    // a certificate without a matching subjectAltName is refused.
+    X509_VERIFY_PARAM_set_hostflags(
+        p, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
     if (ip)
       X509_VERIFY_PARAM_set1_ip_asc(p, host.c_str());
     else

@@ -32,6 +32,73 @@ std::string run(const std::string& cmd) {
   return out;
 }
 
+// What a security review expects by default on both sides: TLS 1.2 suites
+// are forward-secret (ECDHE) and AEAD; nothing like AES128-SHA (RSA key
+// exchange, CBC-SHA1) that OpenSSL's DEFAULT list would offer.
+void expect_forward_secret_aead_only(SSL_CTX* ctx) {
+  STACK_OF(SSL_CIPHER)* all = SSL_CTX_get_ciphers(ctx);
+  int tls12 = 0;
+  for (int i = 0; i < sk_SSL_CIPHER_num(all); ++i) {
+    const SSL_CIPHER* c = sk_SSL_CIPHER_value(all, i);
+    EXPECT_TRUE(SSL_CIPHER_is_aead(c)) << SSL_CIPHER_get_name(c);
+    if (SSL_CIPHER_get_kx_nid(c) == NID_kx_any) continue;  // a TLS 1.3 suite
+    ++tls12;
+    EXPECT_EQ(SSL_CIPHER_get_kx_nid(c), NID_kx_ecdhe) << SSL_CIPHER_get_name(c);
+  }
+  EXPECT_GT(tls12, 0);
+}
+
+TEST(TlsContext, DefaultsAreForwardSecretAeadOnBothSides) {
+  std::string error;
+  auto server = TlsContext::build_server(server_config("server-rsa"), error);
+  ASSERT_TRUE(server) << error;
+  expect_forward_secret_aead_only(server->ctx());
+  config::UpstreamTlsConfig u;
+  u.enabled = true;
+  u.ca_file = cert("ca.crt");
+  auto client = TlsContext::build_client(u, error);
+  ASSERT_TRUE(client) << error;
+  expect_forward_secret_aead_only(client->ctx());
+  EXPECT_EQ(SSL_CTX_get_min_proto_version(client->ctx()), TLS1_2_VERSION);
+}
+
+TEST(TlsContext, ConfiguredVersionAndSuitesAreUsed) {
+  std::string error;
+  config::TlsConfig c = server_config("server");
+  c.min_version = "TLSv1.3";
+  c.cipher_suites = "TLS_CHACHA20_POLY1305_SHA256";
+  auto server = TlsContext::build_server(c, error);
+  ASSERT_TRUE(server) << error;
+  EXPECT_EQ(SSL_CTX_get_min_proto_version(server->ctx()), TLS1_3_VERSION);
+  STACK_OF(SSL_CIPHER)* all = SSL_CTX_get_ciphers(server->ctx());
+  bool chacha = false, aes = false;
+  for (int i = 0; i < sk_SSL_CIPHER_num(all); ++i) {
+    const std::string name = SSL_CIPHER_get_name(sk_SSL_CIPHER_value(all, i));
+    chacha = chacha || name == "TLS_CHACHA20_POLY1305_SHA256";
+    aes = aes || name == "TLS_AES_256_GCM_SHA384";
+  }
+  EXPECT_TRUE(chacha);
+  EXPECT_FALSE(aes);
+  c.cipher_list = "NO-SUCH-CIPHER";
+  EXPECT_FALSE(TlsContext::build_server(c, error));
+  EXPECT_NE(error.find("tls.cipher_list"), std::string::npos) << error;
+}
+
+TEST(TlsContext, ClientCertificatesTurnSessionTicketsOff) {
+  std::string error;
+  config::TlsConfig c = server_config("server");
+  auto open = TlsContext::build_server(c, error);
+  ASSERT_TRUE(open) << error;
+  EXPECT_EQ(SSL_CTX_get_options(open->ctx()) & SSL_OP_NO_TICKET, 0u);
+  c.client_ca_file = cert("ca.crt");
+  c.client_auth = "required";
+  auto mtls = TlsContext::build_server(c, error);
+  ASSERT_TRUE(mtls) << error;
+  EXPECT_NE(SSL_CTX_get_options(mtls->ctx()) & SSL_OP_NO_TICKET, 0u);
+  EXPECT_EQ(SSL_CTX_get_num_tickets(mtls->ctx()), 0u);
+  EXPECT_LE(SSL_CTX_get_timeout(mtls->ctx()), kClientAuthSessionSeconds);
+}
+
 TEST(TlsContext, ServerLoadsChainAndKey) {
   std::string error;
   auto ctx = TlsContext::build_server(server_config("server"), error);

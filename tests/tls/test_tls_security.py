@@ -6,10 +6,18 @@ network would try them (docs/security.md points here):
   ApiVersions on the bootstrap port and on a broker port is closed
   unanswered (nothing reaches the broker either), with 1 and 2 workers and
   with client_auth: required; once a slot frees, a real TLS client
-  (Python's ssl with the client certificate) is served.
+  (Python's ssl with the client certificate) is served;
+- TLS 1.2 defaults are forward-secret AEAD: `openssl s_client -tls1_2`
+  offering only AES128-SHA or AES256-SHA256 (RSA key exchange, CBC) gets no
+  handshake, ECDHE-RSA-AES128-GCM-SHA256 does; `tls.cipher_list` set to
+  one suite is what the listener then accepts;
+- upstream hostname verification reads subjectAltName only (RFC 6125): a
+  broker certificate whose subject CN is the dialled host but which has no
+  subjectAltName is refused (`hostname_mismatch`).
 """
 
 import os
+import re
 import socket
 import ssl
 import sys
@@ -122,6 +130,55 @@ def test_plaintext_never_served_over_the_limit_two_workers(h):
 
 
 test_plaintext_never_served_over_the_limit_two_workers.timeout = 120
+
+
+def _s_client_cipher(h, port, c, cipher):
+    hs = tls_lib.s_client(h, port, ca=c.ca, extra=("-tls1_2", "-cipher", cipher), linger_s=0.5)
+    m = re.search(r"Cipher is (\S+)", hs.out)
+    return m.group(1) if m else None
+
+
+def test_tls12_suites_are_forward_secret_aead_by_default(h):
+    c = tls_lib.certs(h)
+    cluster = h.start_cluster(1, ["t:1:1"])
+    gate = h.start_gate(cluster.bootstrap, tls_lib.write_gate_config(
+        h, c, cert="server-rsa", upstream_tls=False))
+    port = gate.bootstrap_address[1]
+    for weak in ("AES128-SHA", "AES256-SHA256"):
+        got = _s_client_cipher(h, port, c, weak)
+        assert got in (None, "(NONE)"), "TLS 1.2 %s was accepted: %s" % (weak, got)
+    got = _s_client_cipher(h, port, c, "ECDHE-RSA-AES128-GCM-SHA256")
+    assert got == "ECDHE-RSA-AES128-GCM-SHA256", got
+    # Tightened to one suite: others are refused.
+    gate.stop()
+    gate2 = h.start_gate(cluster.bootstrap, tls_lib.write_gate_config(
+        h, c, cert="server-rsa", upstream_tls=False, name="one-suite.yaml",
+        extra={"tls": {"cipher_list": "ECDHE-RSA-CHACHA20-POLY1305"}}))
+    port2 = gate2.bootstrap_address[1]
+    assert _s_client_cipher(h, port2, c, "ECDHE-RSA-AES128-GCM-SHA256") in (None, "(NONE)")
+    assert _s_client_cipher(h, port2, c, "ECDHE-RSA-CHACHA20-POLY1305") == \
+        "ECDHE-RSA-CHACHA20-POLY1305"
+
+
+test_tls12_suites_are_forward_secret_aead_by_default.timeout = 120
+
+
+def test_upstream_hostname_is_checked_against_subject_alt_names_only(h):
+    c = tls_lib.certs(h)
+    c.leaf("cn-only", "--cn", "localhost", "--san", "")
+    tc = tls_lib.TlsCluster(h, ["t:1:1"], brokers=1, c=c, cert="cn-only",
+                            advertise_host="localhost")
+    gate = h.start_gate(tc.bootstrap, tls_lib.write_gate_config(h, c, client_tls=False))
+    conn = kw.Connection(harness.LOOPBACK, gate.bootstrap_address[1], timeout=10)
+    conn.send(kw.api_versions_request(0x5151, 0))
+    closed, got = _unanswered_close(conn.sock, 15)
+    assert closed and got == b"", "a broker certificate with only CN=localhost was accepted"
+    harness.wait_until(lambda: tls_lib.metrics_value(
+        gate, "epochgate_tls_handshakes_total", side="upstream", reason="hostname_mismatch") >= 1,
+        10, what="the upstream handshake refused as hostname_mismatch")
+
+
+test_upstream_hostname_is_checked_against_subject_alt_names_only.timeout = 120
 
 
 if __name__ == "__main__":
