@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "config/security_warnings.h"
 #include "config/value_parsers.h"
 
 namespace epochgate::config {
@@ -257,6 +258,8 @@ CliResult parse_cli(int argc, const char* const* argv, std::string_view version)
     if (loaded.ok()) {
       r.output = check_path + ": OK\n";
       r.exit_code = 0;
+      for (const std::string& w : security_warnings(loaded.config))
+        r.errors += check_path + ": warning: " + w + "\n";
     } else {
       r.errors = problems_text(loaded.problems);
       r.exit_code = 1;

@@ -88,6 +88,10 @@ struct UpstreamSaslConfig {
   /// opens logs in with these credentials before the client's first request
   /// goes out; clients connect without SASL.
   bool on_behalf_of_clients = false;
+  /// on_behalf_of_clients on a listener other than loopback, without
+  /// required client certificates: the listener is then the only
+  /// authentication boundary (warned at start).
+  bool allow_remote_clients = false;
   bool enabled() const { return !mechanism.empty(); }
 };
 

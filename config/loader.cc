@@ -597,6 +597,31 @@ void check_tls_ciphers(const Config& c, Checker& ck) {
   }
 }
 
+bool loopback_host(const std::string& h) {
+  return h.rfind("127.", 0) == 0 || h == "::1" || h == "[::1]" || h == "localhost";
+}
+
+// Sidecar credential mode lends epochgate's principal to whoever connects:
+// only where that is the pod itself (loopback), a client proved who it is
+// (a required certificate), or the operator said the network is the
+// boundary.
+void check_identity_lending(const Config& c, Checker& ck) {
+  const auto& s = c.upstream_sasl;
+  const char* key = "upstream_sasl.on_behalf_of_clients";
+  if (!s.on_behalf_of_clients || s.allow_remote_clients || !ck.usable(key)) return;
+  if (c.tls.enabled() && c.tls.client_auth == "required") return;
+  const std::string& broker_host =
+      c.broker_ports.bind_host.empty() ? c.listen.host : c.broker_ports.bind_host;
+  for (const std::string* host : {&c.listen.host, &broker_host}) {
+    if (loopback_host(*host)) continue;
+    ck.report(key, "lends epochgate's SASL principal to every client that can reach " +
+                       quoted(*host) +
+                       ": listen on loopback, require client certificates (tls.client_auth: "
+                       "required), or set upstream_sasl.allow_remote_clients: true");
+    return;
+  }
+}
+
 void check_port_clashes(const Config& c, Checker& ck) {
   const std::string broker_host =
       c.broker_ports.bind_host.empty() ? c.listen.host : c.broker_ports.bind_host;
@@ -782,6 +807,7 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
   }
   check_port_clashes(c, ck);
   check_tls_ciphers(c, ck);
+  check_identity_lending(c, ck);
 
   // Limits.
   const auto& l = c.limits;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "config/security_warnings.h"
 #include "config/to_json.h"
 #include "config/watcher.h"
 #include "metrics/admin_server.h"
@@ -212,6 +213,7 @@ bool App::start(std::string& error) {
   // SNI names route only to nodes the cluster has (the view is thread-safe).
   tls_->set_node_exists([this](int32_t id) { return view_.snapshot()->find_node(id) != nullptr; });
   if (!tls_->start(&loop_, c, error)) return false;
+  for (const std::string& w : config::security_warnings(c)) spdlog::warn("security: {}", w);
   uv_async_init(&loop_, &control_async_, [](uv_async_t* a) { static_cast<App*>(a->data)->run_control(); });
   control_async_.data = this;
   control_started_ = true;
@@ -439,7 +441,14 @@ void App::apply_config(config::Config next) {
 
 std::string App::debug_config_json() const {
   std::lock_guard<std::mutex> lock(config_mu_);
-  return tls_->add_debug(config::to_json(*config_));
+  std::string json = tls_->add_debug(config::to_json(*config_));
+  // Settings that weaken security, as the start-up log said them.
+  if (!json.empty() && json.back() == '}') {
+    json.pop_back();
+    json += ",\"security_warnings\":" +
+            config::security_warnings_json(config::security_warnings(*config_)) + "}";
+  }
+  return json;
 }
 
 }  // namespace epochgate::proxy

@@ -163,6 +163,14 @@ const BadCase kBadCases[] = {
     {"upstream_tls_cipher_list_selects_nothing",
      "upstream_tls:\n  enabled: true\n  cipher_list: \"!ALL\"\n", 3, 16,
      "upstream_tls.cipher_list: OpenSSL selects no TLS 1.2 cipher suite"},
+    {"sidecar_credentials_on_a_remote_listener",
+     "listen: 0.0.0.0:9092\nupstream_sasl:\n  mechanism: PLAIN\n  username: u\n  password_env: P\n"
+     "  on_behalf_of_clients: true\n",
+     6, 25, "lends epochgate's SASL principal to every client that can reach '0.0.0.0'"},
+    {"sidecar_credentials_on_remote_broker_ports",
+     "broker_ports:\n  bind_host: 10.0.0.5\nupstream_sasl:\n  mechanism: PLAIN\n  username: u\n"
+     "  password_env: P\n  on_behalf_of_clients: true\n",
+     7, 25, "every client that can reach '10.0.0.5'"},
     {"upstream_tls_cert_without_key", "upstream_tls:\n  enabled: true\n  cert_file: /c\n", 2, 3,
      "upstream_tls.key_file: upstream_tls.cert_file and key_file go together"},
 };
@@ -188,6 +196,25 @@ TEST_P(BadConfigTest, ReportsOneProblemAtTheRightPlace) {
 
 INSTANTIATE_TEST_SUITE_P(EveryErrorKind, BadConfigTest, ::testing::ValuesIn(kBadCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+TEST(LoaderTest, SidecarCredentialsNeedLoopbackCertificatesOrConsent) {
+  const std::string sasl =
+      "upstream_sasl:\n  mechanism: PLAIN\n  username: u\n  password_env: P\n"
+      "  on_behalf_of_clients: true\n";
+  for (const std::string& accepted :
+       {"listen: 127.0.0.1:9092\n" + sasl,
+        "listen: '[::1]:9092'\n" + sasl,
+        "listen: 0.0.0.0:9092\n" + sasl + "  allow_remote_clients: true\n",
+        "listen: 0.0.0.0:9092\ntls:\n  cert_file: /c\n  key_file: /k\n  client_ca_file: /ca\n"
+        "  client_auth: required\n" + sasl}) {
+    const LoadResult r = load_config_string(accepted, "test.yaml");
+    EXPECT_TRUE(r.problems.empty()) << accepted << (r.problems.empty() ? "" : r.problems[0].to_string());
+  }
+  const LoadResult r = load_config_string(
+      "listen: 0.0.0.0:9092\ntls:\n  cert_file: /c\n  key_file: /k\n  client_ca_file: /ca\n"
+      "  client_auth: requested\n" + sasl, "test.yaml");
+  EXPECT_EQ(r.problems.size(), 1u) << "client_auth: requested lets a client in without a certificate";
+}
 
 TEST(LoaderTest, SeveralProblemsAreAllReportedInFileOrder) {
   // Structural problems (lines 1, 4, 5) and a range problem found by

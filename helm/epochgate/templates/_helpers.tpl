@@ -152,6 +152,7 @@ admin:
   expose_debug: {{ $admin.exposeDebug | default false }}
   idle_timeout_ms: {{ int ($admin.idleTimeoutMs | default 5000) }}
 {{- include "epochgate.tlsConfig" . }}
+{{- include "epochgate.identityLending" . }}
 {{- /* empty blocks (limits: {}) are left out: the defaults apply */}}
 {{- $cfg := dict -}}
 {{- range $k, $val := $v.config -}}
@@ -347,4 +348,20 @@ volumeMounts:
     mountPath: {{ .path }}
     readOnly: true
 {{- end }}
+{{- end -}}
+
+{{/*
+Sidecar credential mode (config.upstream_sasl.on_behalf_of_clients) lends
+epochgate's SASL principal to whoever connects. A gateway listens on the pod
+address, so it needs required client certificates or an explicit
+config.upstream_sasl.allow_remote_clients (the NetworkPolicy is then the only
+boundary); epochgate refuses the same at start.
+*/}}
+{{- define "epochgate.identityLending" -}}
+{{- $v := .Values -}}
+{{- $sasl := (($v.config | default dict).upstream_sasl | default dict) -}}
+{{- $tls := $v.tls | default dict -}}
+{{- if and $sasl.on_behalf_of_clients (ne $v.mode "sidecar") (ne ($tls.clientAuth | default "none") "required") (not $sasl.allow_remote_clients) -}}
+{{- fail "config.upstream_sasl.on_behalf_of_clients in gateway mode lends epochgate's SASL principal to every client that can reach the pod: set tls.clientAuth: required, or config.upstream_sasl.allow_remote_clients: true (a NetworkPolicy is then the only boundary)" -}}
+{{- end -}}
 {{- end -}}
