@@ -1,12 +1,17 @@
 // proxy/sasl_scram.cc
 #include "proxy/sasl_scram.h"
 
+#include "proxy/sasl_scram_cache.h"
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <atomic>
 #include <charconv>
+#include <map>
+#include <mutex>
 #include <vector>
 
 namespace epochgate::proxy {
@@ -67,7 +72,63 @@ bool attribute(std::string_view msg, char key, std::string_view& value) {
   return false;
 }
 
+// Salted passwords already computed, by a digest of (hash, password, salt,
+// iterations): PBKDF2 (up to 100000 rounds, ~50 ms with SHA-512) runs once
+// per credential and broker salt, not on the worker loop for every session
+// that logs in. The key never holds the password; the values are wiped
+// when evicted. Shared by every loop (sidecar sessions, the refresher).
+class SaltedCache {
+ public:
+  static SaltedCache& instance() {
+    static SaltedCache c;
+    return c;
+  }
+  bool find(const std::string& key, std::string& out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return false;
+    out = it->second;
+    return true;
+  }
+  void put(const std::string& key, const std::string& salted) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entries_.size() >= kMaxEntries) clear_locked();  // rotations: a few entries live
+    entries_[key] = salted;
+  }
+  uint64_t runs() const { return runs_.load(); }
+  void count_run() { runs_.fetch_add(1); }
+  ~SaltedCache() { clear_locked(); }
+
+ private:
+  static constexpr size_t kMaxEntries = 64;
+  void clear_locked() {
+    for (auto& [k, v] : entries_) OPENSSL_cleanse(v.data(), v.size());
+    entries_.clear();
+  }
+  std::mutex mu_;
+  std::map<std::string, std::string> entries_;
+  std::atomic<uint64_t> runs_{0};
+};
+
+std::string cache_key(const EVP_MD* md, std::string_view password, std::string_view salt,
+                      int iterations) {
+  EVP_MD_CTX* c = EVP_MD_CTX_new();
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  const std::string head = std::string(EVP_MD_get0_name(md)) + '\0' + std::to_string(iterations) +
+                           '\0' + std::to_string(salt.size()) + '\0';
+  bool ok = c != nullptr && EVP_DigestInit_ex(c, EVP_sha256(), nullptr) == 1 &&
+            EVP_DigestUpdate(c, head.data(), head.size()) == 1 &&
+            EVP_DigestUpdate(c, salt.data(), salt.size()) == 1 &&
+            EVP_DigestUpdate(c, password.data(), password.size()) == 1 &&
+            EVP_DigestFinal_ex(c, out, &len) == 1;
+  EVP_MD_CTX_free(c);
+  return ok ? std::string(reinterpret_cast<char*>(out), len) : std::string();
+}
+
 }  // namespace
+
+uint64_t scram_salted_password_runs() { return SaltedCache::instance().runs(); }
 
 std::string base64_encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
@@ -149,11 +210,21 @@ bool ScramClient::client_final(std::string_view server_first, std::string& out,
     return false;
   }
   const EVP_MD* md = digest_of(hash_);
-  std::string salted(static_cast<size_t>(EVP_MD_get_size(md)), '\0');
-  PKCS5_PBKDF2_HMAC(password_.data(), static_cast<int>(password_.size()),
-                    reinterpret_cast<const unsigned char*>(salt.data()),
-                    static_cast<int>(salt.size()), iterations, md,
-                    static_cast<int>(salted.size()), reinterpret_cast<unsigned char*>(salted.data()));
+  std::string salted;
+  const std::string key = cache_key(md, password_, salt, iterations);
+  if (key.empty() || !SaltedCache::instance().find(key, salted)) {
+    salted.assign(static_cast<size_t>(EVP_MD_get_size(md)), '\0');
+    SaltedCache::instance().count_run();
+    if (PKCS5_PBKDF2_HMAC(password_.data(), static_cast<int>(password_.size()),
+                          reinterpret_cast<const unsigned char*>(salt.data()),
+                          static_cast<int>(salt.size()), iterations, md,
+                          static_cast<int>(salted.size()),
+                          reinterpret_cast<unsigned char*>(salted.data())) != 1) {
+      error = "PBKDF2 failed";
+      return false;
+    }
+    if (!key.empty()) SaltedCache::instance().put(key, salted);
+  }
   std::string client_key = hmac(md, salted, "Client Key");
   std::string stored_key = hash(md, client_key);
   // "biws" is base64("n,,"): no channel binding, no authorization id.

@@ -3,6 +3,7 @@
 // for SHA-256) and, for SHA-512 (no RFC vector), against the messages
 // kafka-python 2.0.2's independent ScramClient computes for the same inputs.
 #include "proxy/sasl_scram.h"
+#include "proxy/sasl_scram_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -85,6 +86,41 @@ TEST(ScramClient, WrongOrMissingServerSignatureFails) {
 TEST(ScramClient, EscapesCommaAndEqualsInUserNames) {
   ScramClient c(ScramHash::kSha256, "a,b=c", "pw", "n1");
   EXPECT_EQ(c.client_first(), "n,,n=a=2Cb=3Dc,r=n1");
+}
+
+// Each sidecar session logs in with the same credential and the broker's
+// same salt: PBKDF2 (2 ms at 4096 rounds, 50 ms at 100000) must run once,
+// not on the worker loop for every session; the proofs stay right.
+TEST(ScramClient, SaltedPasswordIsComputedOncePerSaltAndIterations) {
+  const char* first = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+  const std::string expected =
+      "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+      "p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
+  const uint64_t before = scram_salted_password_runs();
+  for (int i = 0; i < 3; ++i) {
+    ScramClient c(ScramHash::kSha256, "user", "pencil", "rOprNGfwEbeRWgbNEkqO");
+    std::string final_message, error;
+    ASSERT_TRUE(c.client_final(first, final_message, error)) << error;
+    EXPECT_EQ(final_message, expected);
+    EXPECT_TRUE(c.verify_server_final("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=", error));
+  }
+  EXPECT_LE(scram_salted_password_runs() - before, 1u);
+  // Another password, salt or iteration count is computed afresh.
+  for (const char* server_first :
+       {"r=rOprNGfwEbeRWgbNEkqOx,s=W22ZaJ0SNY7soEsUEjb6gA==,i=4096",
+        "r=rOprNGfwEbeRWgbNEkqOx,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4097"}) {
+    const uint64_t n = scram_salted_password_runs();
+    ScramClient c(ScramHash::kSha256, "user", "pencil", "rOprNGfwEbeRWgbNEkqO");
+    std::string final_message, error;
+    ASSERT_TRUE(c.client_final(server_first, final_message, error)) << error;
+    EXPECT_EQ(scram_salted_password_runs(), n + 1) << server_first;
+  }
+  const uint64_t n = scram_salted_password_runs();
+  ScramClient other(ScramHash::kSha256, "user", "pencil2", "rOprNGfwEbeRWgbNEkqO");
+  std::string final_message, error;
+  ASSERT_TRUE(other.client_final(first, final_message, error)) << error;
+  EXPECT_NE(final_message, expected);
+  EXPECT_EQ(scram_salted_password_runs(), n + 1);
 }
 
 TEST(Base64, RoundTripsAndRejectsNonBase64) {
