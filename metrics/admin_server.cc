@@ -8,6 +8,8 @@
 // response away. Never blocks the loop; never serves methods other than GET/HEAD.
 #include "metrics/admin_server.h"
 
+#include <strings.h>
+
 #include <llhttp.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
@@ -15,6 +17,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <unordered_set>
@@ -43,6 +46,8 @@ const char* reason_phrase(int status) {
       return "OK";
     case 400:
       return "Bad Request";
+    case 403:
+      return "Forbidden";
     case 404:
       return "Not Found";
     case 405:
@@ -106,9 +111,13 @@ struct Conn {
   int open_handles = 0;
   bool in_message = false;
   bool last_was_value = true;  // header callbacks: next field starts a new header
+  bool in_host = false;        // the header being read is Host
+  bool has_host = false;
+  std::string host;            // the Host header's value
   int error_status = 0;        // limit exceeded inside a callback: answer this and close
   bool stop_parsing = false;   // we ended parsing on purpose (not a malformed request)
   std::string url;
+  std::string header_name;  // the header name being read
   uint32_t header_bytes = 0;
   uint32_t header_count = 0;
   uint64_t body_bytes = 0;
@@ -238,6 +247,8 @@ int on_message_begin(llhttp_t* p) {
   c->in_message = true;
   c->last_was_value = true;
   c->url.clear();
+  c->in_host = c->has_host = false;
+  c->host.clear();
   c->header_bytes = 0;
   c->header_count = 0;
   c->body_bytes = 0;
@@ -258,8 +269,14 @@ int on_url(llhttp_t* p, const char* at, size_t len) {
 
 int on_header_field(llhttp_t* p, const char* at, size_t len) {
   Conn* c = conn_of(p);
-  if (c->last_was_value) ++c->header_count;
+  if (c->last_was_value) {
+    ++c->header_count;
+    c->in_host = false;
+    c->header_name.clear();
+  }
   c->last_was_value = false;
+  c->header_name.append(at, len);
+  c->in_host = c->header_name.size() == 4 && strncasecmp(c->header_name.data(), "host", 4) == 0;
   c->header_bytes += static_cast<uint32_t>(len);
   const AdminOptions& o = c->server->options;
   if (c->header_count > o.max_headers || c->header_bytes > o.max_header_bytes) {
@@ -271,6 +288,11 @@ int on_header_field(llhttp_t* p, const char* at, size_t len) {
 
 int on_header_value(llhttp_t* p, const char* at, size_t len) {
   Conn* c = conn_of(p);
+  if (c->in_host) {
+    if (!c->last_was_value) c->host.clear();  // a second Host line: the last one counts
+    c->host.append(at, len);
+    c->has_host = true;
+  }
   c->last_was_value = true;
   c->header_bytes += static_cast<uint32_t>(len);
   if (c->header_bytes > c->server->options.max_header_bytes) {
@@ -484,6 +506,10 @@ Response AdminServer::Impl::route(const Conn& c) {
   // The view and config stay inside the pod unless asked (admin.expose_debug).
   if ((ep == Ep::kMetadata || ep == Ep::kConfig) && options.debug_loopback_only && !c.loopback_peer)
     ep = Ep::kNone;
+  if ((ep == Ep::kMetadata || ep == Ep::kConfig) && c.has_host &&
+      !debug_host_allowed(c.host, options.debug_hosts))
+    return text_response(403, "forbidden: /debug answers only to loopback host names and the "
+                              "admin address\n");
   if (ep == Ep::kMetrics && !handlers.metrics) ep = Ep::kNone;
   if (ep == Ep::kNone) return text_response(404, "not found\n");
   if (!is_get) {
@@ -639,6 +665,44 @@ uint64_t AdminServer::connections_evicted() const { return impl_->evicted; }
 
 uint64_t AdminServer::connections_accepted() const {
   return impl_->accepted;
+}
+
+bool debug_host_allowed(std::string_view h, const std::vector<std::string>& allowed) {
+  // The name without its port: "[v6]:p", "[v6]", "name:p" or "name".
+  std::string_view name = h;
+  while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+  while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+  if (!name.empty() && name.front() == '[') {
+    const size_t end = name.find(']');
+    if (end == std::string_view::npos) return false;
+    name = name.substr(0, end + 1);
+  } else if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) {
+    name = name.substr(0, colon);
+  }
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);  // "localhost."
+  auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+  };
+  if (same(name, "localhost")) return true;
+  // An address rather than a name: a rebound DNS name is sent as that name,
+  // so a literal address is the listener reached directly (the pod IP, a
+  // port-forward), never a foreign site.
+  if (!name.empty() && name.find_first_not_of("0123456789.") == std::string_view::npos &&
+      std::count(name.begin(), name.end(), '.') == 3)
+    return true;
+  if (name.size() > 2 && name.front() == '[' && name.back() == ']') return true;
+  for (const std::string& a : allowed) {
+    std::string_view want = a;
+    if (!want.empty() && want.front() != '[' && want.find(':') != std::string_view::npos) {
+      // A bare IPv6 address as configured: Host carries it in brackets.
+      if (name.size() == want.size() + 2 && name.front() == '[' &&
+          same(name.substr(1, want.size()), want))
+        return true;
+      continue;
+    }
+    if (same(name, want)) return true;
+  }
+  return false;
 }
 
 }  // namespace epochgate::metrics

@@ -16,6 +16,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace prometheus {
 class Registry;
@@ -65,7 +67,17 @@ struct AdminOptions {
   /// /debug/* answered only to loopback peers (127.0.0.0/8, ::1); others get
   /// 404, as if the endpoint did not exist.
   bool debug_loopback_only = false;
+  /// Host header names /debug/* answers besides `localhost` and literal
+  /// addresses: the admin listener's own host name. A request naming any
+  /// other host gets 403, so a web page that rebinds its DNS name to this
+  /// address (DNS rebinding) cannot read /debug from a browser.
+  std::vector<std::string> debug_hosts;
 };
+
+/// True when `host_header` (a Host header value, port optional) is
+/// `localhost`, a literal IPv4 or [IPv6] address, or one of `allowed`
+/// (names compare case-insensitively).
+bool debug_host_allowed(std::string_view host_header, const std::vector<std::string>& allowed);
 
 /// True for 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8: peers inside the
 /// host (the pod), which may read /debug/* when debug_loopback_only is set.

@@ -308,6 +308,9 @@ bool App::start(std::string& error) {
     ao.max_connections = c.admin.max_connections;
     ao.idle_timeout_ms = c.admin.idle_timeout_ms;
     ao.debug_loopback_only = !c.admin.expose_debug;
+    if (!c.admin.listen.host.empty() && c.admin.listen.host != "0.0.0.0" &&
+        c.admin.listen.host != "::")
+      ao.debug_hosts.push_back(c.admin.listen.host);
     admin_ = std::make_unique<metrics::AdminServer>(&loop_, std::move(h), ao);
     metrics::ListenResult lr = admin_->listen(c.admin.listen.host, c.admin.listen.port);
     if (!lr.ok()) {

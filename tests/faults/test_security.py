@@ -6,6 +6,9 @@
   dialled; every outbound socket of the epochgate process goes to a mock
   broker port);
 - the admin server binds 127.0.0.1 when nothing else is configured;
+- /debug/* answers only requests whose Host is localhost, a literal address
+  or the admin listener's own host: a DNS-rebound name gets 403 (a web page
+  in a browser on the node cannot read the config or the metadata view);
 - SASL frames cross byte-identical and their bytes never reach the log, even
   at trace level;
 - no client-chosen value grows the number of metric series."""
@@ -372,6 +375,37 @@ def test_client_chosen_values_never_grow_metric_series(h):
     assert not any(v.startswith(("client-", "id-", "hostile-")) for v in labels), labels
     assert len(new) <= 40, "%d new series: %s" % (len(new), sorted(new)[:20])
     h.note("400 hostile requests added %d series (labels %s)" % (len(new), sorted(labels)[:12]))
+
+
+def _get(address, path, host):
+    """(status, body) of GET path with the given Host header."""
+    import http.client
+    conn = http.client.HTTPConnection(address[0], address[1], timeout=10)
+    try:
+        conn.putrequest("GET", path, skip_host=True)
+        conn.putheader("Host", host)
+        conn.endheaders()
+        r = conn.getresponse()
+        return r.status, r.read().decode(errors="replace")
+    finally:
+        conn.close()
+
+
+def test_debug_refuses_foreign_host_names(h):
+    cluster = h.start_cluster(1, ["%s:1:1" % TOPIC])
+    gate = start_gate(h, cluster.bootstrap)
+    host, port = gate.admin.rsplit(":", 1)
+    admin = (host, int(port))
+    for path in ("/debug/config", "/debug/metadata"):
+        for foreign in ("attacker.example", "attacker.example:%s" % port, "127.0.0.1.nip.io"):
+            status, body = _get(admin, path, foreign)
+            assert status == 403, "%s with Host %s: %d %s" % (path, foreign, status, body[:80])
+        for ours in ("localhost:%s" % port, "127.0.0.1:%s" % port, "LOCALHOST", "[::1]:%s" % port):
+            status, body = _get(admin, path, ours)
+            assert status == 200, "%s with Host %s: %d %s" % (path, ours, status, body[:80])
+    # The operational endpoints stay reachable under any name (probes, scrapers).
+    assert _get(admin, "/metrics", "attacker.example")[0] == 200
+    assert _get(admin, "/healthz", "attacker.example")[0] == 200
 
 
 if __name__ == "__main__":
