@@ -532,6 +532,13 @@ def case_sasl_secret_mounted(ctx):
         plain = one(ctx.manifests(ctx.chart, []), "Deployment")["spec"]["template"]["spec"]
         check("epochgate-sasl" not in {v["name"] for v in plain["volumes"]},
               "a Secret volume without sasl.existingSecret")
+        # The gateway's pod has an fsGroup: the password file is 0440
+        # (owner and that group), not world-readable 0644.
+        spec = one(renders[0][0], "Deployment")["spec"]["template"]["spec"]
+        vol = {v["name"]: v for v in spec["volumes"]}["epochgate-sasl"]["secret"]
+        check(vol.get("defaultMode") == 0o440 and spec["securityContext"].get("fsGroup"),
+              f"gateway SASL Secret mode {vol.get('defaultMode')}, fsGroup "
+              f"{spec['securityContext'].get('fsGroup')}")
 
 
 def _tls_mounts(spec):

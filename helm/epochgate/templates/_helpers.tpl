@@ -242,11 +242,27 @@ mounts:
 {{/* The TLS Secret volumes, as spec.volumes entries (whole Secrets, no
 subPath: only then does the kubelet update the files on rotation). */}}
 {{- define "epochgate.tlsVolumes" -}}
+{{- $mode := include "epochgate.secretMode" . -}}
 {{- range (include "epochgate.tlsMountList" . | fromYaml).mounts }}
 - name: {{ .name }}
   secret:
     secretName: {{ .secret }}
+    {{- with $mode }}
+    defaultMode: {{ . }}
+    {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/*
+File mode of mounted Secrets (keys, passwords): 0440 (288), readable by
+the pod's fsGroup only, where the chart runs the pod (gateway mode) with an
+fsGroup; empty otherwise (a sidecar lives in the application's pod, whose
+fsGroup the chart does not know, so Kubernetes' default 0644 stays).
+*/}}
+{{- define "epochgate.secretMode" -}}
+{{- if and (ne .Values.mode "sidecar") (.Values.podSecurityContext | default dict).fsGroup -}}
+288
+{{- end -}}
 {{- end -}}
 
 {{/* Pod annotation that changes whenever the config does (rolls the pods). */}}
