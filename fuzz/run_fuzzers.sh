@@ -17,7 +17,7 @@ seconds="${2:?seconds per target}"
 shift 2
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(fuzz_frame_splitter fuzz_headers fuzz_record_batch fuzz_decode fuzz_session_client fuzz_session_broker)
+  targets=(fuzz_frame_splitter fuzz_headers fuzz_record_batch fuzz_decode fuzz_session_client fuzz_session_broker fuzz_pre_auth)
 fi
 
 bin="$build/fuzz"

@@ -111,6 +111,9 @@ void session_seeds(const std::string& name, const Frame& req, const Frame* resp)
     c.push_back(opts);
     c.insert(c.end(), req.whole.begin(), req.whole.end());
     write_seed("fuzz_session_client", n, c);
+    // The requests a client sends before it has logged in: ApiVersions,
+    // SaslHandshake, SaslAuthenticate (fuzz_pre_auth, same input layout).
+    if (req.key == 18 || req.key == 17 || req.key == 36) write_seed("fuzz_pre_auth", n, c);
     if (resp == nullptr) continue;
     Bytes b;
     b.push_back(opts);

@@ -254,6 +254,12 @@ SessionRig::SessionRig(const RigOptions& options) : st_(std::make_unique<State>(
   cfg->limits.low_watermark_bytes = options_.low_watermark;
   cfg->limits.upstream_connect_timeout_ms = 2000;
   cfg->refresher.enabled = false;
+  if (options_.clients_must_authenticate) {
+    // Never used to log in here (no refresher, not on behalf of clients).
+    cfg->upstream_sasl.mechanism = "SCRAM-SHA-256";
+    cfg->upstream_sasl.username = "fuzz";
+    cfg->upstream_sasl.password_env = "EPOCHGATE_FUZZ_NO_PASSWORD";
+  }
   std::shared_ptr<const config::Config> config = cfg;
 
   if (options_.fencing) {

@@ -28,6 +28,10 @@ struct RigOptions {
   /// limits.buffer_budget_bytes: small, so reads pause on it; every byte a
   /// connection reported must be given back once the session is gone.
   uint64_t buffer_budget_bytes = 256u << 10;
+  /// The cluster authenticates every client by SASL (epochgate has its own
+  /// upstream_sasl, not on behalf of clients): frames before the client's
+  /// login are held to the pre-authentication cap.
+  bool clients_must_authenticate = false;
 };
 
 /// What a run observed (for the targets' oracles).
