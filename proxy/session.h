@@ -190,6 +190,8 @@ class SessionList {
   void remove(Session* s);
   /// Live sessions; readable from any thread (drain progress).
   size_t size() const { return size_.load(); }
+  /// Sessions removed (freed) since the list was made; worker thread only.
+  uint64_t removed() const { return removed_; }
   template <typename F>
   void for_each(F&& f) {
     for (Session* s = head_; s != nullptr;) {
@@ -202,6 +204,7 @@ class SessionList {
  private:
   Session* head_ = nullptr;
   std::atomic<size_t> size_{0};
+  uint64_t removed_ = 0;
 };
 
 }  // namespace epochgate::proxy

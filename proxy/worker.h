@@ -64,6 +64,9 @@ class Worker {
   static void on_sweep(uv_timer_t* t);
   static void on_budget_timer(uv_timer_t* t);
   void run_posted();
+  /// After a sweep: has the allocator return free pages when sessions were
+  /// freed or `pool_freed_bytes` left the pool since the last call.
+  void account_held(size_t pool_freed_bytes);
 
   WorkerContext ctx_;
   std::atomic<uint32_t>& connections_;
@@ -78,6 +81,7 @@ class Worker {
   std::vector<std::function<void()>> posted_;
   SessionList sessions_;
   tls::HandshakeList handshakes_;  // client TLS handshakes not yet a session
+  uint64_t sessions_removed_seen_ = 0;     // sessions_.removed() at the last account_held()
   bool stopping_ = false;
 };
 
