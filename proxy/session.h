@@ -67,6 +67,15 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// closed here when the peer has gone, so its buffers are released.
   bool close_if_client_gone();
   bool budget_paused() const { return flow_.budget_paused(); }
+  /// Requests this session still owes its client (closing ones included:
+  /// they are freed with the session).
+  size_t in_flight_count() const { return in_flight_.size(); }
+  /// 1 while the session has an upstream connection (dialing, open, or
+  /// closing and not yet released), else 0.
+  int upstream_connections() const {
+    if (upstream_) return 1;
+    return state_ == State::kDialing || (state_ == State::kClosing && !dialer_closed_) ? 1 : 0;
+  }
   /// The process-wide client connection count this session is part of; it
   /// is decremented when the session closes.
   void count_against(std::atomic<uint32_t>* counter) { counter_ = counter; }
