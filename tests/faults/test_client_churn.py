@@ -122,6 +122,12 @@ def _settled_rss(pid, baseline, timeout=12.0):
         time.sleep(0.5)
 
 
+def _sanitized(binary):
+    """True for an AddressSanitizer build of epochgate (EPOCHGATE_SANITIZE)."""
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
 def _fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
@@ -157,19 +163,30 @@ def _leaves_nothing(h, tls, at_once_count, upstream_count):
     held = client_churn.wait_released(gate)
     assert all(v == 0 for v in held.values()), \
         "still held after every client left: %s" % held
-    rss = _settled_rss(pid, baseline)
-    h.note("RSS %.1f MiB after warm-up, %.1f MiB after the churn (bound +%d MiB)"
-           % (baseline / 2**20, rss / 2**20, RSS_BOUND >> 20))
-    assert rss <= baseline + RSS_BOUND, \
-        "RSS grew from %.1f to %.1f MiB over %d connections that left requests in flight" % (
-            baseline / 2**20, rss / 2**20, burst.total() + owed.total())
+    if _sanitized(h.epochgate_path):
+        # ASan keeps freed memory in its quarantine on purpose: the gauges
+        # above are what this build can be judged by.
+        h.note("sanitizer build: RSS %.1f -> %.1f MiB, not judged" % (
+            baseline / 2**20, client_churn.rss_bytes(pid) / 2**20))
+    else:
+        rss = _settled_rss(pid, baseline)
+        h.note("RSS %.1f MiB after warm-up, %.1f MiB after the churn (bound +%d MiB)"
+               % (baseline / 2**20, rss / 2**20, RSS_BOUND >> 20))
+        assert rss <= baseline + RSS_BOUND, \
+            "RSS grew from %.1f to %.1f MiB over %d connections that left requests in " \
+            "flight" % (baseline / 2**20, rss / 2**20, burst.total() + owed.total())
     assert _fds(pid) <= fds_before + 2, "descriptors %d -> %d" % (fds_before, _fds(pid))
 
-    # The churn reached epochgate, and a client that stays is still served.
-    per_kind = upstream_count // len(upstream)
-    for api in ("fetch", "produce", "metadata"):
+    # The churn reached epochgate (at least half the requests sent behind an
+    # answered ApiVersions were read: their clients waited for that answer),
+    # and a client that stays is still served.
+    for api, job in (("fetch", "fetch_max_wait"), ("produce", "produce_acks1"),
+                     ("metadata", "metadata")):
+        sent = sum(n for name, n in owed.done.items()
+                   if name.startswith("after_answer_" + job))
         read = metric_of(gate, "epochgate_requests_total", api=api) - requests_before[api]
-        assert read >= per_kind, "only %d %s requests read" % (read, api)
+        assert sent > 0 and read >= sent // 2, "%d %s requests read of %d sent" % (
+            read, api, sent)
     conn = kw.Connection(*gate.bootstrap_address, tls=ctx)
     try:
         conn.send(kw.metadata_request(7, [TOPIC], version=1))
