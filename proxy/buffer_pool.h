@@ -10,8 +10,8 @@
 // Single-threaded: one pool per event loop.
 #pragma once
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
