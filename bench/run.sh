@@ -96,7 +96,11 @@ if [[ $PROFILE_ONLY -eq 0 ]]; then
   "${BENCH[@]}" --command "$CMDLINE" ${PASS[@]+"${PASS[@]}"}
   (cd "$OUT" && gnuplot latency.gp)
   if [[ $QUICK -eq 0 ]]; then
+    # The soak section comes from a separate hour-long run (tools/soak), not
+    # from this one: carried over from the file being replaced.
+    soak_section=$(awk '/^## /{keep = /^## Soak/} keep' "$SRC/bench/RESULTS.md" 2>/dev/null || true)
     cp "$OUT/RESULTS.md" "$SRC/bench/RESULTS.md"
+    if [[ -n "$soak_section" ]]; then printf '\n%s\n' "$soak_section" >> "$SRC/bench/RESULTS.md"; fi
     cp "$OUT/latency.png" "$SRC/bench/latency.png"
     echo "run.sh: wrote bench/RESULTS.md and bench/latency.png" >&2
   else

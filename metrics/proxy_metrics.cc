@@ -455,6 +455,37 @@ struct ProxyMetrics::Impl {
                                .Help("Bytes of connection buffers held, all connections.")
                                .Register(*registry)
                                .Add({});
+
+  // What client connections leave held; all return to 0 (the pools to what
+  // a steady load uses) once the clients have gone, whatever was in flight.
+  Gauge* sessions_live = &prometheus::BuildGauge()
+                              .Name("epochgate_sessions_live")
+                              .Help("Client sessions in memory (open, or closing and not yet "
+                                    "freed), all workers.")
+                              .Register(*registry)
+                              .Add({});
+  Gauge* in_flight = &prometheus::BuildGauge()
+                          .Name("epochgate_in_flight_requests")
+                          .Help("Requests read from clients and not yet answered to them, "
+                                "held by the sessions in memory.")
+                          .Register(*registry)
+                          .Add({});
+  Gauge* upstreams_live = &prometheus::BuildGauge()
+                               .Name("epochgate_upstream_connections_live")
+                               .Help("Upstream connections of the sessions in memory (dialing, "
+                                     "open or closing).")
+                               .Register(*registry)
+                               .Add({});
+  Gauge* pool_buffers = &prometheus::BuildGauge()
+                             .Name("epochgate_buffer_pool_buffers")
+                             .Help("Buffers the workers' pools keep for reuse.")
+                             .Register(*registry)
+                             .Add({});
+  Gauge* pool_bytes = &prometheus::BuildGauge()
+                           .Name("epochgate_buffer_pool_bytes")
+                           .Help("Bytes of the buffers the workers' pools keep for reuse.")
+                           .Register(*registry)
+                           .Add({});
 };
 
 namespace {
@@ -690,6 +721,18 @@ void ProxyMetrics::buffer_budget_pause() {
 
 void ProxyMetrics::set_buffered_bytes(int64_t n) {
   impl_->buffered_bytes->Set(static_cast<double>(n));
+}
+
+void ProxyMetrics::add_held_resources(const HeldResources& d) {
+  auto add = [](Gauge* g, int64_t n) {
+    if (n > 0) g->Increment(static_cast<double>(n));
+    if (n < 0) g->Decrement(static_cast<double>(-n));
+  };
+  add(impl_->sessions_live, d.sessions);
+  add(impl_->in_flight, d.in_flight);
+  add(impl_->upstreams_live, d.upstream_connections);
+  add(impl_->pool_buffers, d.pooled_buffers);
+  add(impl_->pool_bytes, d.pooled_bytes);
 }
 
 }  // namespace epochgate::metrics

@@ -25,6 +25,16 @@ enum class Direction { kClientToUpstream, kUpstreamToClient };
 /// Which end of a proxied pair a connection is.
 enum class Side { kClient, kUpstream };
 
+/// What the proxy's workers hold in memory that a client connection made
+/// (counts, not bytes, except `pooled_bytes`). Used as a change to add.
+struct HeldResources {
+  int64_t sessions = 0;              ///< client sessions not yet freed (open or closing)
+  int64_t in_flight = 0;             ///< requests those sessions owe their clients
+  int64_t upstream_connections = 0;  ///< their upstream connections, dialing, open or closing
+  int64_t pooled_buffers = 0;        ///< buffers the workers' pools keep for reuse
+  int64_t pooled_bytes = 0;          ///< bytes of those buffers
+};
+
 /// Typed front for the `epochgate_*` metrics (README "Metrics" lists them).
 class ProxyMetrics {
  public:
@@ -75,6 +85,12 @@ class ProxyMetrics {
   void buffer_budget_pause();
   /// epochgate_buffered_bytes (gauge): connection buffer bytes held, all connections.
   void set_buffered_bytes(int64_t n);
+  /// Adds `delta` to the gauges epochgate_sessions_live,
+  /// epochgate_in_flight_requests, epochgate_upstream_connections_live,
+  /// epochgate_buffer_pool_buffers and epochgate_buffer_pool_bytes. Each
+  /// worker adds the change since its previous call, so the gauges are
+  /// process-wide sums (a worker publishes about once a second).
+  void add_held_resources(const HeldResources& delta);
 
   // Operations.
   /// epochgate_config_reloads_total{result="success|failure"}

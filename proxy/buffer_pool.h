@@ -5,10 +5,12 @@
 // sized in classes so that one freed by one frame fits the next. Bounded:
 // at most max_pooled blocks and max_large_kept_bytes of large buffers (16 MiB
 // by default) are kept, and a large buffer no frame took for one trim()
-// interval is freed.
+// interval is freed; so are the blocks that stayed in the pool through a
+// whole trim() interval, so a burst of connections leaves no blocks behind.
 // Single-threaded: one pool per event loop.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -35,6 +37,7 @@ class BufferPool {
     if (free_.empty()) return ByteBuffer(block_size_);
     ByteBuffer b = std::move(free_.back());
     free_.pop_back();
+    if (free_.size() < free_low_) free_low_ = free_.size();
     return b;
   }
   /// A buffer of at least `n` bytes. Up to block_size() a block; above it the
@@ -86,16 +89,33 @@ class BufferPool {
     free_.push_back(std::move(b));
   }
   /// Frees the large buffers nothing took or gave back since the previous
-  /// call, so a burst of large frames leaves no memory behind once it ends.
-  /// Called about once a second (the worker's sweep).
-  void trim() {
-    for (size_t i = large_.size(); i-- > 0;)
-      if (large_[i].generation != generation_) release_large(i);
+  /// call, and as many blocks as stayed in the pool the whole time since
+  /// then (the fewest it held), so a burst of large frames or of
+  /// connections leaves no memory behind once it ends: a pool that serves
+  /// a steady load keeps what that load takes. Called about once a second
+  /// (the worker's sweep). Returns the bytes freed.
+  size_t trim() {
+    size_t freed = 0;
+    for (size_t i = large_.size(); i-- > 0;) {
+      if (large_[i].generation != generation_) {
+        freed += large_[i].buf.capacity();
+        release_large(i);
+      }
+    }
     ++generation_;
+    size_t idle = std::min(free_low_, free_.size());
+    for (size_t i = 0; i < idle; ++i) {
+      freed += free_.back().capacity();
+      free_.pop_back();
+    }
+    free_low_ = free_.size();
+    return freed;
   }
 
   size_t block_size() const { return block_size_; }
   size_t pooled() const { return free_.size(); }
+  /// Bytes the pool keeps for reuse: its blocks and its large buffers.
+  size_t pooled_bytes() const { return free_.size() * block_size_ + large_kept_bytes_; }
   size_t pooled_large() const { return large_.size(); }
   /// Capacity of the kept large buffers (bytes).
   size_t pooled_large_bytes() const { return large_kept_bytes_; }
@@ -140,6 +160,7 @@ class BufferPool {
   size_t max_pooled_;
   size_t max_large_kept_bytes_;
   std::vector<ByteBuffer> free_;
+  size_t free_low_ = 0;  // fewest blocks free_ held since the last trim()
   std::vector<Kept> large_;  // oldest first
   size_t large_kept_bytes_ = 0;
   uint64_t generation_ = 0;

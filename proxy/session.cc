@@ -141,6 +141,9 @@ void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
     if (state_ != State::kOpen) return;
   }
   update_backpressure();
+  // Requests read while dialing: update_backpressure() offers them only when
+  // it restarts reading, and reading may have gone on (check_held_client_input).
+  if (state_ == State::kOpen && !client_.input().empty()) process_client_input();
   if (state_ == State::kOpen && !upstream_->input().empty()) process_upstream_input();
 }
 
@@ -305,10 +308,15 @@ void Session::check_held_client_input() {
     if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
     return;
   }
-  // A whole request: nothing more is read until the upstream has answered
-  // and the request can be decided and forwarded.
+  // A whole request: nothing more is needed until the upstream has answered
+  // and the request can be decided and forwarded. Reading goes on while the
+  // buffer the request was read into has room (a read never grows it then,
+  // Connection::on_transport_alloc), so a client that leaves right behind
+  // its request (FIN or RST, as health checks and clients that gave up do)
+  // is seen at once and everything its session holds is freed, instead of
+  // when the broker has answered the dial. Past that room reading stops.
   partial_since_ns_ = 0;
-  client_.stop_reading();
+  if (in.tail_room() < ctx_.pool.block_size() / 4) client_.stop_reading();
 }
 
 PreAuthCap Session::pre_auth_cap(size_t size) {

@@ -67,6 +67,15 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// closed here when the peer has gone, so its buffers are released.
   bool close_if_client_gone();
   bool budget_paused() const { return flow_.budget_paused(); }
+  /// Requests this session still owes its client (closing ones included:
+  /// they are freed with the session).
+  size_t in_flight_count() const { return in_flight_.size(); }
+  /// 1 while the session has an upstream connection (dialing, open, or
+  /// closing and not yet released), else 0.
+  int upstream_connections() const {
+    if (upstream_) return 1;
+    return state_ == State::kDialing || (state_ == State::kClosing && !dialer_closed_) ? 1 : 0;
+  }
   /// The process-wide client connection count this session is part of; it
   /// is decremented when the session closes.
   void count_against(std::atomic<uint32_t>* counter) { counter_ = counter; }
@@ -198,6 +207,8 @@ class SessionList {
   void remove(Session* s);
   /// Live sessions; readable from any thread (drain progress).
   size_t size() const { return size_.load(); }
+  /// Sessions removed (freed) since the list was made; worker thread only.
+  uint64_t removed() const { return removed_; }
   template <typename F>
   void for_each(F&& f) {
     for (Session* s = head_; s != nullptr;) {
@@ -210,6 +221,7 @@ class SessionList {
  private:
   Session* head_ = nullptr;
   std::atomic<size_t> size_{0};
+  uint64_t removed_ = 0;
 };
 
 }  // namespace epochgate::proxy

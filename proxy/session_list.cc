@@ -17,6 +17,7 @@ void SessionList::remove(Session* s) {
   if (s->next) s->next->prev = s->prev;
   s->prev = s->next = nullptr;
   --size_;
+  ++removed_;
 }
 
 }  // namespace epochgate::proxy

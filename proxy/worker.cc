@@ -206,7 +206,7 @@ void Worker::on_sweep(uv_timer_t* t) {
   const auto& lim = w->ctx_.config->limits;
   if (w->ctx_.metrics && w->ctx_.budget)
     w->ctx_.metrics->set_buffered_bytes(w->ctx_.budget->used());
-  w->ctx_.pool.trim();
+  const size_t pool_freed = w->ctx_.pool.trim();
   uint64_t now = uv_hrtime();
   uint64_t idle_ns = uint64_t{lim.idle_timeout_ms} * 1000000;
   uint64_t partial_ns = uint64_t{lim.partial_frame_timeout_ms} * 1000000;
@@ -228,6 +228,7 @@ void Worker::on_sweep(uv_timer_t* t) {
       s.close("partial_frame_timeout");
     }
   });
+  w->account_held(pool_freed);
 }
 
 void Worker::begin_drain() {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "metrics/proxy_metrics.h"
 #include "proxy/rerouter.h"
 #include "proxy/session.h"
 #include "proxy/tls/client_handshake.h"
@@ -71,6 +72,11 @@ class Worker {
   static void on_sweep(uv_timer_t* t);
   static void on_budget_timer(uv_timer_t* t);
   void run_posted();
+  /// After a sweep: publishes what this worker holds (sessions, their
+  /// in-flight requests and upstream connections, pooled buffers) as the
+  /// change since the last call, and has the allocator return free pages
+  /// when sessions were freed or `pool_freed_bytes` left the pool.
+  void account_held(size_t pool_freed_bytes);
 
   WorkerContext ctx_;
   std::atomic<uint32_t>& connections_;
@@ -85,6 +91,8 @@ class Worker {
   std::vector<std::function<void()>> posted_;
   SessionList sessions_;
   tls::HandshakeList handshakes_;  // client TLS handshakes not yet a session
+  metrics::HeldResources held_published_;  // what account_held() last added to the gauges
+  uint64_t sessions_removed_seen_ = 0;     // sessions_.removed() at the last account_held()
   bool stopping_ = false;
 };
 

@@ -229,6 +229,29 @@ TEST_F(ProxyMetricsTest, ActiveConnectionsGoBackToZero) {
   EXPECT_EQ(value("epochgate_connections_total", {{"side", "client"}, {"node", "2"}}), 2);
 }
 
+TEST_F(ProxyMetricsTest, HeldResourcesAddUpAcrossWorkersAndReturnToZero) {
+  for (const char* name : {"epochgate_sessions_live", "epochgate_in_flight_requests",
+                           "epochgate_upstream_connections_live",
+                           "epochgate_buffer_pool_buffers", "epochgate_buffer_pool_bytes"})
+    EXPECT_EQ(value(name, {}), 0) << name << " exists at 0 before the first client";
+  // Two workers publish what they hold, each as its change since the last time.
+  HeldResources one{3, 2, 3, 4, 4 << 16}, two{1, 0, 1, 1, 1 << 16};
+  metrics_.add_held_resources(one);
+  metrics_.add_held_resources(two);
+  EXPECT_EQ(value("epochgate_sessions_live", {}), 4);
+  EXPECT_EQ(value("epochgate_in_flight_requests", {}), 2);
+  EXPECT_EQ(value("epochgate_upstream_connections_live", {}), 4);
+  EXPECT_EQ(value("epochgate_buffer_pool_buffers", {}), 5);
+  EXPECT_EQ(value("epochgate_buffer_pool_bytes", {}), 5 << 16);
+  // Their clients left: each publishes the negative of what it held.
+  metrics_.add_held_resources({-3, -2, -3, -4, -(4 << 16)});
+  metrics_.add_held_resources({-1, 0, -1, -1, -(1 << 16)});
+  for (const char* name : {"epochgate_sessions_live", "epochgate_in_flight_requests",
+                           "epochgate_upstream_connections_live",
+                           "epochgate_buffer_pool_buffers", "epochgate_buffer_pool_bytes"})
+    EXPECT_EQ(value(name, {}), 0) << name;
+}
+
 TEST_F(ProxyMetricsTest, ReasonLabelsAreCapped) {
   for (int i = 0; i < 100; ++i) metrics_.frame_error("reason_" + std::to_string(i));
   const auto reasons = label_values("epochgate_frame_errors_total", "reason");

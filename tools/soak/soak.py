@@ -6,6 +6,10 @@ while the cluster is disturbed, then an independent audit of every record.
   a fixed rate and a consumer group reading concurrently, through epochgate;
 - a partition leader moves every 30 s, a broker bounces (down, 3 s, up) every
   2 min (the first bounce at 60 % of a shorter run);
+- connection churn beside the clients (epochgate only): connections that
+  close at once, send ApiVersions then close, send half a frame then
+  reset, or reset with a Metadata request in flight upstream, round-robin
+  at --churn-per-s (tests/integration/client_churn.py);
 - epochgate's resident memory and open file descriptors sampled every 5 s;
 - afterwards the topic is read straight from the mock cluster (python3
   confluent-kafka, not through epochgate) and matched against the producer's
@@ -19,7 +23,9 @@ numbers only for transactional producers, so it stores an idempotent
 producer's retry twice where a real broker would not: those are counted and
 reported, see classify_duplicates); the check program's consumer saw nothing
 else wrong; RSS and fds at the end within 10 % of their value after warm-up
-(fds: or 4 descriptors, since a reconnect briefly holds both sockets).
+(fds: or 4 descriptors, since a reconnect briefly holds both sockets);
+once the clients are gone, epochgate's gauges of what clients leave held
+(sessions, in-flight requests, upstream connections, pooled buffers) at 0.
 `--direct` runs the same without epochgate, as a control. Prints one JSON
 line last.
 
@@ -42,7 +48,9 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import client_churn  # noqa: E402
 import harness  # noqa: E402
+import kafka_wire as kw  # noqa: E402
 
 TOPIC = "soak"
 PARTITIONS = 12  # keeps 10 min at 500/s under the mock's 5 MiB per partition
@@ -59,29 +67,35 @@ def proc_sample(pid):
 
 
 class Sampler(threading.Thread):
+    """Samples (t_s, rss, fds) every `every_s` into `rows` and appends each
+    to the CSV at `path` as it is taken, so a long run's curve is on disk
+    while it runs (and survives a run that is cut short)."""
+
     def __init__(self, pid, every_s, path):
         super().__init__(daemon=True)
         self.pid, self.every_s, self.path = pid, every_s, path
         self.rows = []  # (t_s, rss, fds)
         self.stop_event = threading.Event()
         self.t0 = time.monotonic()
+        with open(self.path, "w") as f:
+            f.write("t_s,rss_bytes,open_fds\n")
 
     def run(self):
-        while not self.stop_event.is_set():
-            try:
-                rss, fds = proc_sample(self.pid)
-            except OSError:
-                return
-            self.rows.append((time.monotonic() - self.t0, rss, fds))
-            self.stop_event.wait(self.every_s)
+        with open(self.path, "a") as f:
+            while not self.stop_event.is_set():
+                try:
+                    rss, fds = proc_sample(self.pid)
+                except OSError:
+                    return
+                row = (time.monotonic() - self.t0, rss, fds)
+                self.rows.append(row)
+                f.write("%.1f,%d,%d\n" % row)
+                f.flush()
+                self.stop_event.wait(self.every_s)
 
     def stop(self):
         self.stop_event.set()
         self.join(5)
-        with open(self.path, "w") as f:
-            f.write("t_s,rss_bytes,open_fds\n")
-            for t, rss, fds in self.rows:
-                f.write("%.1f,%d,%d\n" % (t, rss, fds))
 
 
 def chaos_plan(seconds, move_every_s, bounce_every_s, quiet_tail_s=5.0):
@@ -249,6 +263,21 @@ def classify_duplicates(seqs, timeline_path, bounce_windows, before_s=10.0, afte
     return explained, unexplained
 
 
+def churn_jobs(address):
+    """The four shapes of connection churn the soak keeps up (client_churn)."""
+    metadata = kw.metadata_request(0x5301, [TOPIC], version=1)
+    return [
+        ("close_at_once", client_churn.close_at_once(), address, None, None),
+        ("api_versions_then_close",
+         client_churn.request_then_close(kw.api_versions_request(0x5302, 0)), address, None,
+         None),
+        ("half_frame_then_rst", client_churn.half_frame_then_close(metadata, rst=True), address,
+         None, None),
+        ("request_then_rst", client_churn.in_flight_upstream_then_close(metadata, rst=True),
+         address, None, None),
+    ]
+
+
 def flatness(rows, warmup_s):
     """Baseline (mean of the first 3 samples after warm-up), end (mean of the
     last 3) and the max over the run after warm-up, for rss and fds."""
@@ -274,6 +303,8 @@ def main():
     ap.add_argument("--move-every-s", type=float, default=30.0)
     ap.add_argument("--bounce-every-s", type=float, default=120.0)
     ap.add_argument("--sample-every-s", type=float, default=5.0)
+    ap.add_argument("--churn-per-s", type=float, default=20.0,
+                    help="client connections per second that go away mid-request (0: none)")
     ap.add_argument("--direct", action="store_true",
                     help="control run: clients straight at the mock cluster, no epochgate")
     ap.add_argument("--warmup-s", type=float, default=None,
@@ -287,7 +318,7 @@ def main():
     h = harness.Harness(options, "soak_%gmin%s" % (o.minutes, "_direct" if o.direct else ""))
     print("soak: %g min, work dir %s" % (o.minutes, h.workdir), flush=True)
     result = {"minutes": o.minutes, "passed": False, "mode": "direct" if o.direct else "epochgate"}
-    sampler = chaos = None
+    sampler = chaos = churn = None
     try:
         cluster = h.start_cluster(3, ["%s:%d:3" % (TOPIC, PARTITIONS)])
         gate = None if o.direct else h.start_gate(cluster.bootstrap, ["--log-level", "info"])
@@ -305,7 +336,17 @@ def main():
         chaos_log = open(os.path.join(h.workdir, "chaos.log"), "w")
         chaos = Chaos(cluster, chaos_plan(seconds, o.move_every_s, o.bounce_every_s), chaos_log)
         chaos.start()
+        if gate and o.churn_per_s > 0:
+            # Two threads, each pausing between connections: a steady rate.
+            churn = client_churn.Churn(churn_jobs(gate.bootstrap_address), threads=2,
+                                       seconds=seconds, pause_s=2.0 / o.churn_per_s).start()
         summary = check.result(timeout=seconds + 400, expect_pass=False)
+        if churn:
+            churn.stop()
+            churn.join(30)
+        # Every client has gone (the check program exited, the churn
+        # stopped): nothing they made may still be held.
+        held = client_churn.wait_released(gate, timeout=30) if gate else {}
         # The plan ends 5 s before the producer does; a bounce still under
         # way gets its 3 s and its `up`.
         chaos.join(15)
@@ -330,6 +371,9 @@ def main():
             "chaos_errors": chaos.errors, "samples": len(sampler.rows), "warmup_s": warmup,
             "rss_bytes": flat["rss"], "open_fds": flat["fds"],
             "epochgate_alive": gate.proc.alive() if gate else None,
+            "churn": {"done": churn.done, "failed": churn.failed,
+                      "errors": churn.errors[:5]} if churn else None,
+            "held_after_clients_left": held,
             "frame_errors": sum(float(l.split()[-1]) for l in metrics.splitlines()
                                 if l.startswith("epochgate_frame_errors_total")),
         })
@@ -358,6 +402,10 @@ def main():
         if gate and not fd_ok:
             problems.append("open fds grew from %.0f to %.0f" % (flat["fds"]["baseline"],
                                                                  flat["fds"]["end"]))
+        if gate and any(v != 0 for v in held.values()):
+            problems.append("held after every client left: %s" % held)
+        if churn and churn.total() == 0:
+            problems.append("no churn connection was made: %s" % churn.errors[:3])
         # The disturbances are what the soak is about: all of them must have
         # happened, and none may have failed.
         if chaos.errors:
@@ -380,6 +428,8 @@ def main():
         if isinstance(e, KeyboardInterrupt):
             raise
     finally:
+        if churn:
+            churn.stop()
         if chaos:
             chaos.stop_event.set()
         if sampler and sampler.is_alive():
@@ -407,6 +457,9 @@ def main():
                   r["rss_bytes"]["end"] / 2**20, r["rss_bytes"]["end_change_pct"],
                   r["rss_bytes"]["max"] / 2**20, r["open_fds"]["baseline"], r["open_fds"]["end"],
                   r["open_fds"]["max"]))
+    if r.get("churn"):
+        print("soak: churn %s (failed %s); held after the clients left: %s" % (
+            r["churn"]["done"], r["churn"]["failed"], r["held_after_clients_left"]))
     for p in r.get("problems", []):
         print("soak: PROBLEM %s" % p)
     print(json.dumps(r, sort_keys=True), flush=True)
