@@ -174,7 +174,7 @@ def check_config_with_binary(ctx, text):
         f.write(text)
         path = f.name
     try:
-        r = subprocess.run([ctx.epochgate, "--check-config", path], capture_output=True,
+        r = subprocess.run([ctx.epochgate, "--check-config", path, "--no-files"], capture_output=True,
                            text=True, timeout=30, check=False)
         check(r.returncode == 0, f"epochgate --check-config refused the rendered config:\n"
                                  f"{r.stdout}{r.stderr}\n--- config ---\n{text}")
