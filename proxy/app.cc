@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <thread>
 
@@ -355,6 +356,7 @@ bool App::start(std::string& error) {
   uv_timer_init(&loop_, &housekeeping_);
   housekeeping_.data = this;
   uv_timer_start(&housekeeping_, &App::on_housekeeping, 1000, 1000);
+  signals_started_ = true;
   // Descriptors open before any client: the lowest free number now (no
   // holes yet), less the listeners and admin counted separately.
   if (int probe = ::fcntl(0, F_DUPFD_CLOEXEC, 0); probe >= 0) {
@@ -394,6 +396,9 @@ metrics::Readiness App::readiness() const {
   } else if (std::string why = listeners_ ? listeners_->unready_reason() : ""; !why.empty()) {
     r.ready = false;
     r.reason = why;
+  } else if (std::string why = unserved_leader_reason(); !why.empty()) {
+    r.ready = false;
+    r.reason = why;
   } else if (refresher_ && config_->refresher.enabled && !refresher_->loaded()) {
     r.ready = false;
     r.reason = "metadata view not loaded from any broker yet";
@@ -402,6 +407,43 @@ metrics::Readiness App::readiness() const {
     r.reason = "no upstream broker reachable";
   }
   return r;
+}
+
+std::string App::unserved_leader_reason() const {
+  if (!listeners_ || tls_->sni_mode()) return "";
+  const auto refused = listeners_->refused_nodes();
+  if (refused.empty()) return "";
+  std::map<int32_t, Refusal> why(refused.begin(), refused.end());
+  // The first partition each refused node leads, to name in the reason.
+  std::map<int32_t, std::string> leads;
+  view_.snapshot()->for_each_topic([&](const policy::TopicEntry& t) {
+    for (size_t p = 0; p < t.partitions.size(); ++p) {
+      const policy::PartitionEntry& e = t.partitions[p];
+      if (!e.known || !why.count(e.leader_id) || leads.count(e.leader_id)) continue;
+      leads[e.leader_id] = t.name + "[" + std::to_string(p) + "]";
+    }
+  });
+  if (leads.empty()) return "";
+  const auto& [node, partition] = *leads.begin();
+  const auto& lim = listeners_->limits();
+  std::string cause;
+  switch (why[node]) {
+    case Refusal::kMaxNodeId:
+      cause = "its id is over broker_ports.max_node_id " + std::to_string(lim.max_node_id) +
+              " (raise it, or give the node a broker_ports.map entry)";
+      break;
+    case Refusal::kMaxListeners:
+      cause = "broker_ports.max_listeners " + std::to_string(lim.max_listeners) + " is reached";
+      break;
+    default:
+      cause = "broker_ports.base " + std::to_string(lim.port_base) +
+              " + its id is not a port (give it a broker_ports.map entry)";
+      break;
+  }
+  std::string out = "broker node " + std::to_string(node) + " leads " + partition +
+                    " but has no listener: " + cause;
+  if (leads.size() > 1) out += " (and " + std::to_string(leads.size() - 1) + " more nodes)";
+  return out;
 }
 
 void App::on_housekeeping(uv_timer_t* t) {

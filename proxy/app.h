@@ -89,6 +89,10 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   static void on_drain_tick(uv_timer_t* t);
   static void on_housekeeping(uv_timer_t* t);
   metrics::Readiness readiness() const;
+  /// Why a node that leads a partition in the view has no listener (its id
+  /// over broker_ports.max_node_id, the listener limit...), or "": clients
+  /// could not reach that partition's leader through epochgate.
+  std::string unserved_leader_reason() const;
   std::string debug_config_json() const;
 
   uv_loop_t loop_;
@@ -107,7 +111,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::mutex control_mu_;
   std::vector<std::function<void()>> control_posted_;
   bool control_started_ = false;
-  uv_timer_t listener_timer_;  // 250 ms: bind retries, departed nodes' listeners
+  uv_timer_t listener_timer_{};  // 250 ms: bind retries, departed nodes' listeners
   size_t next_worker_ = 0;
   std::atomic<uint32_t> pending_handoffs_{0};  // accepted, not yet a session with its upstream
   uint64_t base_fds_ = 0;  // descriptors open after start-up, listeners excluded
@@ -119,10 +123,13 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::unique_ptr<config::ConfigWatcher> watcher_;
   std::string config_path_;
   config::CliOverrides overrides_;
-  uv_signal_t sigterm_, sigint_, sighup_;
+  uv_signal_t sigterm_{}, sigint_{}, sighup_{};
   bool sighup_started_ = false;
-  uv_timer_t drain_timer_;
-  uv_timer_t housekeeping_;  // 1 s: log suppression summaries, readiness and listener gauges
+  uv_timer_t drain_timer_{};
+  uv_timer_t housekeeping_{};  // 1 s: log suppression summaries, readiness and listener gauges
+  // sigterm_, sigint_, drain_timer_ and housekeeping_ exist (a start that
+  // failed before them must not close them).
+  bool signals_started_ = false;
   std::atomic<bool> draining_{false};
   bool finishing_ = false;
   bool listeners_bound_ = false;
