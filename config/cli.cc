@@ -20,7 +20,7 @@ constexpr FlagSpec kFlags[] = {
     {"--listen", true},    {"--advertise-host", true}, {"--broker-port-base", true},
     {"--admin", true},     {"--no-admin", false},      {"--workers", true},
     {"--log-level", true}, {"--log-format", true},     {"--help", false},
-    {"--version", false},  {"--no-files", false},
+    {"--version", false},  {"--no-files", false},     {"--ready-file", true},
 };
 
 const FlagSpec* find_flag(std::string_view name) {
@@ -79,6 +79,10 @@ A transparent Kafka protocol proxy that enforces leader-epoch fencing.
   --workers N                event-loop threads (0: one per core, at most 256)
   --log-level LEVEL          trace, debug, info, warn, error, critical, off
   --log-format FORMAT        text or json (one JSON object per line)
+  --ready-file PATH          once the listeners and the admin server are bound, write
+                             "epochgate ready bootstrap=HOST:PORT admin=HOST:PORT" to
+                             PATH (replaced atomically; "-": stdout). Addresses, not
+                             readiness: /readyz says when clients may be sent
   --help                     this text
   --version                  print the version
 
@@ -157,6 +161,7 @@ CliResult parse_cli(int argc, const char* const* argv, std::string_view version)
   bool want_version = false;
   bool admin_flag = false;
   bool no_files = false;
+  std::string ready_file;
 
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -223,6 +228,9 @@ CliResult parse_cli(int argc, const char* const* argv, std::string_view version)
         return usage_error("--broker-port-base: '" + value + "' is not a port (0..65535)");
       }
       o.broker_port_base = static_cast<uint16_t>(*n);
+    } else if (arg == "--ready-file") {
+      if (value.empty()) return usage_error("--ready-file needs a path (or - for stdout)");
+      ready_file = value;
     } else if (arg == "--no-files") {
       no_files = true;
     } else if (arg == "--no-admin") {
@@ -266,6 +274,7 @@ CliResult parse_cli(int argc, const char* const* argv, std::string_view version)
   r.config = loaded.config;
   r.origins = loaded.origins;
   r.check_files = !no_files;
+  r.ready_file = ready_file;
   if (!check_path.empty()) {
     r.action = CliAction::kCheckConfig;
     if (loaded.ok()) {

@@ -48,6 +48,9 @@ struct CliResult {
   /// --check-config: also open every file the config names (main() does,
   /// it links the loaders); false with --no-files.
   bool check_files = true;
+  /// --ready-file PATH: where the started process writes its bound
+  /// addresses ("-": stdout); "" writes nothing.
+  std::string ready_file;
   std::string output;             ///< text for stdout (help, version, "FILE: OK")
   std::string errors;             ///< text for stderr: one problem per line, or usage error
   int exit_code = 2;              ///< 0 ok; 1 invalid config; 2 bad usage
@@ -57,7 +60,8 @@ struct CliResult {
 /// --check-config FILE, --bootstrap HOST:PORT[,...], --listen HOST:PORT,
 /// --advertise-host HOST, --broker-port-base N, --admin HOST:PORT, --no-admin,
 /// --workers N, --log-level L, --log-format text|json, --no-files (with
-/// --check-config: do not open the files the config names), --help, --version.
+/// --check-config: do not open the files the config names), --ready-file PATH,
+/// --help, --version.
 /// Both "--flag VALUE" and "--flag=VALUE" work. A config about to run (or be
 /// checked) must name at least one bootstrap server.
 CliResult parse_cli(int argc, const char* const* argv, std::string_view version);

@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <map>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "config/to_json.h"
@@ -206,6 +208,7 @@ bool App::start(std::string& error) {
     error = "no upstream bootstrap servers configured (--bootstrap or bootstrap_servers)";
     return false;
   }
+  started_ms_ = now_ms();
   budget_.set_limit(c.limits.buffer_budget_bytes);
   unsigned n = c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
   check_fd_budget(c, n, *listener_metrics_);
@@ -368,8 +371,26 @@ bool App::start(std::string& error) {
   std::string boot = c.listen.host + ":" + std::to_string(listeners_->port_of(kBootstrapNode).value_or(0));
   spdlog::info("epochgate {} listening on {} for {} ({} workers), advertising {}", kVersion, boot,
                c.bootstrap_servers.front().to_string(), n, c.effective_advertise_host());
-  std::printf("epochgate ready bootstrap=%s admin=%s\n", boot.c_str(), admin_addr.c_str());
-  std::fflush(stdout);
+  return write_ready_file("epochgate ready bootstrap=" + boot + " admin=" + admin_addr + "\n",
+                          error);
+}
+
+bool App::write_ready_file(const std::string& line, std::string& error) const {
+  if (ready_file_.empty()) return true;
+  if (ready_file_ == "-") {
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+    return true;
+  }
+  // A reader polling for the file must never see half a line.
+  const std::string tmp = ready_file_ + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  bool ok = f != nullptr && std::fputs(line.c_str(), f) >= 0;
+  if (f != nullptr && std::fclose(f) != 0) ok = false;
+  if (!ok || ::rename(tmp.c_str(), ready_file_.c_str()) != 0) {
+    error = "--ready-file " + ready_file_ + ": " + std::strerror(errno);
+    return false;
+  }
   return true;
 }
 
@@ -402,9 +423,11 @@ metrics::Readiness App::readiness() const {
   } else if (refresher_ && config_->refresher.enabled && !refresher_->loaded()) {
     r.ready = false;
     r.reason = "metadata view not loaded from any broker yet";
+    if (std::string why = refresher_->last_round_error(); !why.empty()) r.reason += ": " + why;
   } else if (refresher_ && config_->refresher.enabled && !refresher_->reachable()) {
     r.ready = false;
     r.reason = "no upstream broker reachable";
+    if (std::string why = refresher_->last_round_error(); !why.empty()) r.reason += ": " + why;
   }
   return r;
 }
@@ -449,7 +472,14 @@ std::string App::unserved_leader_reason() const {
 void App::on_housekeeping(uv_timer_t* t) {
   auto* app = static_cast<App*>(t->data);
   metrics::flush_suppressed_log_summaries();
-  if (app->metrics_) app->metrics_->set_ready(app->readiness().ready);
+  if (app->metrics_) {
+    app->metrics_->set_ready(app->readiness().ready);
+    // Before the first answer the view is as old as the process.
+    const uint64_t learned = app->refresher_ ? app->refresher_->last_completed_ms() : 0;
+    const uint64_t since = learned ? learned : app->started_ms_;
+    const uint64_t now = now_ms();
+    app->metrics_->set_view_age(now > since ? static_cast<double>(now - since) / 1e3 : 0.0);
+  }
   if (app->listeners_) {
     auto n = app->listeners_->counts();
     app->listener_metrics_->set_listeners(n.listening, n.bind_failed, n.refused);

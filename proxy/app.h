@@ -58,8 +58,13 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   /// Without a file, only flags configure the process and nothing is watched.
   void set_reload_source(std::string path, config::CliOverrides overrides);
 
-  /// Binds listeners and admin, starts workers and the refresher, prints the
-  /// ready line, and runs until drained after SIGTERM/SIGINT. Returns the exit
+  /// Where start() writes the bound addresses ("epochgate ready
+  /// bootstrap=HOST:PORT admin=HOST:PORT|off"): a file replaced atomically,
+  /// "-" for stdout, "" for nowhere (the default).
+  void set_ready_file(std::string path) { ready_file_ = std::move(path); }
+
+  /// Binds listeners and admin, starts workers and the refresher, writes the
+  /// ready file, and runs until drained after SIGTERM/SIGINT. Returns the exit
   /// code: 0 after a drain, 1 when start-up failed (reason logged).
   int run();
 
@@ -76,6 +81,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
 
  private:
   bool start(std::string& error);
+  bool write_ready_file(const std::string& line, std::string& error) const;
   ListenerRegistry::Events listener_events();
   /// Runs `fn` on the control loop (thread-safe, FIFO).
   void post_control(std::function<void()> fn);
@@ -122,6 +128,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::unique_ptr<metrics::AdminServer> admin_;
   std::unique_ptr<config::ConfigWatcher> watcher_;
   std::string config_path_;
+  std::string ready_file_;
   config::CliOverrides overrides_;
   uv_signal_t sigterm_{}, sigint_{}, sighup_{};
   bool sighup_started_ = false;
@@ -134,6 +141,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   bool finishing_ = false;
   bool listeners_bound_ = false;
   uint64_t drain_started_ms_ = 0;
+  uint64_t started_ms_ = 0;  // monotonic ms at start(): the view's age before it loads
   int signals_seen_ = 0;
 };
 

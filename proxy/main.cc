@@ -54,5 +54,6 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   epochgate::proxy::App app(cli.config);
   app.set_reload_source(cli.config_path, cli.overrides);
+  app.set_ready_file(cli.ready_file);
   return app.run();
 }

@@ -137,6 +137,14 @@ TEST_F(CliTest, CheckConfigNoFilesSaysWhatWasNotChecked) {
   EXPECT_NE(misuse.errors.find("--no-files goes with --check-config"), std::string::npos);
 }
 
+TEST_F(CliTest, ReadyFileIsOptIn) {
+  EXPECT_EQ(parse({"--bootstrap", "k:9092"}).ready_file, "");
+  auto r = parse({"--bootstrap", "k:9092", "--ready-file", "/run/epochgate.ready"});
+  ASSERT_EQ(r.action, CliAction::kRun) << r.errors;
+  EXPECT_EQ(r.ready_file, "/run/epochgate.ready");
+  EXPECT_EQ(parse({"--bootstrap", "k:9092", "--ready-file="}).exit_code, 2);
+}
+
 TEST_F(CliTest, CheckConfigPrintsEveryProblemAndExitsOne) {
   const std::string path = write("bad.yaml",
                                  "bootstrap_servers: [k:9092]\n"
