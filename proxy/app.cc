@@ -313,7 +313,8 @@ bool App::start(std::string& error) {
     admin_ = std::make_unique<metrics::AdminServer>(&loop_, std::move(h), ao);
     metrics::ListenResult lr = admin_->listen(c.admin.listen.host, c.admin.listen.port);
     if (!lr.ok()) {
-      error = "admin " + c.admin.listen.to_string() + ": " + lr.message;
+      error = lr.message.empty() ? "admin " + c.admin.listen.to_string() + ": cannot listen"
+                                 : lr.message;
       return false;
     }
     admin_addr = c.admin.listen.host + ":" + std::to_string(lr.port);

@@ -126,7 +126,7 @@ def test_observe_mode_forwards_every_byte_and_counts(h):
     # would change for whom); the v16 Fetch named its topic by id.
     with open(gate.proc.log_path, errors="replace") as f:
         log = f.read()
-    client = r"client=127\.0\.0\.1:\d+ client_id=epochgate-wire-test node=\d+"
+    client = r"client=127\.0\.0\.1:\d+ client_id=epochgate-wire-test node=-?\d+"
     would = re.findall(r"would fence \(observe\) api=Fetch %s topic=watch partition=0 " % client,
                        log)
     assert len(would) == 2, log[-3000:]
