@@ -68,6 +68,7 @@ def rendered_monitoring(h):
                HELM_DATA_HOME=home + "/data", KUBECONFIG="/dev/null")
     r = subprocess.run([os.path.join(k8s_tools(), "helm"), "template", RELEASE,
                         os.path.join(REPO, "helm", "epochgate"), "-n", NAMESPACE,
+                        "-f", os.path.join(REPO, "tests", "helm", "values", "image.yaml"),
                         "-f", os.path.join(REPO, "tests", "helm", "values", "monitoring.yaml"),
                         "--set", "metrics.serviceMonitor.interval=%ds" % SCRAPE_S,
                         "--set", "metrics.serviceMonitor.scrapeTimeout=%ds" % (SCRAPE_S - 1)],

@@ -71,7 +71,8 @@ def check_values_block(ctx, where, doc):
     if not ctx.helm:
         return ["%s: chart values, but no helm (tools/fetch-k8s-tools.sh)" % where]
     values = doc["epochgate"] if set(doc) == {"epochgate"} else doc
-    base = {"kafka": {"bootstrapServers": ["kafka-0.kafka:9092"]}}
+    base = {"kafka": {"bootstrapServers": ["kafka-0.kafka:9092"]},
+            "image": {"repository": "registry.example/epochgate"}}
     with tempfile.TemporaryDirectory() as home:
         files = []
         for name, d in (("base.yaml", base), ("block.yaml", values)):
@@ -92,7 +93,8 @@ def check_values_block(ctx, where, doc):
 def check_commands(ctx, where, text):
     failures = []
     for line in text.splitlines():
-        if not re.search(r"(^|[\s/])epochgate\s+--", line) and "epochgate \\" not in line:
+        # Only commands that run epochgate (the program, by name or path).
+        if not re.match(r"\s*(?:\$\s*)?(?:\S*/)?epochgate\s", line):
             continue
         for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", line.split("#", 1)[0]):
             if flag not in ctx.flags:
