@@ -3,9 +3,10 @@
 #               (make demo TLS=1: the same over TLS on both sides)
 #   make test   every test (unit, codec, integration, clients, scenario, ops, faults),
 #               then the list of anything skipped
+#   make package  a binary tarball and a .deb of epochgate (CPack)
 BUILD ?= build
 
-.PHONY: demo test build clean
+.PHONY: demo test build clean package
 build:
 	tools/setup.sh $(BUILD)
 
@@ -18,6 +19,10 @@ REQUIRED_LABELS ?= unit,codec,integration,clients,scenario,ops,faults,tls
 test: build
 	tools/ctest_summary.py $(BUILD) --require-labels $(REQUIRED_LABELS) -- \
 	  --output-on-failure --timeout 600 -j2
+
+# Binary tarball and .deb of the program (build/epochgate-*.tar.gz, build/epochgate_*.deb).
+package: build
+	cmake --build $(BUILD) --target package
 
 clean:
 	rm -rf $(BUILD)

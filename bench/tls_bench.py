@@ -109,7 +109,7 @@ class Gate:
         argv = [os.path.join(build, "proxy", "epochgate"), "--config", config, "--bootstrap",
                 ",".join("%s:%d" % a for a in upstream), "--listen", "127.0.0.1:0",
                 "--broker-port-base", "0", "--advertise-host", "127.0.0.1",
-                "--admin", "127.0.0.1:0", "--log-level", "warn"]
+                "--admin", "127.0.0.1:0", "--log-level", "warn", "--ready-file", "-"]
         self.log = open(os.path.join(workdir, name + ".log"), "ab")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, text=True,
                                      start_new_session=True)

@@ -21,7 +21,7 @@ constexpr FlagSpec kFlags[] = {
     {"--listen", true},    {"--advertise-host", true}, {"--broker-port-base", true},
     {"--admin", true},     {"--no-admin", false},      {"--workers", true},
     {"--log-level", true}, {"--log-format", true},     {"--help", false},
-    {"--version", false},
+    {"--version", false},  {"--no-files", false},     {"--ready-file", true},
 };
 
 const FlagSpec* find_flag(std::string_view name) {
@@ -64,8 +64,12 @@ std::string cli_usage() {
 A transparent Kafka protocol proxy that enforces leader-epoch fencing.
 
   --config FILE              YAML configuration (docs/config.md); flags override it
-  --check-config FILE        validate FILE (with any other flags), print each problem
-                             as file:line:col: reason, exit 0 if valid, 1 if not
+  --check-config FILE        validate FILE (with any other flags) as a start would,
+                             opening every certificate, key, CA and credential file it
+                             names; print each problem as file:line:col: reason,
+                             exit 0 if valid, 1 if not
+  --no-files                 with --check-config: check keys and values only, open no
+                             file (pipelines that render a config without its Secrets)
   --bootstrap HOST:PORT[,..] upstream Kafka brokers to bootstrap from
   --listen HOST:PORT         bootstrap listener for clients (default 127.0.0.1:9092)
   --advertise-host HOST      host put in rewritten broker addresses (default: listen host)
@@ -76,8 +80,16 @@ A transparent Kafka protocol proxy that enforces leader-epoch fencing.
   --workers N                event-loop threads (0: one per core, at most 256)
   --log-level LEVEL          trace, debug, info, warn, error, critical, off
   --log-format FORMAT        text or json (one JSON object per line)
+  --ready-file PATH          once the listeners and the admin server are bound, write
+                             "epochgate ready bootstrap=HOST:PORT admin=HOST:PORT" to
+                             PATH (replaced atomically; "-": stdout). Addresses, not
+                             readiness: /readyz says when clients may be sent
   --help                     this text
   --version                  print the version
+
+Exit codes: 0 valid config, or a clean stop after a drain; 1 invalid config,
+or a start-up failure (a port in use, an unreadable certificate; the reason
+is logged); 2 bad usage.
 
 Signals: SIGHUP reloads the configuration file (so does editing it);
 SIGTERM/SIGINT drain and exit, a second one exits at once.
@@ -149,6 +161,8 @@ CliResult parse_cli(int argc, const char* const* argv, std::string_view version)
   bool want_help = false;
   bool want_version = false;
   bool admin_flag = false;
+  bool no_files = false;
+  std::string ready_file;
 
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -215,6 +229,11 @@ CliResult parse_cli(int argc, const char* const* argv, std::string_view version)
         return usage_error("--broker-port-base: '" + value + "' is not a port (0..65535)");
       }
       o.broker_port_base = static_cast<uint16_t>(*n);
+    } else if (arg == "--ready-file") {
+      if (value.empty()) return usage_error("--ready-file needs a path (or - for stdout)");
+      ready_file = value;
+    } else if (arg == "--no-files") {
+      no_files = true;
     } else if (arg == "--no-admin") {
       o.no_admin = true;
     } else if (arg == "--workers") {
@@ -243,6 +262,7 @@ CliResult parse_cli(int argc, const char* const* argv, std::string_view version)
     return r;
   }
   if (admin_flag && o.no_admin) return usage_error("--admin and --no-admin contradict each other");
+  if (no_files && check_path.empty()) return usage_error("--no-files goes with --check-config");
   if (!check_path.empty() && !config_path.empty() && check_path != config_path) {
     return usage_error("--config and --check-config name different files");
   }
@@ -253,10 +273,14 @@ CliResult parse_cli(int argc, const char* const* argv, std::string_view version)
   LoadResult loaded = load_effective_config(r.config_path, o);
   r.problems = loaded.problems;
   r.config = loaded.config;
+  r.origins = loaded.origins;
+  r.check_files = !no_files;
+  r.ready_file = ready_file;
   if (!check_path.empty()) {
     r.action = CliAction::kCheckConfig;
     if (loaded.ok()) {
-      r.output = check_path + ": OK\n";
+      r.output = check_path + (no_files ? ": OK (keys and values; files not opened: --no-files)\n"
+                                        : ": OK\n");
       r.exit_code = 0;
       for (const std::string& w : security_warnings(loaded.config))
         r.errors += check_path + ": warning: " + w + "\n";

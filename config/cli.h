@@ -44,6 +44,13 @@ struct CliResult {
   std::string config_path;        ///< --config / --check-config file, "" if none
   CliOverrides overrides;         ///< to re-apply on reload (load_effective_config)
   std::vector<Problem> problems;  ///< config problems, in file order then flags
+  Origins origins;                ///< where each setting came from (locates later problems)
+  /// --check-config: also open every file the config names (main() does,
+  /// it links the loaders); false with --no-files.
+  bool check_files = true;
+  /// --ready-file PATH: where the started process writes its bound
+  /// addresses ("-": stdout); "" writes nothing.
+  std::string ready_file;
   std::string output;             ///< text for stdout (help, version, "FILE: OK")
   std::string errors;             ///< text for stderr: one problem per line, or usage error
   int exit_code = 2;              ///< 0 ok; 1 invalid config; 2 bad usage
@@ -52,7 +59,9 @@ struct CliResult {
 /// Parses `argv` (argv[0] is the program name). Flags: --config FILE,
 /// --check-config FILE, --bootstrap HOST:PORT[,...], --listen HOST:PORT,
 /// --advertise-host HOST, --broker-port-base N, --admin HOST:PORT, --no-admin,
-/// --workers N, --log-level L, --log-format text|json, --help, --version.
+/// --workers N, --log-level L, --log-format text|json, --no-files (with
+/// --check-config: do not open the files the config names), --ready-file PATH,
+/// --help, --version.
 /// Both "--flag VALUE" and "--flag=VALUE" work. A config about to run (or be
 /// checked) must name at least one bootstrap server.
 CliResult parse_cli(int argc, const char* const* argv, std::string_view version);

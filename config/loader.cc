@@ -669,6 +669,58 @@ void check_port_clashes(const Config& c, Checker& ck) {
   }
 }
 
+// Clients are handed advertise_host (or the listen host) as every broker's
+// host: a wildcard there is an address no client can connect to (Kafka's
+// advertised.listeners trap). One-port SNI routing advertises its pattern
+// instead, so it is exempt.
+void check_advertised_host(const Config& c, Checker& ck) {
+  if (c.tls.sni.enabled() || !ck.usable("advertise_host") || !ck.usable("listen")) return;
+  const std::string host = canonical_host(c.effective_advertise_host());
+  if (!is_wildcard(host)) return;
+  if (c.advertise_host.empty()) {
+    ck.report("listen", c.listen.host +
+                            " is a wildcard address and advertise_host is not set: clients would "
+                            "be told to reach every broker at " + c.listen.host +
+                            ":<port>; set advertise_host (--advertise-host) to the name or "
+                            "address clients reach epochgate by");
+  } else {
+    ck.report("advertise_host", quoted(c.advertise_host) +
+                                    " is a wildcard address, not one clients can connect to; "
+                                    "use the name or address clients reach epochgate by");
+  }
+}
+
+// upstream_tls files without `enabled: true` would leave every broker
+// connection in plaintext (SASL PLAIN passwords included) without a word.
+void check_upstream_tls_enabled(const Config& c, Checker& ck) {
+  const UpstreamTlsConfig& u = c.upstream_tls;
+  if (!ck.usable("upstream_tls") || u.enabled) return;
+  const std::pair<const char*, const std::string*> files[] = {
+      {"upstream_tls.ca_file", &u.ca_file},
+      {"upstream_tls.cert_file", &u.cert_file},
+      {"upstream_tls.key_file", &u.key_file},
+      {"upstream_tls.key_password_file", &u.key_password_file}};
+  for (const auto& [key, value] : files) {
+    if (value->empty()) continue;
+    ck.report(key, "is set but upstream_tls.enabled is not true: connections to the brokers "
+                   "would be plaintext; add `enabled: true` (or remove the upstream_tls files)");
+    return;  // one report says it
+  }
+}
+
+// Rerouting is part of enforcing; a rule that turns fencing off would
+// silently ignore its `reroute: true`.
+void check_reroute_modes(const Config& c, Checker& ck) {
+  const auto& rules = c.policy.rules;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const std::string rp = "policy.rules[" + std::to_string(i) + "]";
+    if (!rules[i].reroute || rules[i].mode != Mode::kOff || !ck.usable(rp + ".mode")) continue;
+    ck.report(ck.set_explicitly(rp + ".reroute") ? rp + ".reroute" : rp,
+              "reroute: true on a rule whose mode is off does nothing (rerouting needs "
+              "enforce, or observe to count what it would reroute)");
+  }
+}
+
 }  // namespace
 
 void sort_problems(std::vector<Problem>& problems) {
@@ -914,6 +966,11 @@ std::vector<Problem> validate_config(const Config& c, const Origins& origins,
                   sasl.mechanism + " needs password_file or password_env");
     }
   }
+
+  // Settings a start would otherwise run with silently.
+  check_advertised_host(c, ck);
+  check_upstream_tls_enabled(c, ck);
+  check_reroute_modes(c, ck);
 
   // Choices (flags bypass the loader's choice check).
   for (const KeySpec& k : config_keys()) {

@@ -233,8 +233,9 @@ struct ProxyMetrics::Impl {
                             .Add({})),
         refreshes(prometheus::BuildCounter()
                       .Name("epochgate_metadata_refreshes_total")
-                      .Help("Metadata refreshes epochgate issued itself, by trigger (periodic, "
-                            "urgent, startup).")
+                      .Help("Metadata refreshes epochgate issued itself, by trigger: startup, "
+                            "periodic, urgent (a mismatch), no_epoch and no_topic_id (a "
+                            "client's old Metadata version named a topic or a leader move).")
                       .Register(*registry)),
         view_partitions(prometheus::BuildGauge()
                             .Name("epochgate_view_partitions")
@@ -289,7 +290,28 @@ struct ProxyMetrics::Impl {
                                       "session (KIP-368 session lifetime); 0: no lifetime or "
                                       "no session.")
                                 .Register(*registry)
-                                .Add({})) {
+                                .Add({})),
+        refresh_errors(prometheus::BuildCounter()
+                           .Name("epochgate_metadata_refresh_errors_total")
+                           .Help("Refresh rounds in which no broker answered epochgate's own "
+                                 "Metadata request, by reason: unreachable (no broker "
+                                 "connected), closed_at_metadata (brokers closed the "
+                                 "connection at the request, as SASL listeners may), "
+                                 "sasl_login (the login was refused or impossible), request "
+                                 "(timeouts, bad answers).")
+                           .Register(*registry)),
+        last_refresh(prometheus::BuildGauge()
+                         .Name("epochgate_metadata_last_success_timestamp_seconds")
+                         .Help("Unix time of the last Metadata answer the refresher learned "
+                               "from; 0 before the first.")
+                         .Register(*registry)
+                         .Add({})),
+        view_age(prometheus::BuildGauge()
+                     .Name("epochgate_metadata_view_age_seconds")
+                     .Help("Seconds since the refresher last learned a Metadata answer (since "
+                           "start before the first); grows while refreshes fail.")
+                     .Register(*registry)
+                     .Add({})) {
     proxy_latency = &proxy_latency_family.Add({}, latency_buckets());
     unexpected_responses = &unexpected_responses_family.Add({});
     api_versions_capped = &api_versions_capped_family.Add({});
@@ -401,6 +423,9 @@ struct ProxyMetrics::Impl {
   Family<Counter>& sasl_logins;
   Counter& sasl_reauthentications;
   Gauge& sasl_session_expiry;
+  Family<Counter>& refresh_errors;
+  Gauge& last_refresh;
+  Gauge& view_age;
 
   Histogram* proxy_latency = nullptr;
   Counter* unexpected_responses = nullptr;
@@ -709,6 +734,18 @@ void ProxyMetrics::version_downgrade(int16_t api_key) {
   child(impl_->downgrade_children[slot], impl_->downgrades, [&] {
     return prometheus::Labels{{"api", api_label(api_key)}};
   }).Increment();
+}
+
+void ProxyMetrics::metadata_refresh_failed(std::string_view reason) {
+  impl_->refresh_errors.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void ProxyMetrics::metadata_refreshed(double unix_seconds) {
+  impl_->last_refresh.Set(unix_seconds);
+}
+
+void ProxyMetrics::set_view_age(double seconds) {
+  impl_->view_age.Set(seconds);
 }
 
 void ProxyMetrics::set_ready(bool ready) {

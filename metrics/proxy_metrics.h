@@ -111,6 +111,15 @@ class ProxyMetrics {
   void epoch_injected(uint64_t n = 1);
   /// epochgate_metadata_refreshes_total{trigger="periodic|urgent|no_epoch|startup"}
   void metadata_refresh(std::string_view trigger);
+  /// epochgate_metadata_refresh_errors_total{reason}: one refresh round in
+  /// which every broker failed; `reason` is one of unreachable,
+  /// closed_at_metadata, sasl_login, request (bounded by the caller).
+  void metadata_refresh_failed(std::string_view reason);
+  /// epochgate_metadata_last_success_timestamp_seconds: the refresher
+  /// learned a Metadata answer at `unix_seconds`.
+  void metadata_refreshed(double unix_seconds);
+  /// epochgate_metadata_view_age_seconds: seconds since that answer.
+  void set_view_age(double seconds);
   /// epochgate_view_partitions (gauge)
   void set_view_partitions(int64_t n);
   /// epochgate_view_topics_forgotten_total: `n` topics left the view after

@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "config/security_warnings.h"
@@ -206,6 +209,7 @@ bool App::start(std::string& error) {
     error = "no upstream bootstrap servers configured (--bootstrap or bootstrap_servers)";
     return false;
   }
+  started_ms_ = now_ms();
   budget_.set_limit(c.limits.buffer_budget_bytes);
   unsigned n = c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
   check_fd_budget(c, n, *listener_metrics_);
@@ -314,7 +318,8 @@ bool App::start(std::string& error) {
     admin_ = std::make_unique<metrics::AdminServer>(&loop_, std::move(h), ao);
     metrics::ListenResult lr = admin_->listen(c.admin.listen.host, c.admin.listen.port);
     if (!lr.ok()) {
-      error = "admin " + c.admin.listen.to_string() + ": " + lr.message;
+      error = lr.message.empty() ? "admin " + c.admin.listen.to_string() + ": cannot listen"
+                                 : lr.message;
       return false;
     }
     admin_addr = c.admin.listen.host + ":" + std::to_string(lr.port);
@@ -360,6 +365,7 @@ bool App::start(std::string& error) {
   uv_timer_init(&loop_, &housekeeping_);
   housekeeping_.data = this;
   uv_timer_start(&housekeeping_, &App::on_housekeeping, 1000, 1000);
+  signals_started_ = true;
   // Descriptors open before any client: the lowest free number now (no
   // holes yet), less the listeners and admin counted separately.
   if (int probe = ::fcntl(0, F_DUPFD_CLOEXEC, 0); probe >= 0) {
@@ -371,8 +377,26 @@ bool App::start(std::string& error) {
   std::string boot = c.listen.host + ":" + std::to_string(listeners_->port_of(kBootstrapNode).value_or(0));
   spdlog::info("epochgate {} listening on {} for {} ({} workers), advertising {}", kVersion, boot,
                c.bootstrap_servers.front().to_string(), n, c.effective_advertise_host());
-  std::printf("epochgate ready bootstrap=%s admin=%s\n", boot.c_str(), admin_addr.c_str());
-  std::fflush(stdout);
+  return write_ready_file("epochgate ready bootstrap=" + boot + " admin=" + admin_addr + "\n",
+                          error);
+}
+
+bool App::write_ready_file(const std::string& line, std::string& error) const {
+  if (ready_file_.empty()) return true;
+  if (ready_file_ == "-") {
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+    return true;
+  }
+  // A reader polling for the file must never see half a line.
+  const std::string tmp = ready_file_ + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  bool ok = f != nullptr && std::fputs(line.c_str(), f) >= 0;
+  if (f != nullptr && std::fclose(f) != 0) ok = false;
+  if (!ok || ::rename(tmp.c_str(), ready_file_.c_str()) != 0) {
+    error = "--ready-file " + ready_file_ + ": " + std::strerror(errno);
+    return false;
+  }
   return true;
 }
 
@@ -399,20 +423,69 @@ metrics::Readiness App::readiness() const {
   } else if (std::string why = listeners_ ? listeners_->unready_reason() : ""; !why.empty()) {
     r.ready = false;
     r.reason = why;
+  } else if (std::string why = unserved_leader_reason(); !why.empty()) {
+    r.ready = false;
+    r.reason = why;
   } else if (refresher_ && config_->refresher.enabled && !refresher_->loaded()) {
     r.ready = false;
     r.reason = "metadata view not loaded from any broker yet";
+    if (std::string why = refresher_->last_round_error(); !why.empty()) r.reason += ": " + why;
   } else if (refresher_ && config_->refresher.enabled && !refresher_->reachable()) {
     r.ready = false;
     r.reason = "no upstream broker reachable";
+    if (std::string why = refresher_->last_round_error(); !why.empty()) r.reason += ": " + why;
   }
   return r;
+}
+
+std::string App::unserved_leader_reason() const {
+  if (!listeners_ || tls_->sni_mode()) return "";
+  const auto refused = listeners_->refused_nodes();
+  if (refused.empty()) return "";
+  std::map<int32_t, Refusal> why(refused.begin(), refused.end());
+  // The first partition each refused node leads, to name in the reason.
+  std::map<int32_t, std::string> leads;
+  view_.snapshot()->for_each_topic([&](const policy::TopicEntry& t) {
+    for (size_t p = 0; p < t.partitions.size(); ++p) {
+      const policy::PartitionEntry& e = t.partitions[p];
+      if (!e.known || !why.count(e.leader_id) || leads.count(e.leader_id)) continue;
+      leads[e.leader_id] = t.name + "[" + std::to_string(p) + "]";
+    }
+  });
+  if (leads.empty()) return "";
+  const auto& [node, partition] = *leads.begin();
+  const auto& lim = listeners_->limits();
+  std::string cause;
+  switch (why[node]) {
+    case Refusal::kMaxNodeId:
+      cause = "its id is over broker_ports.max_node_id " + std::to_string(lim.max_node_id) +
+              " (raise it, or give the node a broker_ports.map entry)";
+      break;
+    case Refusal::kMaxListeners:
+      cause = "broker_ports.max_listeners " + std::to_string(lim.max_listeners) + " is reached";
+      break;
+    default:
+      cause = "broker_ports.base " + std::to_string(lim.port_base) +
+              " + its id is not a port (give it a broker_ports.map entry)";
+      break;
+  }
+  std::string out = "broker node " + std::to_string(node) + " leads " + partition +
+                    " but has no listener: " + cause;
+  if (leads.size() > 1) out += " (and " + std::to_string(leads.size() - 1) + " more nodes)";
+  return out;
 }
 
 void App::on_housekeeping(uv_timer_t* t) {
   auto* app = static_cast<App*>(t->data);
   metrics::flush_suppressed_log_summaries();
-  if (app->metrics_) app->metrics_->set_ready(app->readiness().ready);
+  if (app->metrics_) {
+    app->metrics_->set_ready(app->readiness().ready);
+    // Before the first answer the view is as old as the process.
+    const uint64_t learned = app->refresher_ ? app->refresher_->last_completed_ms() : 0;
+    const uint64_t since = learned ? learned : app->started_ms_;
+    const uint64_t now = now_ms();
+    app->metrics_->set_view_age(now > since ? static_cast<double>(now - since) / 1e3 : 0.0);
+  }
   if (app->listeners_) {
     auto n = app->listeners_->counts();
     app->listener_metrics_->set_listeners(n.listening, n.bind_failed, n.refused);

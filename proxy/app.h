@@ -58,8 +58,13 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   /// Without a file, only flags configure the process and nothing is watched.
   void set_reload_source(std::string path, config::CliOverrides overrides);
 
-  /// Binds listeners and admin, starts workers and the refresher, prints the
-  /// ready line, and runs until drained after SIGTERM/SIGINT. Returns the exit
+  /// Where start() writes the bound addresses ("epochgate ready
+  /// bootstrap=HOST:PORT admin=HOST:PORT|off"): a file replaced atomically,
+  /// "-" for stdout, "" for nowhere (the default).
+  void set_ready_file(std::string path) { ready_file_ = std::move(path); }
+
+  /// Binds listeners and admin, starts workers and the refresher, writes the
+  /// ready file, and runs until drained after SIGTERM/SIGINT. Returns the exit
   /// code: 0 after a drain, 1 when start-up failed (reason logged).
   int run();
 
@@ -76,6 +81,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
 
  private:
   bool start(std::string& error);
+  bool write_ready_file(const std::string& line, std::string& error) const;
   ListenerRegistry::Events listener_events();
   /// Runs `fn` on the control loop (thread-safe, FIFO).
   void post_control(std::function<void()> fn);
@@ -89,6 +95,10 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   static void on_drain_tick(uv_timer_t* t);
   static void on_housekeeping(uv_timer_t* t);
   metrics::Readiness readiness() const;
+  /// Why a node that leads a partition in the view has no listener (its id
+  /// over broker_ports.max_node_id, the listener limit...), or "": clients
+  /// could not reach that partition's leader through epochgate.
+  std::string unserved_leader_reason() const;
   std::string debug_config_json() const;
 
   uv_loop_t loop_;
@@ -107,7 +117,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::mutex control_mu_;
   std::vector<std::function<void()>> control_posted_;
   bool control_started_ = false;
-  uv_timer_t listener_timer_;  // 250 ms: bind retries, departed nodes' listeners
+  uv_timer_t listener_timer_{};  // 250 ms: bind retries, departed nodes' listeners
   size_t next_worker_ = 0;
   std::atomic<uint32_t> pending_handoffs_{0};  // accepted, not yet a session with its upstream
   uint64_t base_fds_ = 0;  // descriptors open after start-up, listeners excluded
@@ -118,15 +128,20 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::unique_ptr<metrics::AdminServer> admin_;
   std::unique_ptr<config::ConfigWatcher> watcher_;
   std::string config_path_;
+  std::string ready_file_;
   config::CliOverrides overrides_;
-  uv_signal_t sigterm_, sigint_, sighup_;
+  uv_signal_t sigterm_{}, sigint_{}, sighup_{};
   bool sighup_started_ = false;
-  uv_timer_t drain_timer_;
-  uv_timer_t housekeeping_;  // 1 s: log suppression summaries, readiness and listener gauges
+  uv_timer_t drain_timer_{};
+  uv_timer_t housekeeping_{};  // 1 s: log suppression summaries, readiness and listener gauges
+  // sigterm_, sigint_, drain_timer_ and housekeeping_ exist (a start that
+  // failed before them must not close them).
+  bool signals_started_ = false;
   std::atomic<bool> draining_{false};
   bool finishing_ = false;
   bool listeners_bound_ = false;
   uint64_t drain_started_ms_ = 0;
+  uint64_t started_ms_ = 0;  // monotonic ms at start(): the view's age before it loads
   int signals_seen_ = 0;
 };
 

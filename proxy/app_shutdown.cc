@@ -73,14 +73,16 @@ void App::finish() {
   auto close_if = [](uv_handle_t* h) {
     if (h->loop != nullptr && !uv_is_closing(h)) uv_close(h, nullptr);
   };
-  if (listeners_bound_) {
+  // Only what start() got to: a start that failed at the admin port has
+  // its listener timer but no signal handlers yet.
+  if (listeners_bound_) close_if(reinterpret_cast<uv_handle_t*>(&listener_timer_));
+  if (signals_started_) {
     close_if(reinterpret_cast<uv_handle_t*>(&sigterm_));
     close_if(reinterpret_cast<uv_handle_t*>(&sigint_));
     close_if(reinterpret_cast<uv_handle_t*>(&drain_timer_));
     close_if(reinterpret_cast<uv_handle_t*>(&housekeeping_));
-    close_if(reinterpret_cast<uv_handle_t*>(&listener_timer_));
-    if (sighup_started_) close_if(reinterpret_cast<uv_handle_t*>(&sighup_));
   }
+  if (sighup_started_) close_if(reinterpret_cast<uv_handle_t*>(&sighup_));
   metrics::flush_suppressed_log_summaries(/*including_current_second=*/true);
   spdlog::info("stopped");
 }

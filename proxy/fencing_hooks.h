@@ -21,6 +21,8 @@
 
 namespace epochgate::proxy {
 
+class Connection;
+
 class BufferBudget;
 struct ReroutePlan;
 
@@ -41,6 +43,9 @@ class FencingHooks {
     bool after_hold = false;  ///< held for hold_timeout_ms already: never hold again
     uint64_t hold_started_ms = 0;  ///< monotonic ms the request started waiting (0: not held)
     BufferBudget* budget = nullptr;  ///< where the decoded request's memory is counted (may be null)
+    /// The client's connection (may be null): fence log lines name its
+    /// address, read only when a fence is logged.
+    const Connection* client = nullptr;
   };
 
   /// What to do with the request.

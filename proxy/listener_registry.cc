@@ -211,6 +211,15 @@ std::string ListenerRegistry::unready_reason() const {
   return out;
 }
 
+std::vector<std::pair<int32_t, Refusal>> ListenerRegistry::refused_nodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int32_t, Refusal>> out;
+  for (const auto& [id, n] : nodes_) {
+    if (n.present && n.state == State::kRefused) out.emplace_back(id, n.refusal);
+  }
+  return out;
+}
+
 ListenerRegistry::Counts ListenerRegistry::counts() const {
   std::lock_guard<std::mutex> lock(mu_);
   Counts c;

@@ -92,6 +92,10 @@ class ListenerRegistry {
   /// logged and counted, not a fault that a restart would fix.
   std::string unready_reason() const;
 
+  /// Nodes of the current node set refused a listener, each with why
+  /// (readiness checks whether one of them leads a partition).
+  std::vector<std::pair<int32_t, Refusal>> refused_nodes() const;
+
   struct Counts {
     uint32_t listening = 0;    ///< node listeners open (bootstrap excluded)
     uint32_t bind_failed = 0;  ///< present nodes waiting for a bind retry

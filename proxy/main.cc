@@ -1,12 +1,14 @@
 // proxy/main.cc: the epochgate program: parse flags and config, set up
-// logging, run the App. Exit codes: 0 clean (after a drain), 1 bad config or
-// start-up failure, 2 bad usage.
+// logging, run the App. Exit codes (documented in --help and
+// docs/troubleshooting.md): 0 clean (after a drain) or a valid config, 1 bad
+// config or start-up failure, 2 bad usage.
 #include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <cstdio>
 
 #include "config/cli.h"
+#include "proxy/config_files_check.h"
 #include "metrics/logging.h"
 #include "proxy/app.h"
 #include "proxy/version.h"
@@ -20,6 +22,14 @@ int main(int argc, char** argv) {
       std::fputs(cli.output.c_str(), stdout);
       return 0;
     case CliAction::kCheckConfig:
+      if (cli.exit_code == 0 && cli.check_files) {
+        // What a start would refuse next: the files the config names.
+        const auto problems = epochgate::proxy::check_config_files(cli.config, cli.origins);
+        if (!problems.empty()) {
+          for (const auto& p : problems) std::fprintf(stderr, "%s\n", p.to_string().c_str());
+          return 1;
+        }
+      }
       std::fputs(cli.output.c_str(), stdout);
       std::fputs(cli.errors.c_str(), stderr);
       return cli.exit_code;
@@ -44,5 +54,6 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   epochgate::proxy::App app(cli.config);
   app.set_reload_source(cli.config_path, cli.overrides);
+  app.set_ready_file(cli.ready_file);
   return app.run();
 }

@@ -20,6 +20,7 @@
 #include "policy/reroute_target.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/clock.h"
+#include "proxy/connection.h"
 #include "proxy/refresher.h"
 #include "proxy/reroute_plan.h"
 #include "metrics/reroute_metrics.h"
@@ -132,16 +133,26 @@ void PolicyFencing::after_learning(const policy::LearnReport& r) {
                                                              : "urgent");
 }
 
-void PolicyFencing::count_decision(const policy::RequestDecision& d, int32_t node_id) {
+void PolicyFencing::count_decision(const policy::RequestDecision& d, const RequestInput& in,
+                                   const codec::RequestHeader& h,
+                                   const std::function<std::string(uint32_t)>& topic_of) {
+  // Who and what a fence affects, so observe mode shows what enforce would
+  // change: the client's address and id, and the topic.
+  std::string client;
   for (const auto& p : d.partitions) {
     if (p.verdict == policy::Verdict::kFence) {
       const char* mode = config::mode_name(p.mode);
       if (metrics_) metrics_->fenced_partition(d.api_key, policy::reason_name(p.reason), mode);
       const codec::ApiInfo* info = codec::api_info(d.api_key);
+      if (client.empty()) client = in.client ? in.client->peer() : std::string("?");
+      std::string topic = topic_of(p.topic_index);
       fence_log_.log(*metrics::logger("policy"), spdlog::level::info,
                      p.mode == config::Mode::kEnforce ? "fenced" : "would fence (observe)",
                      {{"api", info ? info->name : "?"},
-                      {"node", node_id},
+                      {"client", client},
+                      {"client_id", h.client_id ? std::string(*h.client_id) : std::string("-")},
+                      {"node", in.node_id},
+                      {"topic", topic.empty() ? std::string("?") : topic},
                       {"partition", p.partition},
                       {"reason", policy::reason_name(p.reason)},
                       {"error_code", p.error_code},
@@ -208,7 +219,13 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
         metrics_->reroute().observed(plan.reroute->observed);
     }
   }
-  count_decision(d, in.node_id);
+  count_decision(d, in, h, [&](uint32_t ti) -> std::string {
+    using Q = codec::PartitionShape<Req>;
+    const auto& topics = Q::topics(req);
+    if (ti >= topics.size()) return {};
+    if (!Q::by_id(in.api_version)) return std::string(Q::name(topics[ti]));
+    return std::string(snap->topic_name(Q::id(topics[ti])));
+  });
 
   auto encode_local = [&](const Resp& local) {
     codec::ResponseHeader rh;

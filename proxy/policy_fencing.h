@@ -5,6 +5,7 @@
 // worker; per-request state lives in the EntryContext attached to a request.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -66,7 +67,11 @@ class PolicyFencing : public FencingHooks {
   template <typename Req, typename Resp>
   bool merge_other(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h, const uint8_t* body,
                    size_t len, std::vector<uint8_t>& out, bool& changed, std::string& error);
-  void count_decision(const policy::RequestDecision& d, int32_t node_id);
+  /// Counts and logs the decision's fences; `topic_of(topic_index)` names
+  /// a request topic (called only for a fence).
+  void count_decision(const policy::RequestDecision& d, const RequestInput& in,
+                      const codec::RequestHeader& h,
+                      const std::function<std::string(uint32_t)>& topic_of);
   void after_learning(const policy::LearnReport& r);
   /// Asks the refresher for `topics`; `trigger` is a static label.
   void refresh(const std::vector<policy::TopicRef>& topics, const char* trigger = "urgent");

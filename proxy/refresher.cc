@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "codec/api_table.h"
 #include "codec/messages/metadata_request.h"
@@ -16,7 +17,11 @@ namespace epochgate::proxy {
 
 namespace {
 constexpr uint64_t kTickMs = 50;
+// After a round in which every broker failed: wait this long, doubling
+// with each further failed round up to the cap, so a cluster that stays
+// away is not dialled (and logged) every second for ever.
 constexpr uint64_t kRetryBackoffMs = 1000;
+constexpr uint64_t kRetryBackoffMaxMs = 30000;
 constexpr const char* kClientId = "epochgate-refresher";
 }  // namespace
 
@@ -87,7 +92,7 @@ void Refresher::maybe_refresh(uint64_t now) {
   // The client bounds the wait: the dial by limits.upstream_connect_timeout_ms
   // per broker, each login round and the request by refresher.request_timeout_ms.
   if (state_ == State::kAwaitMetadata) return;
-  if (last_failed_ms_ && now - last_failed_ms_ < kRetryBackoffMs) return;  // all brokers failed
+  if (last_failed_ms_ && now - last_failed_ms_ < retry_delay_ms_) return;  // all brokers failed
   bool urgent;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -185,20 +190,47 @@ void Refresher::connect_next() {
   if (target_index_ >= targets_.size()) {
     state_ = State::kIdle;
     startup_done_ = startup_done_ || loaded_.load();
+    retry_delay_ms_ =
+        retry_delay_ms_ == 0 ? kRetryBackoffMs : std::min(kRetryBackoffMaxMs, retry_delay_ms_ * 2);
+    const char* reason = !login_error_.empty()     ? "sasl_login"
+                         : closed_at_metadata_ > 0 ? "closed_at_metadata"
+                         : connected_in_round_ == 0 ? "unreachable"
+                                                    : "request";
+    if (metrics_) metrics_->metadata_refresh_failed(reason);
+    // Brokers that closed the connection at the Metadata request may want
+    // SASL; not once a view loaded without it (then something else did).
+    const bool sasl_hint = closed_at_metadata_ > 0 && !config_->upstream_sasl.enabled() &&
+                           !loaded_.load();
+    std::string why;
+    if (!login_error_.empty()) {
+      why = "SASL login (" + config_->upstream_sasl.mechanism + ") failed: " + login_error_;
+    } else if (sasl_hint) {
+      why = std::to_string(closed_at_metadata_) + " of " + std::to_string(targets_.size()) +
+            " brokers answered ApiVersions, then closed the connection at epochgate's Metadata "
+            "request, as brokers that require SASL may: set upstream_sasl (docs/config.md) for "
+            "epochgate's own connections";
+    } else if (connected_in_round_ == 0) {
+      why = "no broker reachable (" + std::to_string(targets_.size()) +
+            " tried, last: " + (last_failure_.empty() ? "?" : last_failure_) + ")";
+    } else {
+      why = "no broker answered epochgate's Metadata request (" +
+            std::to_string(targets_.size()) + " tried, last: " +
+            (last_failure_.empty() ? "?" : last_failure_) + ")";
+    }
+    // Logged when a loaded view loses its brokers, and at each round before
+    // the first load: rounds are spaced by the backoff, so at most one line
+    // per kRetryBackoffMaxMs once it is reached.
     if (reachable_.exchange(false) || !loaded_.load()) {
-      if (closed_at_metadata_ > 0 && !config_->upstream_sasl.enabled()) {
-        spdlog::warn("metadata refresh ({}): {} of {} brokers answered ApiVersions, then closed "
-                     "the connection at epochgate's Metadata request, as brokers that require "
-                     "SASL do: set upstream_sasl (docs/config.md) for epochgate's own "
-                     "connections; not ready until one answers, retrying every {} ms",
-                     trigger_, closed_at_metadata_, targets_.size(), kRetryBackoffMs);
-      } else {
-        spdlog::warn("metadata refresh ({}): no broker reachable ({} tried, last: {}); not ready "
-                     "until one answers, retrying every {} ms", trigger_, targets_.size(),
-                     last_failure_.empty() ? "?" : last_failure_, kRetryBackoffMs);
-      }
+      spdlog::warn("metadata refresh ({}): {}; not ready until one answers, retrying in {} ms",
+                   trigger_, why, retry_delay_ms_);
+    }
+    {
+      std::lock_guard<std::mutex> lock(broker_mu_);
+      round_error_ = why;
     }
     closed_at_metadata_ = 0;
+    connected_in_round_ = 0;
+    login_error_.clear();
     last_failure_.clear();
     last_failed_ms_ = now_ms();
     // Keep the refresh pending so it retries after the backoff.
@@ -257,6 +289,7 @@ void Refresher::on_dial_attempt_failed(const UpstreamDialer::Failure& f) {
 
 void Refresher::on_connected(size_t index, const ApiVersionRanges&) {
   target_index_ += index;
+  ++connected_in_round_;
   std::lock_guard<std::mutex> lock(broker_mu_);
   broker_ = targets_[target_index_].to_string();
 }
@@ -268,6 +301,7 @@ void Refresher::on_login(const SaslLoginStep& step, bool again, bool offered) {
                         "SASL login ({}) to {} impossible: the broker does not offer "
                         "SaslHandshake (a plaintext listener?)",
                         mechanism, last_broker());
+    login_error_ = last_broker() + " does not offer SaslHandshake (a plaintext listener?)";
     return;
   }
   if (step.kind == SaslLoginStep::Kind::kDone) {
@@ -287,6 +321,7 @@ void Refresher::on_login(const SaslLoginStep& step, bool again, bool offered) {
   if (metrics_) metrics_->sasl_authentication("own", mechanism, false, again);
   EPOCHGATE_PROXY_LOG(warn, "sasl_login", "SASL login ({}) to {} failed: {}", mechanism,
                       last_broker(), step.error);
+  login_error_ = last_broker() + ": " + step.error;
   login_reported_ = false;
 }
 
@@ -362,6 +397,18 @@ void Refresher::learn(const codec::MetadataResponse& m) {
   last_completed_ms_ = now;
   startup_done_ = true;
   last_failed_ms_ = 0;
+  retry_delay_ms_ = 0;
+  connected_in_round_ = 0;
+  login_error_.clear();
+  {
+    std::lock_guard<std::mutex> lock(broker_mu_);
+    round_error_.clear();
+  }
+  if (metrics_) {
+    metrics_->metadata_refreshed(std::chrono::duration<double>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  }
   last_refresh_ms_ = now;
   if (in_flight_all_) last_full_refresh_ms_ = now;
   state_ = State::kReady;
@@ -404,6 +451,11 @@ void Refresher::stop(std::function<void()> done) {
   });
   uv_close(reinterpret_cast<uv_handle_t*>(&tick_), closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), closed);
+}
+
+std::string Refresher::last_round_error() const {
+  std::lock_guard<std::mutex> lock(broker_mu_);
+  return round_error_;
 }
 
 }  // namespace epochgate::proxy

@@ -62,6 +62,10 @@ class Refresher : private KafkaClientObserver {
   bool loaded() const { return loaded_.load(); }
   /// Broker that answered last ("host:port"), for logs and /readyz.
   std::string last_broker() const;
+  /// Why the last refresh round failed ("SASL login (PLAIN) failed: ...",
+  /// "no broker reachable (...)"); "" after a round a broker answered.
+  /// For /readyz. Any thread.
+  std::string last_round_error() const;
   /// Called on the loop after each learned Metadata response (its brokers
   /// are the cluster's current node set: the listener registry follows them).
   void set_on_metadata(std::function<void(const codec::MetadataResponse&)> fn) {
@@ -130,6 +134,10 @@ class Refresher : private KafkaClientObserver {
   // a broker that requires SASL does to a client that did not log in), and
   // the last failure, for the warning when every broker failed.
   size_t closed_at_metadata_ = 0;
+  size_t connected_in_round_ = 0;  // brokers that answered ApiVersions this round
+  std::string login_error_;        // this round's refused SASL login, if any
+  std::string round_error_;        // last failed round's reason (broker_mu_)
+  uint64_t retry_delay_ms_ = 0;    // backoff after failed rounds; 0 after a success
   std::string last_failure_;
   const char* trigger_ = "startup";
   std::atomic<bool> loaded_{false};

@@ -251,6 +251,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
                     now - hold_started_ns_ >= uint64_t{ctx_.config->policy.hold_timeout_ms} * 1000000;
     in.hold_started_ms = hold_started_ns_ / 1000000;
     in.budget = ctx_.budget;
+    in.client = &client_;
     FencingHooks::RequestPlan plan = ctx_.fencing->plan_request(in);
     if (plan.action == FencingHooks::RequestPlan::Action::kHold && !in.after_hold) {
       // Ask again once the refresh had a chance; later requests wait behind

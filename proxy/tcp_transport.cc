@@ -18,10 +18,14 @@ TcpTransport::TcpTransport(uv_loop_t* loop) {
 int TcpTransport::open(uv_os_sock_t fd) {
   int rc = uv_tcp_open(&tcp_, fd);
   if (rc == 0) uv_tcp_nodelay(&tcp_, 1);
+  if (rc == 0) peer_ = lookup_peer();
   return rc;
 }
 
-void TcpTransport::connected() { uv_tcp_nodelay(&tcp_, 1); }
+void TcpTransport::connected() {
+  uv_tcp_nodelay(&tcp_, 1);
+  peer_ = lookup_peer();
+}
 
 int TcpTransport::start_reading() {
   if (reading_ || closing_) return 0;
@@ -98,6 +102,13 @@ bool TcpTransport::peer_closed() const {
 }
 
 std::string TcpTransport::peer() const {
+  // Kept from when the socket was connected: a peer that reset the
+  // connection has no address any more, and the line about it needs one.
+  if (!peer_.empty()) return peer_;
+  return lookup_peer();
+}
+
+std::string TcpTransport::lookup_peer() const {
   sockaddr_storage ss{};
   int len = sizeof ss;
   if (uv_tcp_getpeername(&tcp_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";

@@ -50,7 +50,10 @@ class TcpTransport final : public Transport {
   static void on_write(uv_write_t* req, int status);
   static void on_close(uv_handle_t* h);
 
+  std::string lookup_peer() const;  // getpeername now; "" when not connected
+
   uv_tcp_t tcp_;
+  std::string peer_;  // "host:port" once connected (open() or connected())
   uv_write_t write_req_;
   uv_shutdown_t shutdown_req_;
   TransportUser* user_ = nullptr;

@@ -250,8 +250,11 @@ void Worker::stop_and_join() {
     uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);
     pacer_->close();
   });
-  if (thread_.joinable()) thread_.join();
-  uv_run(&loop_, UV_RUN_NOWAIT);
+  const bool ran = thread_.joinable();
+  if (ran) thread_.join();
+  // A worker whose thread never started (start-up failed before it) runs
+  // the closing above here, to the end, so its loop closes cleanly.
+  uv_run(&loop_, ran ? UV_RUN_NOWAIT : UV_RUN_DEFAULT);
   int rc = uv_loop_close(&loop_);
   if (rc != 0) spdlog::warn("worker {}: loop closed with handles still open", ctx_.worker_index);
 }

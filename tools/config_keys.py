@@ -80,6 +80,8 @@ def render_block(table, section):
         if parent(k["path"]) != section:
             continue
         default = "see below" if k["kind"] == "section" else f"`{k['default_text']}`"
+        if k["doc"].startswith("required"):
+            default = "none (required)"  # the loader refuses the key's absence
         rows.append("| `{}` | {} | {} | {} | {} | {} |".format(
             name(k["path"]), cell(k["doc_type"]), cell(default), cell(range_text(k)),
             k["reload"], cell(k["doc"])))

@@ -301,7 +301,7 @@ def start_epochgate(build, tmp, direct, path, reroute_yaml=None):
     eg = Child([os.path.join(build, "proxy/epochgate"), "--bootstrap", direct,
                 "--listen", "127.0.0.1:0", "--broker-port-base", "0",
                 "--advertise-host", "127.0.0.1", "--admin", "127.0.0.1:0",
-                "--config", cfg, "--log-level", "warn"],
+                "--config", cfg, "--log-level", "warn", "--ready-file", "-"],
                log=open(log_path, "a"))
     try:
         ready = eg.line()

@@ -184,7 +184,8 @@ bool start_epochgate(const Options& o, const std::string& bootstrap, const std::
                                    "--listen",            "127.0.0.1:0", "--broker-port-base",
                                    "0",                   "--advertise-host", "127.0.0.1",
                                    "--admin",             "127.0.0.1:0", "--config",
-                                   cfg,                   "--log-level", "warn"};
+                                   cfg,                   "--log-level", "warn",
+                                   "--ready-file",        "-"};
   if (!proc.start(argv, o.out + "/" + name + ".log", "epochgate ready", 20000, error)) return false;
   *out_bootstrap = proc.ready_field("bootstrap");
   if (out_bootstrap->empty()) {

@@ -51,7 +51,7 @@ bool start_eg(const ScaleContext& ctx, const std::string& bootstrap, const std::
   std::vector<std::string> argv = {ctx.epochgate, "--bootstrap", bootstrap, "--listen",
                                    "127.0.0.1:0", "--broker-port-base", "0", "--advertise-host",
                                    "127.0.0.1", "--admin", "127.0.0.1:0", "--config", cfg,
-                                   "--log-level", log_level};
+                                   "--log-level", log_level, "--ready-file", "-"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   return proc.start(argv, ctx.out + "/" + name + ".log", "epochgate ready", 60000, error);
 }

@@ -168,6 +168,15 @@ void TlsTransport::progress() {
   flush_cipher();  // TLS 1.3 tickets, key updates and no_renegotiation answer from inside reads
 }
 
+std::string TlsTransport::peer_text() const {
+  std::string p = peer();
+  if (!p.empty()) return p;
+  // Never connected far enough to have an address: the name dialled (a
+  // broker's server name) still says which one.
+  const std::string& name = engine_->server_name();
+  return name.empty() ? "(address unknown: connection already closed)" : "\"" + name + "\"";
+}
+
 void TlsTransport::report_renegotiation() {
   const int n = engine_->renegotiations_refused();
   if (n == renegotiations_seen_) return;
@@ -176,11 +185,11 @@ void TlsTransport::report_renegotiation() {
   if (side_[0] == 'c') {
     EPOCHGATE_PROXY_LOG(warn, "tls_client_renegotiation",
                         "TLS client {} asked to renegotiate: refused (no_renegotiation alert)",
-                        peer());
+                        peer_text());
   } else {
     EPOCHGATE_PROXY_LOG(warn, "tls_upstream_renegotiation",
                         "TLS broker {} asked to renegotiate: refused (no_renegotiation alert)",
-                        peer());
+                        peer_text());
   }
 }
 
@@ -208,10 +217,10 @@ void TlsTransport::deliver_plain() {
     }
     failed_ = true;
     if (side_[0] == 'c') {
-      EPOCHGATE_PROXY_LOG(warn, "tls_client_stream", "TLS error from client {}: {}", peer(),
+      EPOCHGATE_PROXY_LOG(warn, "tls_client_stream", "TLS error from client {}: {}", peer_text(),
                           engine_->detail());
     } else {
-      EPOCHGATE_PROXY_LOG(warn, "tls_upstream_stream", "TLS error from broker {}: {}", peer(),
+      EPOCHGATE_PROXY_LOG(warn, "tls_upstream_stream", "TLS error from broker {}: {}", peer_text(),
                           engine_->detail());
     }
     user_->on_transport_read(UV_EPROTO);
@@ -267,11 +276,11 @@ void TlsTransport::report_handshake(bool ok) {
   const std::string sni = name.empty() ? "" : " (server name \"" + name + "\")";
   if (side_[0] == 'c') {
     EPOCHGATE_PROXY_LOG(warn, "tls_client_handshake",
-                        "TLS handshake with client {} failed{}: {}: {}; connection closed", peer(),
+                        "TLS handshake with client {} failed{}: {}: {}; connection closed", peer_text(),
                         sni, reason, engine_->detail());
   } else {
     EPOCHGATE_PROXY_LOG(warn, "tls_upstream_handshake",
-                        "TLS handshake with broker {} failed: {}: {}; connection closed", peer(),
+                        "TLS handshake with broker {} failed: {}: {}; connection closed", peer_text(),
                         reason, engine_->detail());
   }
 }

@@ -64,6 +64,8 @@ class TlsTransport final : public Transport, private TransportUser {
   int shutdown() override;
   void close() override;
   std::string peer() const override { return inner_->peer(); }
+  /// peer() for log lines: never empty.
+  std::string peer_text() const;
   bool peer_closed() const override { return inner_->peer_closed(); }
 
  private:

@@ -123,6 +123,28 @@ TEST_F(CliTest, CheckConfigValidFileExitsZero) {
   EXPECT_TRUE(r.errors.empty());
 }
 
+TEST_F(CliTest, CheckConfigNoFilesSaysWhatWasNotChecked) {
+  const std::string path = write("nofiles.yaml", "bootstrap_servers: [k:9092]\n");
+  auto r = parse({"--check-config", path, "--no-files"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(r.check_files);
+  EXPECT_EQ(r.output, path + ": OK (keys and values; files not opened: --no-files)\n");
+  auto full = parse({"--check-config", path});
+  EXPECT_TRUE(full.check_files);
+  EXPECT_EQ(full.origins.count("bootstrap_servers"), 1u);
+  auto misuse = parse({"--bootstrap", "k:9092", "--no-files"});
+  EXPECT_EQ(misuse.exit_code, 2);
+  EXPECT_NE(misuse.errors.find("--no-files goes with --check-config"), std::string::npos);
+}
+
+TEST_F(CliTest, ReadyFileIsOptIn) {
+  EXPECT_EQ(parse({"--bootstrap", "k:9092"}).ready_file, "");
+  auto r = parse({"--bootstrap", "k:9092", "--ready-file", "/run/epochgate.ready"});
+  ASSERT_EQ(r.action, CliAction::kRun) << r.errors;
+  EXPECT_EQ(r.ready_file, "/run/epochgate.ready");
+  EXPECT_EQ(parse({"--bootstrap", "k:9092", "--ready-file="}).exit_code, 2);
+}
+
 TEST_F(CliTest, CheckConfigPrintsEveryProblemAndExitsOne) {
   const std::string path = write("bad.yaml",
                                  "bootstrap_servers: [k:9092]\n"

@@ -193,7 +193,7 @@ def test_admin_binds_loopback_by_default(h):
     assert line.startswith("BOOTSTRAP "), line
     argv = enter(mock.proc.pid) + [
         h.epochgate_path, "--bootstrap", line.split(" ", 1)[1], "--listen", "127.0.0.1:0",
-        "--broker-port-base", "0"]
+        "--broker-port-base", "0", "--ready-file", "-"]
     proc = harness.Process("epochgate-default-admin", argv, h.workdir)
     h._processes.append(_Owned(proc))  # stopped (and its log shown) by the harness
     fields = _ready_fields(proc)
@@ -223,7 +223,7 @@ def _admin_default_on_this_machine(h):
     this machine's loopback, which needs port 9644 free."""
     cluster = h.start_cluster(1, [])
     argv = [h.epochgate_path, "--bootstrap", cluster.bootstrap, "--listen", "127.0.0.1:0",
-            "--broker-port-base", "0"]
+            "--broker-port-base", "0", "--ready-file", "-"]
     proc = harness.Process("epochgate-default-admin", argv, h.workdir)
     h._processes.append(_Owned(proc))
     try:

@@ -80,6 +80,10 @@ class Ctx:
             cmd = [self.helm, "install", release, chart, "-n", namespace, "--dry-run=client"]
         else:
             cmd = [self.helm, "template", release, chart, "-n", namespace, "--kube-version", kube]
+        # The chart needs an image repository; each case's files come after.
+        # (The client chart names it in its own values.)
+        if chart == self.chart:
+            cmd += ["-f", self.value_file("image.yaml")]
         for v in values:
             cmd += ["-f", v]
         return self.run(cmd)
@@ -174,7 +178,7 @@ def check_config_with_binary(ctx, text):
         f.write(text)
         path = f.name
     try:
-        r = subprocess.run([ctx.epochgate, "--check-config", path], capture_output=True,
+        r = subprocess.run([ctx.epochgate, "--check-config", path, "--no-files"], capture_output=True,
                            text=True, timeout=30, check=False)
         check(r.returncode == 0, f"epochgate --check-config refused the rendered config:\n"
                                  f"{r.stdout}{r.stderr}\n--- config ---\n{text}")
@@ -698,7 +702,8 @@ def case_values_rejected(ctx):
         check(reason in r.stderr, f"{os.path.basename(path)} refused without saying {reason!r}: {r.stderr.strip()}")
         if reason.startswith("at '/"):
             by_schema += 1
-            r = ctx.run([ctx.helm, "lint", "--strict", ctx.chart, "-f", path])
+            r = ctx.run([ctx.helm, "lint", "--strict", ctx.chart, "-f", ctx.value_file("image.yaml"),
+                         "-f", path])
             check(r.returncode != 0 and reason in r.stdout + r.stderr,
                   f"helm lint --strict accepted {os.path.basename(path)}:\n{r.stdout}")
     check(by_schema >= 5, f"only {by_schema} files are refused by values.schema.json")
@@ -712,7 +717,8 @@ def case_lint(ctx):
     files = [None] + [ctx.value_file(n) for n in sorted(os.listdir(ctx.values_dir)) if n.endswith(".yaml")
                       and n != "sidecar-native.yaml"]
     for f in files:
-        r = ctx.run([ctx.helm, "lint", "--strict", ctx.chart] + (["-f", f] if f else []))
+        r = ctx.run([ctx.helm, "lint", "--strict", ctx.chart, "-f", ctx.value_file("image.yaml")]
+                    + (["-f", f] if f else []))
         check(r.returncode == 0, f"helm lint --strict {os.path.basename(f or 'defaults')}:\n{r.stdout}{r.stderr}")
     for f in (None, ctx.value_file("sidecar-native.yaml")):
         r = ctx.run([ctx.helm, "lint", "--strict", ctx.client_chart] + (["-f", f] if f else []))

@@ -82,7 +82,7 @@ class ContainerGate:
             "--config", "/etc/epochgate/epochgate.yaml",
             "--bootstrap", upstream_bootstrap, "--advertise-host", harness.LOOPBACK,
             "--listen", harness.LOOPBACK + ":0", "--broker-port-base", "0",
-            "--admin", harness.LOOPBACK + ":0"]
+            "--admin", harness.LOOPBACK + ":0", "--ready-file", "-"]
         self.proc = harness.Process("container", argv, h.workdir)
         h.on_close(self.remove)
         deadline = time.monotonic() + 60

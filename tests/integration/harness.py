@@ -237,12 +237,24 @@ class Epochgate:
                 "--listen", LOOPBACK + ":0", "--broker-port-base", "0",
                 "--advertise-host", LOOPBACK, "--admin", LOOPBACK + ":0",
                 "--log-level", "debug"] + list(args)
+        # The addresses come from --ready-file, as a supervisor would read them.
+        ready_file = os.path.join(harness.workdir, "epochgate-%d.ready" % len(getattr(harness, "_gates", ())))
+        if os.path.exists(ready_file):
+            os.unlink(ready_file)
+        argv += ["--ready-file", ready_file]
         self.proc = Process("epochgate", argv, harness.workdir)
         deadline = time.monotonic() + 20
-        while True:
-            line = self.proc.read_line(timeout=max(0.1, deadline - time.monotonic()))
-            if line.startswith("epochgate ready "):
-                break
+        while not os.path.exists(ready_file):
+            if not self.proc.alive():
+                raise AssertionError("epochgate exited (rc=%s) before writing %s; log: %s"
+                                     % (self.proc.proc.poll(), ready_file, self.proc.tail()))
+            if time.monotonic() > deadline:
+                raise AssertionError("epochgate wrote no %s within 20 s; log: %s"
+                                     % (ready_file, self.proc.tail()))
+            time.sleep(0.02)
+        with open(ready_file) as f:
+            line = f.read().strip()
+        assert line.startswith("epochgate ready "), line
         fields = dict(item.split("=", 1) for item in line.split()[2:] if "=" in item)
         self.bootstrap = fields["bootstrap"]
         self.admin = fields["admin"]

@@ -10,7 +10,9 @@ is the independent record of who logged in, how, and when."""
 
 import json
 import os
+import re
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -138,13 +140,24 @@ def test_a_sasl_cluster_without_upstream_sasl_is_named_in_the_warning(h):
     sc = SaslCluster(h, ["orders:1:3"])
     gate = h.start_gate(sc.bootstrap, [])
     wanted = "then closed the connection at epochgate's Metadata request, as brokers that " \
-             "require SASL do: set upstream_sasl"
+             "require SASL may: set upstream_sasl"
 
     def warned():
         with open(gate.proc.log_path, errors="replace") as f:
             return any(wanted in line and " warn " in line for line in f)
     harness.wait_until(warned, 15, what="the warning naming upstream_sasl")
     assert not ready(gate), "/readyz is 200 without a loaded view"
+    # /readyz says why, and the failed rounds are counted by reason.
+    status, body = gate.http_get("/readyz")
+    assert status == 503 and "require SASL may: set upstream_sasl" in body, (status, body)
+    assert metric(gate, "epochgate_metadata_refresh_errors_total",
+                  reason="closed_at_metadata") >= 1
+    # Retries back off: a few rounds in the first seconds, not one a second.
+    time.sleep(6)
+    with open(gate.proc.log_path, errors="replace") as f:
+        warnings = [line for line in f if wanted in line]
+    assert 2 <= len(warnings) <= 4, "%d warnings in ~8 s: %s" % (len(warnings), warnings)
+    assert re.search(r"retrying in (2000|4000|8000) ms", warnings[-1]), warnings[-1]
     refused = [e for e in sc.events() if e.get("event") == "closed"]
     assert refused, "the gate saw no connection it closed"
 

@@ -166,6 +166,18 @@ TEST_F(ProxyMetricsTest, EveryFamilyFollowsPrometheusNaming) {
   }
 }
 
+TEST_F(ProxyMetricsTest, RefresherFailuresByReasonAndTheViewsAge) {
+  metrics_.metadata_refresh_failed("sasl_login");
+  metrics_.metadata_refresh_failed("sasl_login");
+  metrics_.metadata_refresh_failed("unreachable");
+  metrics_.metadata_refreshed(1764806400.5);
+  metrics_.set_view_age(42.25);
+  EXPECT_EQ(value("epochgate_metadata_refresh_errors_total", {{"reason", "sasl_login"}}), 2);
+  EXPECT_EQ(value("epochgate_metadata_refresh_errors_total", {{"reason", "unreachable"}}), 1);
+  EXPECT_EQ(value("epochgate_metadata_last_success_timestamp_seconds", {}), 1764806400.5);
+  EXPECT_EQ(value("epochgate_metadata_view_age_seconds", {}), 42.25);
+}
+
 TEST_F(ProxyMetricsTest, UnansweredUpstreamsByNodeAndOverdueRequestsByApi) {
   EXPECT_EQ(value("epochgate_upstream_unanswered_total", {{"node", "bootstrap"}}), 0);
   metrics_.upstream_unanswered(-1);

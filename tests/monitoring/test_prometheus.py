@@ -16,8 +16,11 @@ Grafana does for a time series panel: a range query over the traffic, step =
 scrape interval, $__rate_interval = 4 x scrape interval, the template
 variables $job and $instance set to what their own label_values queries
 return. A query that returns no series, or (for rate/increase/quantile) no
-non-zero value, fails the test. Alert rules: the chart ships none, and the
-test fails if one appears without being evaluated here.
+non-zero value, fails the test. Alert rules: the chart's PrometheusRule
+(metrics.prometheusRule) is loaded into the same Prometheus; every rule must
+be evaluated without error, each selector must match the scraped series
+where the metric exists, and a refused config reload at the end must fire
+EpochgateConfigReloadRefused.
 
 Runs as /usr/bin/python3 tests/monitoring/test_prometheus.py --build-dir BUILD.
 Owns: the dashboard's and the scrape config's contract with Prometheus.
@@ -65,6 +68,7 @@ def rendered_monitoring(h):
                HELM_DATA_HOME=home + "/data", KUBECONFIG="/dev/null")
     r = subprocess.run([os.path.join(k8s_tools(), "helm"), "template", RELEASE,
                         os.path.join(REPO, "helm", "epochgate"), "-n", NAMESPACE,
+                        "-f", os.path.join(REPO, "tests", "helm", "values", "image.yaml"),
                         "-f", os.path.join(REPO, "tests", "helm", "values", "monitoring.yaml"),
                         "--set", "metrics.serviceMonitor.interval=%ds" % SCRAPE_S,
                         "--set", "metrics.serviceMonitor.scrapeTimeout=%ds" % (SCRAPE_S - 1)],
@@ -212,8 +216,12 @@ def generate_traffic(h, cluster, gate, config_path):
 
 def test_dashboard_queries_return_data_in_real_prometheus(h):
     sm, svc, board, rules = rendered_monitoring(h)
-    assert not rules, ("the chart now ships PrometheusRules: check them with `promtool check rules` "
-                       "and evaluate each expression here")
+    assert len(rules) == 1, "expected the chart's PrometheusRule, got %d" % len(rules)
+    rules_path = os.path.join(h.workdir, "rules.yml")
+    with open(rules_path, "w") as f:
+        yaml.safe_dump({"groups": rules[0]["spec"]["groups"]}, f)
+    r = h.run(["promtool", "check", "rules", rules_path], check=False)
+    assert r.returncode == 0, "promtool check rules:\n%s%s" % (r.stdout, r.stderr)
     cluster = h.start_cluster(3, ["%s:3:3" % TOPIC])
     # Periodic refreshes every second (default 30 s, longer than the traffic)
     # so the refresh panel has increments inside the test's time range.
@@ -224,7 +232,9 @@ def test_dashboard_queries_return_data_in_real_prometheus(h):
     r = h.run(["promtool", "check", "metrics"], input=gate.metrics().encode(), check=False)
     assert r.returncode == 0, "promtool check metrics:\n%s%s" % (r.stdout, r.stderr)
 
-    prom = Prometheus(h, scrape_config(sm, svc, gate.admin))
+    prom_config = scrape_config(sm, svc, gate.admin)
+    prom_config["rule_files"] = [rules_path]
+    prom = Prometheus(h, prom_config)
     harness.wait_until(lambda: prom.api("targets")["activeTargets"]
                        and all(t["health"] == "up" for t in prom.api("targets")["activeTargets"]),
                        20, what="the epochgate target up")
@@ -268,6 +278,36 @@ def test_dashboard_queries_return_data_in_real_prometheus(h):
         len(shown), summary["acked"], summary["consumed"]))
     for line in shown:
         h.note(line)
+    check_alert_rules(h, prom, gate, config_path)
+
+
+def check_alert_rules(h, prom, gate, config_path):
+    """Every rule evaluated without error; the selectors match the series
+    the scrape produced (so job and namespace are the ServiceMonitor's);
+    a refused reload fires EpochgateConfigReloadRefused."""
+    def rules():
+        return [r for g in prom.api("rules")["groups"] for r in g["rules"]]
+    harness.wait_until(lambda: all(r.get("lastEvaluation", "0001").startswith("20")
+                                   for r in rules()), 30, what="every alert rule evaluated")
+    bad = ["%s: %s (%s)" % (r["name"], r["health"], r.get("lastError")) for r in rules()
+           if r["health"] != "ok"]
+    assert not bad, "alert rules that do not evaluate:\n  " + "\n  ".join(bad)
+    # A selector that matched nothing would make its alert silent for ever.
+    for r in rules():
+        m = re.search(r"(epochgate_\w+)(\{[^}]*\})", r["query"])
+        assert m, "rule %s names no epochgate metric: %s" % (r["name"], r["query"])
+        if not prom.api("query", query=m.group(1))["result"]:
+            continue  # the metric has no series yet (no TLS, no reroute): nothing to match
+        assert prom.api("query", query=m.group(1) + m.group(2))["result"], \
+            "rule %s: %s%s matches none of the scraped series" % (r["name"], m.group(1), m.group(2))
+    with open(config_path, "a") as f:
+        f.write("limits:\n  no_such_key: 1\n")
+    gate.proc.proc.send_signal(signal.SIGHUP)
+    harness.wait_until(lambda: any(r["name"] == "EpochgateConfigReloadRefused"
+                                   and r["state"] == "firing" for r in rules()),
+                       6 * SCRAPE_S + 10, what="EpochgateConfigReloadRefused firing")
+    h.note("%d alert rules evaluated; EpochgateConfigReloadRefused fired on a refused reload"
+           % len(rules()))
 
 
 if __name__ == "__main__":

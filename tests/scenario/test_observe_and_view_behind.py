@@ -15,6 +15,7 @@
 
 import os
 import sys
+import re
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -121,6 +122,17 @@ def test_observe_mode_forwards_every_byte_and_counts(h):
     assert _relayed(relay, corr) is None, "enforce: the stale Fetch reached the broker"
     final = sl.scrape(gate)
     assert sl.delta(final, after, sl.FENCED, api="fetch", mode="enforce") == 1
+    # The log says which client and topic each fence affects (what enforce
+    # would change for whom); the v16 Fetch named its topic by id.
+    with open(gate.proc.log_path, errors="replace") as f:
+        log = f.read()
+    client = r"client=127\.0\.0\.1:\d+ client_id=epochgate-wire-test node=-?\d+"
+    would = re.findall(r"would fence \(observe\) api=Fetch %s topic=watch partition=0 " % client,
+                       log)
+    assert len(would) == 2, log[-3000:]
+    assert re.search(r"would fence \(observe\) api=Produce %s topic=watch partition=0 " % client,
+                     log), log[-3000:]
+    assert re.search(r"\] fenced api=Fetch %s topic=guard partition=0 " % client, log), log[-3000:]
     h.note("observe: %s crossed byte-identical both ways; fenced_partitions_total{mode=observe} "
            "%s; enforce control answered locally" % (", ".join(checked), observed))
 

@@ -11,6 +11,7 @@ expired, for the wrong host, and TLS to a plaintext broker.
 """
 
 import os
+import re
 import socket
 import sys
 import time
@@ -42,6 +43,20 @@ def _logged(gate, *needles, timeout=5):
         text = open(gate.proc.log_path, errors="replace").read()
         return all(n in text for n in needles)
     harness.wait_until(seen, timeout, what="a log line with %s" % (needles,))
+
+
+def _peers_named(gate):
+    """Every TLS failure line names its peer (an address, or the server
+    name dialled): never "with broker  failed"."""
+    text = open(gate.proc.log_path, errors="replace").read()
+    lines = [l for l in text.splitlines()
+             if re.search(r"TLS (handshake with|error from) (broker|client) ", l)]
+    assert lines, "no TLS failure line"
+    for line in lines:
+        m = re.search(r"TLS (?:handshake with|error from) (?:broker|client) (\S+)", line)
+        assert m and m.group(1) not in ("failed", "failed:") and not m.group(1).startswith(":"), \
+            line
+    return lines
 
 
 def test_client_side_failures_close_one_connection(h):
@@ -149,6 +164,7 @@ def test_upstream_failures_are_local(h):
                            what="upstream %s counted" % reason)
         # The log line names the broker, the reason and OpenSSL's words.
         _logged(gate, "TLS handshake with broker", "failed: %s: " % reason, text)
+        _peers_named(gate)
         gate.stop()
     # TLS to a plaintext broker: the handshake fails, the client sees an error.
     plain = h.start_cluster(1, ["t:1:1"])
@@ -159,6 +175,7 @@ def test_upstream_failures_are_local(h):
     harness.wait_until(lambda: tls_lib.metrics_value(gate, "epochgate_tls_handshakes_total",
                                                      side="upstream", result="failed") >= 1, 15,
                        what="a failed upstream handshake")
+    h.note("TLS to a plaintext broker: " + _peers_named(gate)[-1].split("] ", 1)[-1][:160])
     # Meanwhile a gate in front of the good cluster works as before.
     gate = h.start_gate(good.bootstrap, tls_lib.write_gate_config(h, c, name="good.yaml"))
     _round_trip_ok(h, gate, c)

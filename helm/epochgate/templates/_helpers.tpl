@@ -50,6 +50,9 @@ app.kubernetes.io/part-of: epochgate
 {{/* image reference: repository@digest, or repository:tag. */}}
 {{- define "epochgate.image" -}}
 {{- $img := .Values.image -}}
+{{- if not $img.repository -}}
+{{- fail "image.repository is not set: build the epochgate image and push it to your registry (docs/deploy.md, \"Container image\"), then set image.repository to it, e.g. --set image.repository=registry.example.com/epochgate" -}}
+{{- end -}}
 {{- if $img.digest -}}
 {{- printf "%s@%s" $img.repository $img.digest -}}
 {{- else -}}
