@@ -69,7 +69,10 @@ class PolicyFencing : public FencingHooks {
   void count_decision(const policy::RequestDecision& d, int32_t node_id);
   void after_learning(const policy::LearnReport& r);
   /// Asks the refresher for `topics`; `trigger` is a static label.
-  void refresh(const std::vector<policy::TopicRef>& topics, const char* trigger = "urgent");
+  /// `confirm`: an epoch-less move report, refreshed at once within the
+  /// refresher's per-topic bound (Refresher::request_confirm).
+  void refresh(const std::vector<policy::TopicRef>& topics, const char* trigger = "urgent",
+               bool confirm = false);
 
   policy::MetadataView& view_;
   const policy::EndpointResolver& endpoints_;

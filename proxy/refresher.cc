@@ -63,6 +63,22 @@ void Refresher::request_urgent(std::vector<std::string> topics, const char* trig
   uv_async_send(&async_);
 }
 
+void Refresher::request_confirm(std::vector<std::string> topics, const char* trigger) {
+  const uint64_t now = now_ms();
+  const uint64_t interval = config_->refresher.urgent_min_interval_ms;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& t : topics)
+      if (confirm_limiter_.admit_topic(t, now, interval)) confirm_ = true;
+  }
+  request_urgent(std::move(topics), trigger);
+}
+
+bool Refresher::confirm_now(uint64_t now, uint64_t interval) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return confirm_ && confirm_limiter_.admit_refresh(now, interval);
+}
+
 std::string Refresher::last_broker() const {
   std::lock_guard<std::mutex> lock(broker_mu_);
   return broker_;
@@ -100,7 +116,8 @@ void Refresher::maybe_refresh(uint64_t now) {
     // topics too, and urgent requests coming faster than the rate limit
     // must not put it off.
     begin_refresh("periodic");
-  } else if (urgent && now - last_refresh_ms_ >= rc.urgent_min_interval_ms) {
+  } else if (urgent && (now - last_refresh_ms_ >= rc.urgent_min_interval_ms ||
+                        confirm_now(now, rc.urgent_min_interval_ms))) {
     begin_refresh(urgent_trigger_);
   }
 }
@@ -144,6 +161,7 @@ void Refresher::begin_refresh(const char* trigger) {
     }
     urgent_ = false;
     urgent_all_ = false;
+    confirm_ = false;
     urgent_topics_.clear();
   }
   if (all_known) {
@@ -365,6 +383,12 @@ void Refresher::learn(const codec::MetadataResponse& m) {
   last_refresh_ms_ = now;
   if (in_flight_all_) last_full_refresh_ms_ = now;
   state_ = State::kReady;
+  {
+    // A move reported while this refresh was out is confirmed by the next
+    // one now, not at the next tick.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (confirm_) uv_async_send(&async_);
+  }
   if (!rep.urgent_refresh.empty()) {
     std::vector<std::string> names;
     for (const auto& t : rep.urgent_refresh)
