@@ -64,19 +64,20 @@ void Refresher::request_urgent(std::vector<std::string> topics, const char* trig
 }
 
 void Refresher::request_confirm(std::vector<std::string> topics, const char* trigger) {
-  const uint64_t now = now_ms();
-  const uint64_t interval = config_->refresher.urgent_min_interval_ms;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& t : topics)
-      if (confirm_limiter_.admit_topic(t, now, interval)) confirm_ = true;
+      if (confirm_topics_.size() < 10000) confirm_topics_.insert(t);
   }
   request_urgent(std::move(topics), trigger);
 }
 
 bool Refresher::confirm_now(uint64_t now, uint64_t interval) {
   std::lock_guard<std::mutex> lock(mu_);
-  return confirm_ && confirm_limiter_.admit_refresh(now, interval);
+  bool any = false;
+  for (const auto& t : confirm_topics_) any = confirm_limiter_.admit_topic(t, now, interval) || any;
+  confirm_topics_.clear();
+  return any && confirm_limiter_.admit_refresh(now, interval);
 }
 
 std::string Refresher::last_broker() const {
@@ -161,7 +162,7 @@ void Refresher::begin_refresh(const char* trigger) {
     }
     urgent_ = false;
     urgent_all_ = false;
-    confirm_ = false;
+    confirm_topics_.clear();
     urgent_topics_.clear();
   }
   if (all_known) {
@@ -387,7 +388,7 @@ void Refresher::learn(const codec::MetadataResponse& m) {
     // A move reported while this refresh was out is confirmed by the next
     // one now, not at the next tick.
     std::lock_guard<std::mutex> lock(mu_);
-    if (confirm_) uv_async_send(&async_);
+    if (!confirm_topics_.empty()) uv_async_send(&async_);
   }
   if (!rep.urgent_refresh.empty()) {
     std::vector<std::string> names;

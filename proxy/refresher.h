@@ -83,8 +83,10 @@ class Refresher : private KafkaClientObserver {
   static void on_tick(uv_timer_t* t);
   static void on_async(uv_async_t* a);
   void maybe_refresh(uint64_t now_ms);
-  /// An epoch-less move report waits: may its refresh skip the urgent
-  /// interval at `now_ms` (recorded if so)?
+  /// Epoch-less move reports wait: may their refresh skip the urgent
+  /// interval (`interval_ms`) at `now_ms`? Records what it admits and
+  /// forgets the reports it looked at (the refresh takes their topics
+  /// either way, now or at the interval).
   bool confirm_now(uint64_t now_ms, uint64_t interval_ms);
   /// interval_ms moved by this round's jitter (within +-10%, mean unchanged),
   /// so sidecars started together do not refresh together for ever.
@@ -151,8 +153,11 @@ class Refresher : private KafkaClientObserver {
   std::set<std::string> urgent_topics_;
   bool urgent_ = false;
   bool urgent_all_ = false;
-  bool confirm_ = false;             // the pending urgent refresh may skip the interval
-  ConfirmLimiter confirm_limiter_;   // under mu_
+  // Topics of request_confirm not yet looked at by confirm_now (loop
+  // thread, which reads the config): the pending urgent refresh may skip
+  // the interval for them.
+  std::set<std::string> confirm_topics_;
+  ConfirmLimiter confirm_limiter_;  // under mu_
   const char* urgent_trigger_ = "urgent";
   std::vector<std::string> in_flight_topics_;
   bool stopping_ = false;
