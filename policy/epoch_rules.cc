@@ -131,6 +131,10 @@ bool apply(PartitionEntry& e, const Incoming& in, Source src, uint64_t now_ms, L
   }
   if (in.leader == e.leader_id) return false;  // consistent, but too weak to reset the age
   doubt(e, rep);
+  // An old client saw the leader move away from the one the view fences
+  // for: until a refresh confirms it, the entry fences nothing, so the
+  // refresher learns the new epoch now (rate-bounded per topic).
+  if (in.leader >= 0 && src != Source::kRefresher) rep.learned_without_epoch++;
   return true;
 }
 

@@ -56,8 +56,11 @@ struct LearnReport {
   /// Entries moved back to the lower epoch the cluster confirmed enough times.
   uint32_t epochs_rolled_back = 0;
   /// Partitions learned with a leader but no epoch (Metadata < v7 passing
-  /// through), or whose epoch-less leader moved: they cannot fence until the
-  /// refresher learns their epoch, so they ask for an urgent refresh.
+  /// through), or whose leader such a report moved (the entry's epoch-less
+  /// leader, or the leader of an entry with an epoch, which is then
+  /// doubted): they cannot fence until the refresher learns their epoch, so
+  /// they ask for a refresh that confirms them at once
+  /// (Refresher::request_confirm).
   uint32_t learned_without_epoch = 0;
   /// Topics first learned with leader epochs but no topic id (Metadata v7 to
   /// v9 passing through): until the view has the id, a lower epoch cannot be

@@ -105,7 +105,8 @@ PolicyFencing::Settings PolicyFencing::settings() const {
   return settings_;
 }
 
-void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics, const char* trigger) {
+void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics, const char* trigger,
+                            bool confirm) {
   if (refresher_ == nullptr || topics.empty()) return;
   std::vector<std::string> names;
   auto snap = view_.snapshot();
@@ -117,7 +118,8 @@ void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics, const c
     }
   }
   // Empty names (an id the view never saw): refresh what the view knows.
-  refresher_->request_urgent(std::move(names), trigger);
+  if (confirm && !names.empty()) refresher_->request_confirm(std::move(names), trigger);
+  else refresher_->request_urgent(std::move(names), trigger);
 }
 
 void PolicyFencing::after_learning(const policy::LearnReport& r) {
@@ -127,10 +129,13 @@ void PolicyFencing::after_learning(const policy::LearnReport& r) {
     metrics_->view_epochs_rolled_back(r.epochs_rolled_back);
   }
   // An old client's epoch-less or id-less Metadata: the refresher learns
-  // the epochs and topic ids at its own version.
-  refresh(r.urgent_refresh, r.learned_without_epoch > 0      ? "no_epoch"
-                            : r.learned_without_topic_id > 0 ? "no_topic_id"
-                                                             : "urgent");
+  // the epochs and topic ids at its own version; epoch-less entries fence
+  // nothing meanwhile (stale writes pass), so those are confirmed at once.
+  refresh(r.urgent_refresh,
+          r.learned_without_epoch > 0      ? "no_epoch"
+          : r.learned_without_topic_id > 0 ? "no_topic_id"
+                                           : "urgent",
+          r.learned_without_epoch > 0);
 }
 
 void PolicyFencing::count_decision(const policy::RequestDecision& d, const RequestInput& in,

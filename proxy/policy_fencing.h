@@ -74,7 +74,10 @@ class PolicyFencing : public FencingHooks {
                       const std::function<std::string(uint32_t)>& topic_of);
   void after_learning(const policy::LearnReport& r);
   /// Asks the refresher for `topics`; `trigger` is a static label.
-  void refresh(const std::vector<policy::TopicRef>& topics, const char* trigger = "urgent");
+  /// `confirm`: an epoch-less move report, refreshed at once within the
+  /// refresher's per-topic bound (Refresher::request_confirm).
+  void refresh(const std::vector<policy::TopicRef>& topics, const char* trigger = "urgent",
+               bool confirm = false);
 
   policy::MetadataView& view_;
   const policy::EndpointResolver& endpoints_;

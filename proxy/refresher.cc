@@ -68,6 +68,23 @@ void Refresher::request_urgent(std::vector<std::string> topics, const char* trig
   uv_async_send(&async_);
 }
 
+void Refresher::request_confirm(std::vector<std::string> topics, const char* trigger) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& t : topics)
+      if (confirm_topics_.size() < 10000) confirm_topics_.insert(t);
+  }
+  request_urgent(std::move(topics), trigger);
+}
+
+bool Refresher::confirm_now(uint64_t now, uint64_t interval) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool any = false;
+  for (const auto& t : confirm_topics_) any = confirm_limiter_.admit_topic(t, now, interval) || any;
+  confirm_topics_.clear();
+  return any && confirm_limiter_.admit_refresh(now, interval);
+}
+
 std::string Refresher::last_broker() const {
   std::lock_guard<std::mutex> lock(broker_mu_);
   return broker_;
@@ -105,7 +122,8 @@ void Refresher::maybe_refresh(uint64_t now) {
     // topics too, and urgent requests coming faster than the rate limit
     // must not put it off.
     begin_refresh("periodic");
-  } else if (urgent && now - last_refresh_ms_ >= rc.urgent_min_interval_ms) {
+  } else if (urgent && (now - last_refresh_ms_ >= rc.urgent_min_interval_ms ||
+                        confirm_now(now, rc.urgent_min_interval_ms))) {
     begin_refresh(urgent_trigger_);
   }
 }
@@ -149,6 +167,7 @@ void Refresher::begin_refresh(const char* trigger) {
     }
     urgent_ = false;
     urgent_all_ = false;
+    confirm_topics_.clear();
     urgent_topics_.clear();
   }
   if (all_known) {
@@ -412,6 +431,12 @@ void Refresher::learn(const codec::MetadataResponse& m) {
   last_refresh_ms_ = now;
   if (in_flight_all_) last_full_refresh_ms_ = now;
   state_ = State::kReady;
+  {
+    // A move reported while this refresh was out is confirmed by the next
+    // one now, not at the next tick.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!confirm_topics_.empty()) uv_async_send(&async_);
+  }
   if (!rep.urgent_refresh.empty()) {
     std::vector<std::string> names;
     for (const auto& t : rep.urgent_refresh)

@@ -23,6 +23,7 @@
 #include "config/config.h"
 #include "policy/metadata_view.h"
 #include "proxy/buffer_pool.h"
+#include "proxy/confirm_limiter.h"
 #include "proxy/kafka_client.h"
 
 namespace epochgate::metrics {
@@ -48,6 +49,14 @@ class Refresher : private KafkaClientObserver {
   void set_tls(const tls::TlsServices& tls) { client_.set_tls(tls); }
   /// Asks for a refresh soon for `topics` (empty: the known topics). Thread-safe.
   void request_urgent(std::vector<std::string> topics, const char* trigger);
+  /// request_urgent for topics a client's epoch-less Metadata reported
+  /// moved (their entries are suspect and fence nothing until a refresh
+  /// confirms them): the refresh goes at once, without waiting out
+  /// refresher.urgent_min_interval_ms, for a topic not confirmed so within
+  /// that interval and while fewer than ConfirmLimiter::kBurst such
+  /// refreshes went in it; otherwise it waits like any urgent refresh.
+  /// Thread-safe.
+  void request_confirm(std::vector<std::string> topics, const char* trigger);
   /// Applies a reloaded config (interval, rate limit, enabled).
   void set_config(std::shared_ptr<const config::Config> config);
   /// Closes handles; `done` runs when all are closed.
@@ -78,6 +87,11 @@ class Refresher : private KafkaClientObserver {
   static void on_tick(uv_timer_t* t);
   static void on_async(uv_async_t* a);
   void maybe_refresh(uint64_t now_ms);
+  /// Epoch-less move reports wait: may their refresh skip the urgent
+  /// interval (`interval_ms`) at `now_ms`? Records what it admits and
+  /// forgets the reports it looked at (the refresh takes their topics
+  /// either way, now or at the interval).
+  bool confirm_now(uint64_t now_ms, uint64_t interval_ms);
   /// interval_ms moved by this round's jitter (within +-10%, mean unchanged),
   /// so sidecars started together do not refresh together for ever.
   uint64_t periodic_due_ms(uint32_t interval_ms) const;
@@ -147,6 +161,11 @@ class Refresher : private KafkaClientObserver {
   std::set<std::string> urgent_topics_;
   bool urgent_ = false;
   bool urgent_all_ = false;
+  // Topics of request_confirm not yet looked at by confirm_now (loop
+  // thread, which reads the config): the pending urgent refresh may skip
+  // the interval for them.
+  std::set<std::string> confirm_topics_;
+  ConfirmLimiter confirm_limiter_;  // under mu_
   const char* urgent_trigger_ = "urgent";
   std::vector<std::string> in_flight_topics_;
   bool stopping_ = false;

@@ -11,7 +11,13 @@ process sends one message per millisecond to a one-partition topic
 times, every `--interval` seconds. Per move it records the first
 acknowledgement of a message sent after the move (move -> ack, ms), and the
 same figure at instants half way between moves where nothing moved (the
-floor: batching plus the round trip). At the end it reads the partition back
+floor: batching plus the round trip), and the longest delivery latency of
+the messages sent within 100 ms of the move (the worst write across it:
+the writes in flight or queued at the old leader too), beside the same at
+the no-move instants. The run's first message is reported apart: it waits
+for the client's start (librdkafka's idempotent producer: its ProducerId,
+500 ms when the PID timer rather than a Metadata answer finds the first
+broker up), which no move causes. At the end it reads the partition back
 directly from the cluster and counts acknowledged messages lost, messages
 stored twice, and stored out of the order they were sent; for the epochgate
 paths it scrapes /metrics for the rerouting counters (delivered, fell_back by
@@ -37,6 +43,10 @@ Clients (each its own process, default settings unless noted):
 
   bench/kafka_load/leader_move_clients.py --build build [--rounds 10] \
       [--paths direct,epochgate,"epochgate reroute"] [--results bench/RESULTS.md]
+
+--rtt MS makes every mock broker answer MS late (writes in flight at the old
+leader when it steps down); --debug-dir DIR keeps each row's librdkafka
+debug log, epochgate's debug log and the per-message stamps.
 
 A build without rerouting refuses the reroute keys; the reroute rows are then
 marked skipped, with the reason printed, and the other paths still run.
@@ -287,7 +297,7 @@ def move_leader(mock, topic, partition, broker):
     return before, time.monotonic_ns()
 
 
-def start_epochgate(build, tmp, direct, path, reroute_yaml=None):
+def start_epochgate(build, tmp, direct, path, reroute_yaml=None, log_level="warn"):
     """epochgate enforcing in front of `direct`; returns (Child, bootstrap,
     admin). Raises RerouteUnsupported when the build refuses the rerouting
     configuration (a build without rerouting rejects its keys as unknown)."""
@@ -301,7 +311,7 @@ def start_epochgate(build, tmp, direct, path, reroute_yaml=None):
     eg = Child([os.path.join(build, "proxy/epochgate"), "--bootstrap", direct,
                 "--listen", "127.0.0.1:0", "--broker-port-base", "0",
                 "--advertise-host", "127.0.0.1", "--admin", "127.0.0.1:0",
-                "--config", cfg, "--log-level", "warn", "--ready-file", "-"],
+                "--config", cfg, "--log-level", log_level, "--ready-file", "-"],
                log=open(log_path, "a"))
     try:
         ready = eg.line()
@@ -404,34 +414,85 @@ def first_ack_after(instants, sent, acks):
     return out
 
 
+def longest_latency_around(instants, sent, acks, window_ms=100):
+    """For each (start_ns, end_ns) instant: the longest delivery latency
+    (acknowledgement minus the stamp taken before produce(), ms) among the
+    messages sent from `window_ms` before its start to `window_ms` after its
+    end: the writes in flight or queued when the leader moved, and those
+    sent while the client recovered. A message never acknowledged (or
+    failed) counts as infinite. The producer's first messages wait for its
+    start (an idempotent producer's PID), which is no part of any move: the
+    first move comes --warm seconds later."""
+    w = window_ms * 1_000_000
+    out = []
+    for b, a in instants:
+        lo = bisect.bisect_left(sent, b - w)
+        hi = bisect.bisect_left(sent, a + w)
+        worst = 0.0
+        for i in range(lo, hi):
+            ack = acks.get(i)
+            worst = max(worst, (ack[0] - sent[i]) / 1e6 if ack and ack[1] else float("inf"))
+        out.append(worst)
+    return out
+
+
+def keep_logs(debug_dir, tmp, label, path, capped, moves):
+    """--debug-dir: the client's and epochgate's logs of one row, the
+    producer's stamps per message, and the moves' CLOCK_MONOTONIC stamps (ns)
+    to find them in the logs."""
+    os.makedirs(debug_dir, exist_ok=True)
+    stem = re.sub(r"[^a-z0-9.]+", "-", f"{label} {path} {'capped' if capped else 'full'}".lower())
+    for name in ("client.log", "epochgate.log", "producer.json"):
+        src = os.path.join(tmp, name)
+        if os.path.exists(src):
+            with open(src) as fi, open(os.path.join(debug_dir, f"{stem}.{name}"), "w") as fo:
+                fo.write(fi.read())
+    with open(os.path.join(debug_dir, f"{stem}.moves.json"), "w") as fh:
+        json.dump(moves, fh)
+
+
 def run_case(args, tmp, client, path, capped):
     label, runner, conf, libpath = client
     mock, direct = start_mock(args.build, "m:1:3")
     eg = None
     producer = None
     metrics = {}
+    moves = []
     try:
         if capped:
             mock.command("apiversion 0 0 9")
         leader = 1
         mock.command(f"leader m 0 {leader}")
+        if args.rtt:
+            # Every broker answers `--rtt` ms late: a write is in flight at
+            # the old leader when it steps down.
+            for b in (1, 2, 3):
+                mock.command(f"rtt {b} {args.rtt}")
         bootstrap = direct
         admin = None
         if path != "direct":
             eg, bootstrap, admin = start_epochgate(args.build, tmp, direct, path,
-                                                   args.reroute_yaml)
+                                                   args.reroute_yaml,
+                                                   "debug" if args.debug_dir else "warn")
         out = os.path.join(tmp, "producer.json")
         seconds = args.warm + args.rounds * args.interval
         env = dict(os.environ)
         if libpath:
             env["LD_LIBRARY_PATH"] = libpath
         script = CONFLUENT_PRODUCER if runner == "confluent" else KAFKA_PYTHON_PRODUCER
+        client_log = None
+        if args.debug_dir:
+            # librdkafka's debug contexts for a move: which request carried
+            # which sequence, leader changes, idempotence state.
+            if runner == "confluent" and args.client_debug:
+                conf = dict(conf, debug=args.client_debug)
+            client_log = open(os.path.join(tmp, "client.log"), "w")
         producer = subprocess.Popen([PY, "-c", script, bootstrap, json.dumps(conf), str(seconds),
-                                     out], stdout=subprocess.PIPE, text=True, env=env)
+                                     out], stdout=subprocess.PIPE, stderr=client_log, text=True,
+                                    env=env)
         if not producer.stdout.readline().startswith("ready"):
             raise RuntimeError("producer did not start")
         t_start = time.monotonic_ns()
-        moves = []
         for r in range(args.rounds):
             due = t_start + int((args.warm + r * args.interval) * 1e9)
             while time.monotonic_ns() < due:
@@ -450,10 +511,17 @@ def run_case(args, tmp, client, path, capped):
         if eg:
             eg.close()
         mock.close()
+        if args.debug_dir:
+            keep_logs(args.debug_dir, tmp, label, path, capped, moves)
 
     sent = prod["sent"]
     acks = {int(k): v for k, v in prod["acks"].items()}
     first_ack = first_ack_after(moves, sent, acks)
+    longest = longest_latency_around(moves, sent, acks)
+    # The same figure half way between moves, where nothing moved: the
+    # client's and the machine's own jitter.
+    half = int(args.interval * 1e9 / 2)
+    longest_control = longest_latency_around([(b + half, b + half) for b, _ in moves], sent, acks)
     # The control: the same figure at instants between moves where nothing
     # moved. It is the floor set by the client's batching (librdkafka 2.15.1:
     # linger.ms 5) and the round trip, which no proxy can remove. Where a
@@ -487,6 +555,11 @@ def run_case(args, tmp, client, path, capped):
                 ooo_examples.append((v, high, "ok" if a and a[1] else (a[2] if a else "none")))
         high = max(high, v)
     return {"client": label, "path": path, "capped": capped, "first_ack_ms": first_ack,
+            "longest_ms": longest, "longest_control_ms": longest_control,
+            # The first message's latency: the client's start (connections,
+            # an idempotent producer's PID), apart from any move.
+            "first_message_ms": ((acks[0][0] - sent[0]) / 1e6
+                                 if sent and acks.get(0) and acks[0][1] else None),
             "ooo_examples": ooo_examples,
             # Reported to the application as failed, yet stored: a retry by
             # the application would store it twice.
@@ -553,7 +626,16 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
         f"at instants every {floor_step:g} ms in the quiet part of each interval (40% to 90% "
         f"after each move), where nothing moved: batching (librdkafka `linger.ms` 5 by "
         f"default) plus the round trip; *added* = first ack median minus that floor, what "
-        f"the move itself cost. Lost = acknowledged but not in "
+        f"the move itself cost. *longest delivery latency* = per move, the longest time "
+        f"from handing a message to the client to its acknowledgement among the messages "
+        f"sent from 100 ms before the move to 100 ms after it (a message never "
+        f"acknowledged counts as infinite): the worst write an application sees across "
+        f"the move, where first ack shows only the next one; in brackets the same at the "
+        f"instants half way between moves, where nothing moved (the client's and the "
+        f"machine's own jitter). *first message* = the latency of the run's first message, "
+        f"which waits for the client's start (an idempotent librdkafka producer's "
+        f"ProducerId: 500 ms when its PID timer, not a Metadata answer, finds the first "
+        f"broker up), no part of any move. Lost = acknowledged but not in "
         f"the partition when read back directly; dup = stored more than once; ooo = stored "
         f"after a message sent later; errors = delivery errors reported to the application "
         f"(+ n: error_cb events, fatal marked). reroutes = epochgate_reroutes_total delivered / "
@@ -565,15 +647,16 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
         "",
         "| cluster | client | path | first ack median ms [95% CI] | first ack p99 ms | "
         "moves acked within 5 ms (no-move instants) | no-move floor median ms | added median ms "
-        "| sent | errors | "
+        "| longest delivery latency ms, median / max of moves (no-move instants) "
+        "| first message ms | sent | errors | "
         "lost | dup | ooo | reroutes delivered / fell back | learned |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         cluster = 'Produce <= v9 (no hints)' if r['capped'] else 'full (KIP-951 hints)'
         if r.get("skipped"):
             lines.append(f"| {cluster} | {r['client']} | {r['path']} | skipped | | | | | | | | "
-                         f"| | skipped | |")
+                         f"| | | | skipped | |")
             continue
         f = r["first_ack_ms"]
         med = statistics.median(f) if f else float("nan")
@@ -592,6 +675,10 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
             f"| {cluster} | {r['client']} | {r['path']} | {med:.1f}{ci_txt} | "
             f"{percentile(f, 99):.1f} | {within} of {len(f)} ({floor_within:.0%}) | {floor:.1f} | "
             f"{med - floor:+.1f} | "
+            f"{statistics.median(r['longest_ms']):.1f} / {max(r['longest_ms']):.1f} "
+            f"({statistics.median(r['longest_control_ms']):.1f} / "
+            f"{max(r['longest_control_ms']):.1f}) | "
+            f"{fm if (fm := r.get('first_message_ms')) is None else round(fm, 1)} | "
             f"{r['sent']} | {errs} | {r['lost']} | {r['duplicated']} | {r['out_of_order']} | "
             f"{reroute_cell(r)} | {learned_cell(r)} |")
     lines.append("<!-- leader-move-clients:end -->")
@@ -635,6 +722,17 @@ def main():
     ap.add_argument("--clusters", default="full,capped", help="full, capped or both")
     ap.add_argument("--reroute-yaml", help="epochgate config file for the reroute path "
                     "(default: the keys of docs/rerouting.md)")
+    ap.add_argument("--debug-dir", help="keep each row's logs here: librdkafka's "
+                    "debug=msg,protocol,broker,eos,topic (confluent clients), epochgate at "
+                    "--log-level debug, the producer's per-message stamps and the moves' "
+                    "CLOCK_MONOTONIC stamps; the debug logging slows both, so its figures "
+                    "are not the bench's")
+    ap.add_argument("--rtt", type=int, default=0, help="ms every mock broker waits before "
+                    "answering (librdkafka's rd_kafka_mock_broker_set_rtt), so that writes "
+                    "are in flight at the old leader when it steps down")
+    ap.add_argument("--client-debug", default="msg,protocol,broker,eos,topic",
+                    help="librdkafka debug contexts with --debug-dir ('' for none: the "
+                    "timing undisturbed, the stamps still kept)")
     args = ap.parse_args()
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     for p in paths:
@@ -668,6 +766,10 @@ def main():
                 print(json.dumps({k: r[k] for k in ("client", "path", "capped", "errors",
                                                     "lost", "duplicated", "out_of_order")}
                                  | {"first_ack_ms": [round(x, 1) for x in r["first_ack_ms"]],
+                                    "longest_ms": [round(x, 1) for x in r["longest_ms"]],
+                                    "longest_control_ms": [round(x, 1)
+                                                           for x in r["longest_control_ms"]],
+                                    "first_message_ms": r["first_message_ms"],
                                     "control_median_ms": round(
                                         statistics.median(r["control_ms"]), 2),
                                     "move_command_ms_max": round(max(r["move_command_ms"]), 2),

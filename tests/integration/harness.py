@@ -161,6 +161,8 @@ class MockCluster:
             argv += ["--topic", t]
         self.proc = Process("mockcluster", argv + list(args), harness.workdir, stdin=True)
         self._lock = threading.Lock()
+        self._meta_lock = threading.Lock()
+        self._meta_conn = None  # metadata(): kept open, see there
         line = self.proc.read_line(timeout=15)
         if not line.startswith("BOOTSTRAP "):
             raise AssertionError("mockcluster said %r instead of BOOTSTRAP" % line)
@@ -184,19 +186,40 @@ class MockCluster:
 
     def metadata(self, topics, timeout=5.0):
         """Metadata v7 straight from the first broker that answers (leader
-        epochs included), as parsed by kafka_wire.parse_metadata_response."""
+        epochs included), as parsed by kafka_wire.parse_metadata_response.
+
+        On one connection kept open between calls (a new one only when it
+        failed): the mock cluster ends every share session (KIP-932) on a
+        broker when any connection to that broker closes, where a Kafka
+        broker ends only that connection's, so a connection per query,
+        closed at once, made a share consumer's acknowledgements fail with
+        SHARE_SESSION_NOT_FOUND whenever a test looked at a partition."""
         import kafka_wire as kw
         last = None
-        for address in self.addresses:
-            try:
-                conn = kw.Connection(address[0], address[1], timeout=timeout)
+        with self._meta_lock:
+            if self._meta_conn is not None:
+                try:
+                    self._meta_conn.send(kw.metadata_request(0x4D44, list(topics), version=7))
+                    return kw.parse_metadata_response(self._meta_conn.recv_frame(timeout), 7)
+                except (OSError, kw.WireError) as e:
+                    last = e
+                    self._meta_conn.close()
+                    self._meta_conn = None
+            for address in self.addresses:
+                try:
+                    conn = kw.Connection(address[0], address[1], timeout=timeout)
+                except OSError as e:
+                    last = e
+                    continue
                 try:
                     conn.send(kw.metadata_request(0x4D44, list(topics), version=7))
-                    return kw.parse_metadata_response(conn.recv_frame(), 7)
-                finally:
+                    md = kw.parse_metadata_response(conn.recv_frame(), 7)
+                except (OSError, kw.WireError) as e:
+                    last = e
                     conn.close()
-            except (OSError, kw.WireError) as e:
-                last = e
+                    continue
+                self._meta_conn = conn
+                return md
         raise AssertionError("no broker answered Metadata: %r" % last)
 
     def partition(self, topic, partition):

@@ -69,11 +69,19 @@ TEST(EpochlessMetadataRefresh, AnEpochlessLeaderMoveAsksForARefresh) {
   EXPECT_EQ(rep.learned_without_epoch, 1u) << "only partition 0 moved";
   EXPECT_TRUE(asks_for(rep, "old"));
   EXPECT_EQ(view.snapshot()->find_partition("old", 0)->leader_id, 2);
-  // An entry with an epoch: the epoch-less move doubts it and refreshes (as before).
+  // An entry with an epoch: the epoch-less move doubts it (it fences
+  // nothing until a refresh confirms the move), and counts as a move report
+  // without an epoch, which the refresher confirms at once.
   view.learn_metadata(old_topic(2, 3), 12, 300, Source::kRefresher);
   rep = view.learn_metadata(old_topic(1), 5, 400, Source::kMetadataResponse);
   EXPECT_TRUE(asks_for(rep, "old"));
+  EXPECT_EQ(rep.learned_without_epoch, 1u);
   EXPECT_TRUE(view.snapshot()->find_partition("old", 0)->suspect());
+  // The same leader again, without an epoch: no move, nothing to confirm.
+  view.learn_metadata(old_topic(2, 4), 12, 500, Source::kRefresher);
+  rep = view.learn_metadata(old_topic(2), 5, 600, Source::kMetadataResponse);
+  EXPECT_EQ(rep.learned_without_epoch, 0u);
+  EXPECT_TRUE(rep.urgent_refresh.empty());
 }
 
 TEST(EpochlessMetadataRefresh, TheRefreshersOwnEpochlessAnswersNeverAskAgain) {

@@ -4,9 +4,10 @@ kafka-python 2.0.2 (Debian python3-kafka) sends Metadata below v7, which
 carries no leader epochs, and a view entry without an epoch never fences.
 A topic first learned from such an answer, or a leader move seen in one,
 makes epochgate refresh the topic at its own Metadata version at once
-(trigger `no_epoch`, coalesced and rate-limited like every urgent refresh)
-instead of at the next periodic refresh (30 s by default, left unchanged
-here).
+(trigger `no_epoch`, coalesced; without waiting out
+refresher.urgent_min_interval_ms, but at most once per topic and four times
+in all per that interval) instead of at the next periodic refresh (30 s by
+default, left unchanged here).
 
 The end-to-end check: a kafka-python producer learns the topic, the leader
 moves, another kafka-python client's Metadata shows the move, and the first
@@ -23,6 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenario_lib as sl  # noqa: E402
+import scenario_wire as sw  # noqa: E402
 from scenario_lib import harness, kw  # noqa: E402
 
 TOPIC = "oldclient"
@@ -190,6 +192,86 @@ def test_idless_metadata_v7_teaches_the_view_the_topic_id(h):
                                                                            cluster_id)
     h.note("Metadata v7 for 3 partitions: topic id %s in the view %.0f ms later, 1 "
            "no_topic_id refresh, none for 5 repeats" % (learned_id, window * 1000))
+
+
+def _gate_with_epoch(h, urgent_min_interval_ms):
+    """A gate in front of 3 brokers whose view has TOPIC[0] led by broker 1
+    with its epoch (learnt from a v12 client), and a client for raw frames."""
+    cluster = h.start_cluster(3, ["%s:1:3" % TOPIC])
+    cluster.cmd("leader %s 0 1" % TOPIC)
+    gate = sl.start_gate(h, cluster, config="refresher:\n  urgent_min_interval_ms: %d\n"
+                         % urgent_min_interval_ms)
+    gc = sl.GateClient(h, gate)
+    md = gc.metadata_v12([TOPIC])
+    part = md["topics"][TOPIC]["partitions"][0]
+    sl.wait_view(gate, TOPIC, 0, 1, part["leader_epoch"])
+    return cluster, gate, gc
+
+
+def _epochless_metadata(gc, node=None):
+    """A Metadata v1 answer through epochgate (leaders, no epochs)."""
+    md = kw.parse_metadata_response(
+        gc.exchange(kw.metadata_request(gc.next_corr(), [TOPIC], version=1), node), 1)
+    return md["topics"][TOPIC]["partitions"][0]["leader"]
+
+
+def test_epochless_move_report_is_confirmed_at_once(h):
+    """An old client's Metadata (v1, no epochs) shows the leader moved: the
+    view entry is doubted, and fences nothing until a refresh confirms the
+    move. The refresh goes at once, not after refresher.urgent_min_interval_ms
+    (20 s here, so that waiting it out is plain), and then a write still aimed
+    at the old leader is answered by epochgate, never reaching it."""
+    cluster, gate, gc = _gate_with_epoch(h, 20000)
+    # The startup refresh went a moment ago: the interval has not passed.
+    before = sl.scrape(gate)
+    _, new_epoch = cluster.move_leader(TOPIC, 0, 2)
+    cluster.cmd("track start")
+    assert _epochless_metadata(gc) == 2
+    entry, waited = _wait_fenceable(gate, 2, new_epoch - 1, timeout=5)
+    assert entry["epoch"] == new_epoch, entry
+    frame = sw.produce_request(gc.next_corr(), TOPIC, [(0, kw.record_batch([b"stale"]))],
+                               acks=1, version=7)
+    r = sw.parse_produce_response(gc.exchange(frame, node=1), 7)
+    after = sl.scrape(gate)
+    assert [(p, e) for _, p, e, _, _ in r["partitions"]] == [(0, sw.NOT_LEADER_OR_FOLLOWER)], r
+    assert _tracked(cluster, 1, kw.API_PRODUCE) == 0, cluster.cmd("track dump")
+    assert sl.delta(after, before, sl.FENCED, api="produce", reason="not_leader") == 1, \
+        after.by(sl.FENCED, "reason")
+    assert sl.delta(after, before, sl.REFRESHES, trigger="no_epoch") >= 1, \
+        after.by(sl.REFRESHES, "trigger")
+    h.note("Metadata v1 showed leader 1 -> 2: view fenceable at epoch %d within %.1f ms of "
+           "the report's answer (urgent_min_interval_ms 20000); the stale write was answered "
+           "by epochgate" % (new_epoch, waited * 1000))
+
+
+def test_epochless_move_reports_cannot_make_the_refresher_storm(h):
+    """A leader that keeps moving, and an old client asking Metadata v1 after
+    every move: each answer is an epoch-less report of a move. The
+    refreshes that confirm them at once are bounded per topic (one per
+    refresher.urgent_min_interval_ms, 500 ms here), as the ordinary urgent
+    ones are: the refresher's counters grow by a few, not by the reports."""
+    interval_s = 0.5
+    cluster, gate, gc = _gate_with_epoch(h, int(interval_s * 1000))
+    before = sl.scrape(gate)
+    start = time.monotonic()
+    reports, leader = 0, 1
+    while time.monotonic() - start < 2.0:
+        leader = sl.other_broker(leader)
+        cluster.move_leader(TOPIC, 0, leader)
+        assert _epochless_metadata(gc) == leader
+        reports += 1
+    elapsed = time.monotonic() - start
+    time.sleep(interval_s * 2)  # what was still pending has gone out
+    after = sl.scrape(gate)
+    refreshes = sum(sl.delta(after, before, sl.REFRESHES, trigger=t)
+                    for t in ("no_epoch", "urgent", "no_topic_id"))
+    windows = int(elapsed / interval_s) + 3
+    # Per window: at most one refresh confirming the topic at once, and one
+    # ordinary urgent refresh.
+    assert reports >= 10, reports
+    assert 1 <= refreshes <= 2 * windows, (refreshes, reports, after.by(sl.REFRESHES, "trigger"))
+    h.note("%d epoch-less move reports in %.1f s: %d refreshes (urgent_min_interval_ms %d)"
+           % (reports, elapsed, refreshes, interval_s * 1000))
 
 
 if __name__ == "__main__":

@@ -145,7 +145,7 @@ def test_order_hazard_earlier_write_in_flight_falls_back(h):
     """Write A of a stream is on its way to the old leader (slow to answer)
     when epochgate's view learns the move; write B of the same stream then
     must not overtake it on epochgate's own connection: B is held for it,
-    at most reroute.max_hold_ms (100 ms; A takes 3 s), then falls back
+    at most reroute.max_hold_ms (100 ms; A takes 5 s), then falls back
     (NOT_LEADER_OR_FOLLOWER plus hint, the client resends it after A).
     scenario.reroute_old_clients has the hold that ends in time."""
     cluster, gate, gc = _setup(h)
@@ -153,21 +153,30 @@ def test_order_hazard_earlier_write_in_flight_falls_back(h):
     gc.conn(OTHER)
     start = sl.end_offset(cluster, TOPIC, 0)
     before = sl.scrape(gate)
-    # The move as in sl.move_view_first, with the epoch read before broker 1
-    # turns slow (the mock's partition query would wait for its answers).
+    # The epoch the move makes, read before broker 1 turns slow (the mock's
+    # partition query would wait for its answers).
     epoch = cluster.partition(TOPIC, 0)["leader_epoch"] + 1
-    cluster.cmd("rtt %d 3000" % HERE_BROKER)
+    cluster.cmd("rtt %d 5000" % HERE_BROKER)
     x.send(sw.produce_request(0xA, TOPIC, [(0, kw.record_batch([b"A"]))], acks=1, version=10))
-    # A is forwarded in the loop turn that reads it; its answer takes 3 s.
-    harness.wait_until(lambda: sl.delta(sl.scrape(gate), before, "epochgate_requests_total",
-                                        api="produce") == 1, 5, what="epochgate to read A")
-    cluster.cmd("push-leader-response %s 0 %d %d" % (TOPIC, OTHER, epoch))
-    gc.metadata([TOPIC], node=OTHER)
-    # A bounded wait, not a single read: one run under ASan on a loaded
-    # machine failed early in this test (where exactly was not kept).
-    sl.wait_view(gate, TOPIC, 0, OTHER, epoch)
+    # A reached broker 1, which took it as leader (its answer takes 5 s).
+    harness.wait_until(lambda: sl.track_count(cluster, HERE_BROKER, kw.API_PRODUCE) == 1, 5,
+                       interval=0.01, what="broker 1 to receive A")
+    # Then the move, and a client's Metadata (v12: ids and epochs) through
+    # the new leader's listener teaches the view the cluster's own state.
+    # Not a pushed one-shot answer: epochgate's own refresh (the urgent one
+    # _setup's Metadata v7 asks for, to broker 1, 5 s slow now) could take it,
+    # and the view would then learn the move only when A is answered too,
+    # and B, finding nothing in flight, would be rerouted.
     cluster.cmd("leader %s 0 %d" % (TOPIC, OTHER))
+    md = gc.metadata_v12([TOPIC], node=OTHER)["topics"][TOPIC]["partitions"][0]
+    assert (md["leader"], md["leader_epoch"]) == (OTHER, epoch), md
+    sl.wait_view(gate, TOPIC, 0, OTHER, epoch)
     x.send(sw.produce_request(0xB, TOPIC, [(0, kw.record_batch([b"B"]))], acks=1, version=10))
+    # B is decided while A is unanswered (hold_timeout counts only that):
+    # held, then it falls back.
+    harness.wait_until(lambda: sl.delta(sl.scrape(gate), before, REROUTES, result="fell_back",
+                                        reason="hold_timeout") == 1, 4, interval=0.01,
+                       what="B to fall back after its hold, A still unanswered")
     ra, _ = _recv_produce(x, 10)
     rb, _ = _recv_produce(x, 10)
     cluster.cmd("rtt %d 0" % HERE_BROKER)
