@@ -111,6 +111,16 @@ def rss_kib(pid):
     return 0
 
 
+def random_cluster_id():
+    """What `StorageTool random-uuid` prints (16 random bytes, URL-safe
+    base64 without padding, never starting with '-'), without a JVM start."""
+    import base64
+    while True:
+        text = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
 JVM_COMMON = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:ParallelGCThreads=1",
               "-XX:ConcGCThreads=1", "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1",
               "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
@@ -331,7 +341,7 @@ class KafkaCluster:
         self.nodes = {n: Node(self, n) for n in (CONTROLLER,) + BROKERS}
         # One JVM formats all four directories would need a new tool; the
         # storage tool takes one config, so it runs once per node, in parallel.
-        cluster_id = self._tool(["kafka.tools.StorageTool", "random-uuid"]).strip()
+        cluster_id = random_cluster_id()
         fmt = [subprocess.Popen(
             ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
              "-Dlog4j2.configurationFile=" + os.path.join(self.prefix, "conf", "tools-log4j2.properties"),
