@@ -14,7 +14,7 @@ demo: build
 
 # Every registered test; a summary at the end lists what was skipped and why
 # (with CI=true a skip, or a label with no tests, fails the run).
-REQUIRED_LABELS ?= unit,codec,integration,clients,scenario,ops,faults,tls
+REQUIRED_LABELS ?= unit,codec,integration,clients,scenario,ops,faults,tls,realkafka
 test: build
 	tools/ctest_summary.py $(BUILD) --require-labels $(REQUIRED_LABELS) -- \
 	  --output-on-failure --timeout 600 -j2

@@ -280,6 +280,10 @@ class KafkaCluster:
             "num.network.threads": 2, "num.io.threads": 2, "background.threads": 2,
             "num.recovery.threads.per.data.dir": 1,
             "metrics.jmx.exclude": ".*",
+            # Fast fencing of a killed broker. The session timeout is the
+            # controller's setting: set on the brokers alone it changes
+            # nothing (a SIGKILL then took the default 9 s to fence).
+            "broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 3000,
         }
         broker = {
             "process.roles": "broker",
@@ -298,7 +302,6 @@ class KafkaCluster:
             "group.initial.rebalance.delay.ms": 0,
             "num.replica.fetchers": 1, "log.cleaner.threads": 1,
             "log.segment.bytes": 16777216,
-            "broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 3000,
             "replica.lag.time.max.ms": 10000,
         }
         broker.update(self.extra_config)
