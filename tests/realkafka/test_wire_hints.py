@@ -2,15 +2,20 @@
 reaches a client through epochgate, frame by frame, with the same requests
 sent straight at the cluster as the control:
 
-- a Produce v10 and a Fetch v16 sent to a follower: the real broker answers
+- a Produce v10 sent to a follower: the real broker answers
   NOT_LEADER_OR_FOLLOWER with a KIP-951 CurrentLeader and NodeEndpoints
   naming the leader's upstream address. Through epochgate (observe mode, so
   the request reaches the broker) the hint must name the same leader and
   epoch at epochgate's own listener for it (counted as a rewritten hint);
   in enforce mode epochgate answers itself, with the same leader and epoch.
-- a Fetch carrying the previous leader epoch: the real leader answers
-  FENCED_LEADER_EPOCH; through epochgate (enforce) the client gets the same
-  error and a counted stale_epoch fence, from the real epochs.
+- a Fetch v16 at the current epoch sent to a follower: the real broker
+  serves it (KIP-392 follower fetching; a v11+ Fetch always names a rack),
+  and so must epochgate.
+- a Fetch v16 carrying the previous leader epoch: the real leader answers
+  FENCED_LEADER_EPOCH with a hint naming itself; through epochgate the
+  client gets the same error and leader at epochgate's address (observe:
+  the broker's hint rewritten; enforce: a stale_epoch fence from the real
+  epochs).
 - Metadata v12: same leaders and epochs both ways, only epochgate's ports.
 Every response frame received through epochgate is searched for any upstream
 broker's host:port encoding; the direct frames must contain them (control).
@@ -75,6 +80,8 @@ class Gate(sl.GateClient):
 def _setup(h, mode):
     c = rk.cluster(h)
     topic = rk.create_topic(c, "wire-" + mode, partitions=3)
+    # Epoch 1, so that "the previous epoch" is 0 and not -1 (no epoch).
+    c.ctl("move %s 0 2" % topic)
     gate = sl.start_gate(h, None, upstream=c.bootstrap,
                          config="policy:\n  default_mode: %s\n" % mode)
     g = Gate(h, gate)
@@ -117,19 +124,25 @@ def _check_mode(h, mode):
     assert gerr == NOT_LEADER and glead == (leader, epoch), pg
     assert pg["node_endpoints"][leader][:2] == tuple(g.brokers[leader]), (pg, g.brokers)
 
-    # Fetch v16 (current epoch) to a follower.
+    # Fetch v16 (current epoch) to a follower: Kafka serves a consumer that
+    # names a rack (any RackId, v11+; KIP-392) from a follower, so the real
+    # broker answers without error. Through epochgate the client must see
+    # what it sees direct.
     fd, fg = _fetch(d, follower, tid, epoch, 13), _fetch(g, follower, tid, epoch, 14)
     dp, gp = list(fd["partitions"].values())[0], list(fg["partitions"].values())[0]
-    assert dp["error"] == NOT_LEADER and dp["current_leader"] == (leader, epoch), fd
-    assert fd["node_endpoints"][leader][:2] == ("127.0.0.1", c.ports[leader]), fd
-    assert gp["error"] == NOT_LEADER and gp["current_leader"] == (leader, epoch), fg
-    assert fg["node_endpoints"][leader][:2] == tuple(g.brokers[leader]), (fg, g.brokers)
+    h.note("%s: Fetch v16 at the current epoch to follower %d: direct error %d, epochgate error %d %s" % (
+        mode, follower, dp["error"], gp["error"], gp["current_leader"]))
+    assert dp["error"] == 0, fd
+    assert gp["error"] == dp["error"], (fd, fg)
 
-    # Fetch with the previous epoch to the leader: fenced both ways.
+    # Fetch with the previous epoch to the leader: FENCED_LEADER_EPOCH both
+    # ways, with a hint naming the leader (the real broker names itself).
     fd, fg = _fetch(d, leader, tid, epoch - 1, 15), _fetch(g, leader, tid, epoch - 1, 16)
     dp, gp = list(fd["partitions"].values())[0], list(fg["partitions"].values())[0]
-    assert dp["error"] == FENCED, fd
-    assert gp["error"] == FENCED, fg
+    assert dp["error"] == FENCED and dp["current_leader"] == (leader, epoch), fd
+    assert fd["node_endpoints"][leader][:2] == ("127.0.0.1", c.ports[leader]), fd
+    assert gp["error"] == FENCED and gp["current_leader"] == (leader, epoch), fg
+    assert fg["node_endpoints"][leader][:2] == tuple(g.brokers[leader]), (fg, g.brokers)
 
     after = sl.scrape(gate)
     h.note("%s: leader %d epoch %d; epochgate %s" % (mode, leader, epoch, sl.fences_text(after)))
