@@ -32,6 +32,9 @@ import scenario_lib as sl  # noqa: E402
 import scenario_wire as sw  # noqa: E402
 
 _cluster = None
+# The brokers' line for this module's cluster; a file about older brokers
+# sets it before its first test. The clients stay kafka-clients 4.4.0.
+VERSION = kafka_cluster.DEFAULT_VERSION
 
 
 def _end_leftovers(directory):
@@ -58,7 +61,7 @@ def cluster(h):
     if _cluster is None:
         directory = os.path.join(h.build_dir, "tests", "realkafka", "cluster-" + h.options.file_stem)
         _end_leftovers(directory)
-        c = kafka_cluster.KafkaCluster(directory)
+        c = kafka_cluster.KafkaCluster(directory, version=VERSION)
         try:
             c.start()
         except FileNotFoundError as e:
@@ -192,6 +195,11 @@ logger.nc.appenderRef.f.ref=CONN
 CONNECT = re.compile(r"Initiating connection to node \S+:(\d+) \(id:")
 
 
+def client_prefix():
+    """The Java clients' and tools' jars: always the pinned 4.x line."""
+    return kafka_cluster.fetch(kafka_cluster.DEFAULT_VERSION)
+
+
 def java_argv(h, c, main, args, name, classes=None):
     """argv of a Java client run; its NetworkClient connection lines go to
     WORKDIR/name.connections."""
@@ -199,14 +207,14 @@ def java_argv(h, c, main, args, name, classes=None):
     cfg = os.path.join(h.workdir, name + ".log4j2.properties")
     with open(cfg, "w") as f:
         f.write(LOG4J_CONN % conn_log)
-    cp = kafka_cluster.classpath(c.prefix, *([classes] if classes else []))
+    cp = kafka_cluster.classpath(client_prefix(), *([classes] if classes else []))
     return ["java", "-Xmx192m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
             "-Dlog4j2.configurationFile=" + cfg, "-cp", cp, main] + list(args), conn_log
 
 
 def driver(h, c, args, name, timeout=150.0):
     """Runs EgDriver; returns (its JSON result, ports it connected to)."""
-    classes = kafka_cluster.compile_java(c.prefix, [os.path.join(HERE, "EgDriver.java")])
+    classes = kafka_cluster.compile_java(client_prefix(), [os.path.join(HERE, "EgDriver.java")])
     argv, conn_log = java_argv(h, c, "EgDriver", args, name, classes)
     r = h.run(argv, timeout=timeout, check=False, name=name)
     lines = [l for l in r.stdout.splitlines() if l.startswith("{")]

@@ -33,6 +33,7 @@ from realkafka_lib import harness, sl, kafka_cluster  # noqa: E402
 THROUGHPUT = 200          # messages/s per producer
 REFRESH_MS = 2000         # epochgate's periodic Metadata refresh in these tests
 VIEW_BOUND = REFRESH_MS * 1.1 / 1000 + 3.0   # refresh (+10% jitter) plus the Metadata round trips
+GROUP_PROTOCOL = "consumer"   # KIP-848; brokers before 4.0 need "classic"
 GATE_CONFIG = """refresher:
   interval_ms: %d
 """ % REFRESH_MS
@@ -103,7 +104,7 @@ class Pair:
                     "max.in.flight.requests.per.connection=5\n")
         self.consumer = Tool(h, c, "consumer-" + tag, "org.apache.kafka.tools.VerifiableConsumer",
                              ["--bootstrap-server", bootstrap, "--topic", topic, "--group-id", "vg-" + topic,
-                              "--group-protocol", "consumer", "--reset-policy", "earliest", "--verbose"])
+                              "--group-protocol", GROUP_PROTOCOL, "--reset-policy", "earliest", "--verbose"])
         self.producer = Tool(h, c, "producer-" + tag, "org.apache.kafka.tools.VerifiableProducer",
                              ["--bootstrap-server", bootstrap, "--topic", topic, "--acks", "-1",
                               "--throughput", str(THROUGHPUT), "--producer.config", cfg,
@@ -221,7 +222,8 @@ def _leader(ctx, partition):
     return g, d
 
 
-def test_preferred_moves_every_two_seconds(h):
+def preferred_moves(h, name="moves"):
+    """Nine PREFERRED moves, one every 2 s, round the partitions."""
     def fault(ctx):
         for i in range(9):
             p = i % 3
@@ -233,9 +235,14 @@ def test_preferred_moves_every_two_seconds(h):
         h.note("moves: admin reorder+election %s ms; view caught up after %s s" % (
             ["%.0f" % x for x in ctx["move_ms"]], ["%.2f" % x for x in ctx["view_lag"]]))
 
-    ctx, before, after = _run(h, "moves", fault)
+    ctx, before, after = _run(h, name, fault)
     acted = sum(sl.delta(after, before, n) for n in (sl.FENCED, sl.HINTS))
     assert acted > 0, "9 leader moves under load and epochgate neither fenced nor hinted: %s" % sl.fences_text(after)
+    return ctx, before, after
+
+
+def test_preferred_moves_every_two_seconds(h):
+    preferred_moves(h)
 
 
 def _bounce(h, name, hard):

@@ -178,9 +178,20 @@ public class KafkaCtl {
        .append(",\"leader\":").append(p.leader() == null ? -1 : p.leader().id())
        .append(",\"replicas\":").append(ids(p.replicas()))
        .append(",\"isr\":").append(ids(p.isr()))
-       .append(",\"elr\":").append(ids(p.elr())).append("}");
+       .append(",\"elr\":").append(elr(p)).append("}");
     }
     return b.append("]").toString();
+  }
+
+  // ELR (KIP-966) is in TopicPartitionInfo from 3.8 on; the same source also
+  // runs against the 3.6 line, where it is absent (reported as null).
+  @SuppressWarnings("unchecked")
+  static List<Integer> elr(TopicPartitionInfo p) {
+    try {
+      return ids((List<Node>) TopicPartitionInfo.class.getMethod("elr").invoke(p));
+    } catch (ReflectiveOperationException e) {
+      return null;
+    }
   }
 
   static List<Integer> ids(List<Node> nodes) {

@@ -100,6 +100,17 @@ def free_ports(n):
     return ports
 
 
+def log_option(prefix, tools=False):
+    """The JVM option naming the logging config: log4j2 for 4.x, log4j 1
+    (reload4j) for 3.x, whose jars fetch.sh put in the cache."""
+    import glob
+    if glob.glob(os.path.join(prefix, "lib", "reload4j-*.jar")):
+        return "-Dlog4j.configuration=file:" + os.path.join(
+            prefix, "conf", "tools-log4j.properties" if tools else "log4j.properties")
+    return "-Dlog4j2.configurationFile=" + os.path.join(
+        prefix, "conf", "tools-log4j2.properties" if tools else "log4j2.properties")
+
+
 def rss_kib(pid):
     try:
         with open("/proc/%d/status" % pid) as f:
@@ -143,7 +154,7 @@ class Node:
             self._log_offset = log.tell()
             self.proc = subprocess.Popen(
                 ["java", "-Xms" + heap, "-Xmx" + heap] + JVM_COMMON +
-                ["-Dlog4j2.configurationFile=" + os.path.join(self.cluster.prefix, "conf", "log4j2.properties"),
+                [log_option(self.cluster.prefix),
                  "-cp", classpath(self.cluster.prefix), "kafka.Kafka", self.conf_path],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -199,7 +210,7 @@ class KafkaCtl:
         self.log = open(os.path.join(cluster.dir, "kafkactl.log"), "ab")
         self.proc = subprocess.Popen(
             ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-             "-Dlog4j2.configurationFile=" + os.path.join(cluster.prefix, "conf", "tools-log4j2.properties"),
+             log_option(cluster.prefix, tools=True),
              "-cp", classpath(cluster.prefix, classes), "KafkaCtl", cluster.bootstrap],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, start_new_session=True)
         self.lines = queue.Queue()
@@ -323,7 +334,7 @@ class KafkaCluster:
 
     def _tool(self, args, timeout=120):
         r = subprocess.run(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                            "-Dlog4j2.configurationFile=" + os.path.join(self.prefix, "conf", "tools-log4j2.properties"),
+                            log_option(self.prefix, tools=True),
                             "-cp", classpath(self.prefix)] + args,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
         if r.returncode != 0:
@@ -347,7 +358,7 @@ class KafkaCluster:
         cluster_id = random_cluster_id()
         fmt = [subprocess.Popen(
             ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-             "-Dlog4j2.configurationFile=" + os.path.join(self.prefix, "conf", "tools-log4j2.properties"),
+             log_option(self.prefix, tools=True),
              "-cp", classpath(self.prefix), "kafka.tools.StorageTool", "format",
              "-t", cluster_id, "-c", node.conf_path],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for node in self.nodes.values()]
