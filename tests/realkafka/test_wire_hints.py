@@ -1,0 +1,170 @@
+"""What real Kafka 4.4.0 brokers put on the wire about leaders, and what
+reaches a client through epochgate, frame by frame, with the same requests
+sent straight at the cluster as the control:
+
+- a Produce v10 sent to a follower: the real broker answers
+  NOT_LEADER_OR_FOLLOWER with a KIP-951 CurrentLeader and NodeEndpoints
+  naming the leader's upstream address. Through epochgate (observe mode, so
+  the request reaches the broker) the hint must name the same leader and
+  epoch at epochgate's own listener for it (counted as a rewritten hint);
+  in enforce mode epochgate answers itself, with the same leader and epoch.
+- a Fetch v16 at the current epoch sent to a follower: the real broker
+  serves it (KIP-392 follower fetching; a v11+ Fetch always names a rack),
+  and so must epochgate.
+- a Fetch v16 carrying the previous leader epoch: the real leader answers
+  FENCED_LEADER_EPOCH with a hint naming itself; through epochgate the
+  client gets the same error and leader at epochgate's address (observe:
+  the broker's hint rewritten; enforce: a stale_epoch fence from the real
+  epochs).
+- Metadata v12: same leaders and epochs both ways, only epochgate's ports.
+Every response frame received through epochgate is searched for any upstream
+broker's host:port encoding; the direct frames must contain them (control).
+
+    /usr/bin/python3 tests/realkafka/test_wire_hints.py --build-dir build
+"""
+
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import realkafka_lib as rk  # noqa: E402
+from realkafka_lib import harness, kw, sl, sw  # noqa: E402
+
+NOT_LEADER = 6
+FENCED = 74
+
+
+def _upstream_patterns(c):
+    # A broker address on the wire: host string, then the port as int32.
+    return [(p, b"127.0.0.1" + struct.pack(">i", p)) for p in c.broker_ports]
+
+
+def _leaks(frames, c):
+    return sorted({p for f in frames for p, pat in _upstream_patterns(c) if pat in f})
+
+
+class Direct:
+    """Raw connections straight to the brokers (the control)."""
+
+    def __init__(self, c):
+        self.c = c
+        self.conns = {}
+        self.frames = []
+        self.corr = 100
+
+    def exchange(self, frame, node):
+        if node not in self.conns:
+            self.conns[node] = sl.connect(self.c.broker_address(node))
+        self.conns[node].send(frame)
+        out = self.conns[node].recv_frame(timeout=10)
+        self.frames.append(out)
+        return out
+
+    def close(self):
+        for x in self.conns.values():
+            x.close()
+
+
+class Gate(sl.GateClient):
+    def __init__(self, h, gate):
+        super().__init__(h, gate)
+        self.frames = []
+
+    def exchange(self, frame, node=None, timeout=10.0):
+        out = super().exchange(frame, node, timeout)
+        self.frames.append(out)
+        return out
+
+
+def _setup(h, mode):
+    c = rk.cluster(h)
+    topic = rk.create_topic(c, "wire-" + mode, partitions=3)
+    # Epoch 1, so that "the previous epoch" is 0 and not -1 (no epoch).
+    c.ctl("move %s 0 2" % topic)
+    gate = sl.start_gate(h, None, upstream=c.bootstrap,
+                         config="policy:\n  default_mode: %s\n" % mode)
+    g = Gate(h, gate)
+    d = Direct(c)
+    h.on_close(d.close)
+    md_gate = g.metadata_v12([topic])
+    md_direct = sw.parse_metadata_response_v12(d.exchange(sw.metadata_request_v12(9, [topic]), 1))
+    return c, topic, gate, g, d, md_gate, md_direct
+
+
+def _partition0(md, topic):
+    p = md["topics"][topic]["partitions"][0]
+    return p["leader"], p["leader_epoch"]
+
+
+def _produce(conn, node, topic, corr):
+    frame = sw.produce_request(corr, topic, [(0, kw.record_batch([b"wire"]))], -1, 10)
+    return sw.parse_produce_response(conn.exchange(frame, node), 10)
+
+
+def _fetch(conn, node, topic_id, epoch, corr):
+    frame = sw.fetch_request(corr, topic_id, [(0, epoch, 0)], version=16)
+    return sw.parse_fetch_response(conn.exchange(frame, node), 16)
+
+
+def _check_mode(h, mode):
+    c, topic, gate, g, d, md_gate, md_direct = _setup(h, mode)
+    leader, epoch = _partition0(md_direct, topic)
+    assert _partition0(md_gate, topic) == (leader, epoch), (md_gate, md_direct)
+    assert {p for _, p in md_gate["brokers"].values()} <= rk.gate_ports(gate)
+    follower = 1 + leader % 3
+    tid = bytes.fromhex(md_direct["topics"][topic]["topic_id"])
+    before = sl.scrape(gate)
+
+    # Produce v10 to a follower.
+    pd, pg = _produce(d, follower, topic, 11), _produce(g, follower, topic, 12)
+    (_, _, derr, _, dlead), (_, _, gerr, _, glead) = pd["partitions"][0], pg["partitions"][0]
+    assert derr == NOT_LEADER and dlead == (leader, epoch), pd
+    assert pd["node_endpoints"][leader][:2] == ("127.0.0.1", c.ports[leader]), pd
+    assert gerr == NOT_LEADER and glead == (leader, epoch), pg
+    assert pg["node_endpoints"][leader][:2] == tuple(g.brokers[leader]), (pg, g.brokers)
+
+    # Fetch v16 (current epoch) to a follower: Kafka serves a consumer that
+    # names a rack (any RackId, v11+; KIP-392) from a follower, so the real
+    # broker answers without error. Through epochgate the client must see
+    # what it sees direct.
+    fd, fg = _fetch(d, follower, tid, epoch, 13), _fetch(g, follower, tid, epoch, 14)
+    dp, gp = list(fd["partitions"].values())[0], list(fg["partitions"].values())[0]
+    h.note("%s: Fetch v16 at the current epoch to follower %d: direct error %d, epochgate error %d %s" % (
+        mode, follower, dp["error"], gp["error"], gp["current_leader"]))
+    assert dp["error"] == 0, fd
+    assert gp["error"] == dp["error"], (fd, fg)
+
+    # Fetch with the previous epoch to the leader: FENCED_LEADER_EPOCH both
+    # ways, with a hint naming the leader (the real broker names itself).
+    fd, fg = _fetch(d, leader, tid, epoch - 1, 15), _fetch(g, leader, tid, epoch - 1, 16)
+    dp, gp = list(fd["partitions"].values())[0], list(fg["partitions"].values())[0]
+    assert dp["error"] == FENCED and dp["current_leader"] == (leader, epoch), fd
+    assert fd["node_endpoints"][leader][:2] == ("127.0.0.1", c.ports[leader]), fd
+    assert gp["error"] == FENCED and gp["current_leader"] == (leader, epoch), fg
+    assert fg["node_endpoints"][leader][:2] == tuple(g.brokers[leader]), (fg, g.brokers)
+
+    after = sl.scrape(gate)
+    h.note("%s: leader %d epoch %d; epochgate %s" % (mode, leader, epoch, sl.fences_text(after)))
+    direct_leaks = _leaks(d.frames, c)
+    assert direct_leaks, "control: the direct answers never named an upstream address?"
+    assert not _leaks(g.frames, c), "upstream addresses %s reached the client through epochgate" % _leaks(g.frames, c)
+    return before, after
+
+
+def test_observe_mode_rewrites_real_broker_hints(h):
+    before, after = _check_mode(h, "observe")
+    assert sl.delta(after, before, sl.HINTS, source="rewritten") >= 2, sl.fences_text(after)
+
+
+def test_enforce_mode_answers_with_real_epochs(h):
+    before, after = _check_mode(h, "enforce")
+    assert sl.delta(after, before, sl.FENCED, reason="stale_epoch") >= 1, sl.fences_text(after)
+
+
+for _f in list(globals().values()):
+    if callable(_f) and getattr(_f, "__name__", "").startswith("test_"):
+        _f.timeout = 300
+
+if __name__ == "__main__":
+    harness.main(globals())
