@@ -143,7 +143,10 @@ void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
   update_backpressure();
   // Requests read while dialing: update_backpressure() offers them only when
   // it restarts reading, and reading may have gone on (check_held_client_input).
-  if (state_ == State::kOpen && !client_.input().empty()) process_client_input();
+  // Over the buffer budget they wait, like any input, for the budget's
+  // re-check, which offers them when it restarts reading.
+  if (state_ == State::kOpen && !flow_.budget_paused() && !client_.input().empty())
+    process_client_input();
   if (state_ == State::kOpen && !upstream_->input().empty()) process_upstream_input();
 }
 

@@ -180,9 +180,9 @@ const BadCase kBadCases[] = {
      "upstream_tls:\n  enabled: true\n  cipher_list: \"!ALL\"\n", 3, 16,
      "upstream_tls.cipher_list: OpenSSL selects no TLS 1.2 cipher suite"},
     {"sidecar_credentials_on_a_remote_listener",
-     "listen: 0.0.0.0:9092\nupstream_sasl:\n  mechanism: PLAIN\n  username: u\n  password_env: P\n"
+     "listen: 0.0.0.0:9092\nadvertise_host: gw.example\nupstream_sasl:\n  mechanism: PLAIN\n  username: u\n  password_env: P\n"
      "  on_behalf_of_clients: true\n",
-     6, 25, "lends epochgate's SASL principal to every client that can reach '0.0.0.0'"},
+     7, 25, "lends epochgate's SASL principal to every client that can reach '0.0.0.0'"},
     {"sidecar_credentials_on_remote_broker_ports",
      "broker_ports:\n  bind_host: 10.0.0.5\nupstream_sasl:\n  mechanism: PLAIN\n  username: u\n"
      "  password_env: P\n  on_behalf_of_clients: true\n",
@@ -220,14 +220,14 @@ TEST(LoaderTest, SidecarCredentialsNeedLoopbackCertificatesOrConsent) {
   for (const std::string& accepted :
        {"listen: 127.0.0.1:9092\n" + sasl,
         "listen: '[::1]:9092'\n" + sasl,
-        "listen: 0.0.0.0:9092\n" + sasl + "  allow_remote_clients: true\n",
-        "listen: 0.0.0.0:9092\ntls:\n  cert_file: /c\n  key_file: /k\n  client_ca_file: /ca\n"
+        "listen: 0.0.0.0:9092\nadvertise_host: gw.example\n" + sasl + "  allow_remote_clients: true\n",
+        "listen: 0.0.0.0:9092\nadvertise_host: gw.example\ntls:\n  cert_file: /c\n  key_file: /k\n  client_ca_file: /ca\n"
         "  client_auth: required\n" + sasl}) {
     const LoadResult r = load_config_string(accepted, "test.yaml");
     EXPECT_TRUE(r.problems.empty()) << accepted << (r.problems.empty() ? "" : r.problems[0].to_string());
   }
   const LoadResult r = load_config_string(
-      "listen: 0.0.0.0:9092\ntls:\n  cert_file: /c\n  key_file: /k\n  client_ca_file: /ca\n"
+      "listen: 0.0.0.0:9092\nadvertise_host: gw.example\ntls:\n  cert_file: /c\n  key_file: /k\n  client_ca_file: /ca\n"
       "  client_auth: requested\n" + sasl, "test.yaml");
   EXPECT_EQ(r.problems.size(), 1u) << "client_auth: requested lets a client in without a certificate";
 }

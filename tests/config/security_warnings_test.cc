@@ -52,7 +52,7 @@ TEST(SecurityWarnings, LoopbackPlaintextSkipsClientCertificates) {
 
 TEST(SecurityWarnings, RemoteClientsLendingTheIdentityAreNamed) {
   auto ws = warnings_of(
-      "listen: 0.0.0.0:9092\nupstream_sasl:\n  mechanism: SCRAM-SHA-256\n  username: svc\n"
+      "listen: 0.0.0.0:9092\nadvertise_host: gw.example\nupstream_sasl:\n  mechanism: SCRAM-SHA-256\n  username: svc\n"
       "  password_env: P\n  on_behalf_of_clients: true\n  allow_remote_clients: true\n");
   ASSERT_EQ(ws.size(), 1u);
   EXPECT_TRUE(mentions(ws, "every client that can reach 0.0.0.0 acts as SASL principal svc"))
