@@ -1,6 +1,6 @@
 // fuzz/fuzz_headers.cc: libFuzzer target for request and response header
 // parsing (codec/header.h) and the Produce acks peek the session does on
-// every Produce (proxy/request_peek.h). Oracles: peek_request_ids agrees with
+// every Produce (codec/request_peek.h). Oracles: peek_request_ids agrees with
 // the full parse; a parsed header re-encodes to a header that parses to the
 // same fields; the parse never claims more bytes than it was given.
 //
@@ -12,7 +12,7 @@
 
 #include "codec/api_table.h"
 #include "codec/header.h"
-#include "proxy/request_peek.h"
+#include "codec/request_peek.h"
 
 namespace ec = epochgate::codec;
 

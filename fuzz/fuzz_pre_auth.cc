@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "fuzz/session_rig.h"
-#include "proxy/sasl_framing.h"
+#include "proxy/session/sasl_framing.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

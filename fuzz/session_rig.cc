@@ -25,11 +25,11 @@
 #include "metrics/proxy_metrics.h"
 #include "policy/endpoint_resolver.h"
 #include "policy/metadata_view.h"
-#include "proxy/endpoint_mapper.h"
-#include "proxy/policy_fencing.h"
-#include "proxy/session.h"
-#include "proxy/tcp_transport.h"
-#include "proxy/worker_context.h"
+#include "proxy/core/endpoint_mapper.h"
+#include "proxy/fencing/policy_fencing.h"
+#include "proxy/session/session.h"
+#include "proxy/net/tcp_transport.h"
+#include "proxy/core/worker_context.h"
 
 namespace epochgate::fuzz {
 namespace {
@@ -60,7 +60,7 @@ metrics::ProxyMetrics& shared_metrics() {
   static auto registry = std::make_shared<prometheus::Registry>();
   static metrics::ProxyMetrics m(registry);
   static bool logging = [] {
-    // As proxy/main.cc does: a write to a peer that closed must fail with
+    // As proxy/app/main.cc does: a write to a peer that closed must fail with
     // EPIPE, not kill the process.
     std::signal(SIGPIPE, SIG_IGN);
     metrics::LogOptions o;

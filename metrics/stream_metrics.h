@@ -1,5 +1,5 @@
 // metrics/stream_metrics.h: the families of Fetch responses relayed to the
-// client as they arrive (proxy/response_stream.h): how many were streamed,
+// client as they arrive (proxy/session/response_stream.h): how many were streamed,
 // and what happened to a streamed response's top-level tagged fields, which
 // must keep the broker's length. Labels are bounded (kStreamTailReasons).
 // Thread-safe (prometheus-cpp atomics); no label maps on the data path.

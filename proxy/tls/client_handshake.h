@@ -13,7 +13,7 @@
 #include <set>
 
 #include "proxy/tls/tls_transport.h"
-#include "proxy/transport.h"
+#include "proxy/net/transport.h"
 
 namespace epochgate::proxy::tls {
 

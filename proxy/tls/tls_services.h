@@ -1,7 +1,7 @@
 // proxy/tls/tls_services.h: what a worker's connections need to speak TLS,
 // as one small value the worker context, the upstream dialer and the
 // refresher carry: the contexts' source, the metrics, the SNI names and the
-// plaintext rule. Plain pointers owned by the App (proxy/tls/app_tls.h),
+// plaintext rule. Plain pointers owned by the App (proxy/app/app_tls.h),
 // which outlives every loop; all null when TLS is off on both sides.
 #pragma once
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "metrics/tls_metrics.h"
-#include "proxy/log_limited.h"
+#include "proxy/net/log_limited.h"
 
 namespace epochgate::proxy::tls {
 

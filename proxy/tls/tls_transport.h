@@ -1,4 +1,4 @@
-// proxy/tls/tls_transport.h: TLS as a Transport (proxy/transport.h): a
+// proxy/tls/tls_transport.h: TLS as a Transport (proxy/net/transport.h): a
 // TlsEngine (its cipher BIO) over an inner Transport carrying the ciphertext
 // (TcpTransport). Drives the handshake, with its own deadline on the
 // client-facing side, and reports it once: a success is counted with its
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "proxy/tls/tls_engine.h"
-#include "proxy/transport.h"
+#include "proxy/net/transport.h"
 
 namespace epochgate::metrics {
 class TlsMetrics;

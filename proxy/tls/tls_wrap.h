@@ -13,7 +13,7 @@
 
 #include "proxy/tls/tls_services.h"
 #include "proxy/tls/tls_transport.h"
-#include "proxy/transport.h"
+#include "proxy/net/transport.h"
 
 namespace epochgate::proxy::tls {
 

@@ -1,4 +1,4 @@
-"""epochgate's internal Kafka client (proxy/kafka_client.h), driven by
+"""epochgate's internal Kafka client (proxy/client/kafka_client.h), driven by
 tools/kclient (epochgate-kclient: one command per stdin line, one JSON line
 per event) against librdkafka 2.15.1's mock cluster and the faults rig.
 

@@ -1,5 +1,5 @@
 """An upstream connection counts as connected only once the broker answered
-on it (proxy/upstream_dialer.h), for sessions and the refresher alike.
+on it (proxy/client/upstream_dialer.h), for sessions and the refresher alike.
 
 The broker that never answers is a plain listening socket that never calls
 accept(): the kernel completes the TCP handshake for the first connections
@@ -36,7 +36,7 @@ from faults_common import (api_versions_ok, bootstrap_address, connect, harness,
 
 TOPIC = "dialer"
 TIMEOUT_MS = 1500
-PROBE_CORRELATION_ID = 0x45470001  # epochgate's own (proxy/upstream_dialer.h)
+PROBE_CORRELATION_ID = 0x45470001  # epochgate's own (proxy/client/upstream_dialer.h)
 NO_REFRESHER = "refresher:\n  enabled: false\n"
 
 

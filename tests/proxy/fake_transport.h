@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "proxy/transport.h"
+#include "proxy/net/transport.h"
 
 namespace epochgate::proxy::testing {
 

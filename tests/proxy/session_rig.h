@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "config/config.h"
-#include "proxy/dialer.h"
-#include "proxy/session.h"
-#include "proxy/worker_context.h"
+#include "proxy/core/dialer.h"
+#include "proxy/session/session.h"
+#include "proxy/core/worker_context.h"
 #include "tests/proxy/fake_transport.h"
 
 namespace epochgate::proxy::testing {

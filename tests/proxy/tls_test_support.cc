@@ -1,5 +1,5 @@
 // tests/proxy/tls_test_support.cc
-#include "tls_test_support.h"
+#include "tests/proxy/tls_test_support.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

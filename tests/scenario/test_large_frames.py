@@ -1,7 +1,7 @@
 """Large frames through epochgate's write-through path.
 
 Unchanged frames of 16 KiB and more go from the buffer they were read into
-straight to the other socket (proxy/connection.h write_through); smaller ones
+straight to the other socket (proxy/net/connection.h write_through); smaller ones
 are copied and coalesced. These runs pin what a client must not be able to
 tell apart: order with queued and locally answered responses, byte-exact
 records and Fetch responses, the KIP-951 bridge's in-place version patch, and

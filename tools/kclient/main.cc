@@ -1,5 +1,5 @@
 // tools/kclient/main.cc: epochgate-kclient, a command-line driver of
-// epochgate's internal Kafka client (proxy/kafka_client.h) for tests: it
+// epochgate's internal Kafka client (proxy/client/kafka_client.h) for tests: it
 // reads one command per stdin line and writes one JSON line per event to
 // stdout, so a test can act on the broker (mock cluster commands, faults)
 // between a request and its answer. Test tooling only; never shipped.
@@ -28,8 +28,8 @@
 #include "codec/messages/metadata_request.h"
 #include "codec/messages/produce_request.h"
 #include "config/value_parsers.h"
-#include "proxy/kafka_client.h"
-#include "proxy/kafka_client_pool.h"
+#include "proxy/client/kafka_client.h"
+#include "proxy/client/kafka_client_pool.h"
 #include "record_batch.h"
 
 namespace {

@@ -1,0 +1,102 @@
+// proxy/core/reroute_state.h: one client request's reroutes in progress: which
+// of its partitions went to which leader, the leaders' answers as they
+// arrive, and how they replace epochgate's own NOT_LEADER_OR_FOLLOWER
+// answers in the response the client gets (its partition order kept).
+// Shared between the request's in-flight entry and the internal client's
+// callbacks, which may outlive the session: those reach the session only
+// through RerouteSink, which the session's in-flight queue clears when it
+// goes. No I/O.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "codec/messages/produce_response.h"
+#include "policy/reroute_order_guard.h"
+#include "proxy/core/reroute_plan.h"
+
+namespace epochgate::proxy {
+
+struct InFlightRequest;
+class Rerouter;
+
+/// How a finished reroute reaches its session: `flush` writes the ready
+/// responses at the head of the client order. `alive` false once the
+/// session's in-flight requests are gone (their entries are freed).
+/// `reoffer`: the order guard changed; a request the session keeps back
+/// for order is offered again soon (never from inside this call).
+struct RerouteSink {
+  std::function<void()> flush;
+  std::function<void()> reoffer;
+  bool alive = true;
+};
+
+struct RerouteState {
+  using PartitionAnswer = codec::ProduceResponse::PartitionProduceResponse;
+
+  /// The request sent to one leader.
+  struct Leg {
+    int32_t leader = -1;
+    std::vector<size_t> targets;  ///< indexes in plan->targets
+    int part = -1;                ///< the entry's part it answers
+  };
+
+  std::shared_ptr<ReroutePlan> plan;
+  std::vector<Leg> legs;
+  /// Per target: the leader's answer that replaces epochgate's own; unset:
+  /// the local answer (NOT_LEADER_OR_FOLLOWER plus hint) stays.
+  std::vector<std::optional<PartitionAnswer>> answers;
+  /// The leaders' NodeEndpoints, already rewritten to epochgate's listeners.
+  std::vector<codec::ProduceResponse::NodeEndpoint> endpoints;
+  int32_t throttle_time_ms = 0;
+  policy::Ticket ticket = 0;
+  uint64_t started_ns = 0;
+  InFlightRequest* entry = nullptr;  ///< valid while sink->alive
+  std::weak_ptr<RerouteSink> sink;
+  /// Streams of this request forwarded on the client's own path, until the
+  /// broker answers them (or the request is dropped with its session).
+  std::vector<policy::StreamKey> direct;
+  Rerouter* owner = nullptr;  ///< outlives every state (the worker's)
+  /// Set when no partition of this request may be rerouted at all (an
+  /// identity reason, Rerouter::start's `refuse`): a broker's later
+  /// NOT_LEADER_OR_FOLLOWER falls back with it too.
+  const char* refuse = nullptr;
+  /// A broker answered NOT_LEADER_OR_FOLLOWER for these streams (indexes in
+  /// plan->streams) and the view knows no newer leader yet: they wait for a
+  /// refresh until `wait_until_ns`, holding part `wait_part` of the entry.
+  std::vector<size_t> waiting;
+  uint64_t wait_until_ns = 0;
+  int wait_part = -1;
+  /// Targets (indexes in plan->targets) whose leader answered
+  /// NOT_LEADER_OR_FOLLOWER, waiting until `rehop_until_ns` for the view to
+  /// name a newer leader for their one more hop, holding part `rehop_part`.
+  std::vector<size_t> rehop_waiting;
+  uint64_t rehop_until_ns = 0;
+  int rehop_part = -1;
+  /// A metadata refresh was learned while they waited: the view's leader
+  /// may then be the refused one itself (the refusal came inside the move).
+  bool rehop_refreshed = false;
+
+  RerouteState() = default;
+  RerouteState(const RerouteState&) = delete;
+  RerouteState& operator=(const RerouteState&) = delete;
+  /// Reports still-open direct writes as answered: their connection closed.
+  ~RerouteState();
+
+  /// Replaces the rerouted partitions in `frame`, a size-prefixed
+  /// ProduceResponse at `version` (header included), with the leaders'
+  /// answers, and adds their NodeEndpoints. False (frame untouched) when
+  /// there is nothing to replace or the frame does not decode.
+  bool apply(std::vector<uint8_t>& frame, int16_t version) const;
+};
+
+/// Called when a part of `e` (which has `e.reroute`) was answered: once
+/// none is outstanding, the leaders' answers go into `e.response` and `e`
+/// becomes ready. True when it did.
+bool finish_rerouted(InFlightRequest& e);
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,431 @@
+// proxy/fencing/policy_fencing.cc: FencingHooks over policy/. Which API goes where
+// comes from the generated API table and traits (codec/messages/api_traits.h);
+// nothing here names an API except how the view learns from each response.
+// Each decided request decodes under limits.max_partitions_per_request and
+// counts against the buffer budget for as long as it lives.
+#include "proxy/fencing/policy_fencing.h"
+
+#include <spdlog/spdlog.h>
+#include <uv.h>
+
+#include <type_traits>
+#include <variant>
+
+#include "codec/header.h"
+#include "codec/message_io.h"
+#include "codec/messages/all.h"
+#include "metrics/proxy_metrics.h"
+#include "policy/answer.h"
+#include "policy/decide.h"
+#include "policy/reroute_target.h"
+#include "proxy/net/buffer_budget.h"
+#include "proxy/net/clock.h"
+#include "proxy/net/connection.h"
+#include "proxy/app/refresher.h"
+#include "proxy/core/reroute_plan.h"
+#include "metrics/reroute_metrics.h"
+#include "proxy/core/served_probe.h"
+
+namespace epochgate::proxy {
+
+namespace {
+
+// A split request's local half, kept until the broker answers the rest.
+template <typename Req, typename Resp>
+struct SplitContext : EntryContext {
+  Req request;  // record bytes dropped: the client's buffer is gone by then
+  BudgetCharge charge;  // the decoded request's memory, held as long as it is
+  int16_t version = 0;
+  policy::RequestDecision decision;
+  Resp local;
+};
+
+template <typename Resp>
+size_t endpoint_count(Resp& m) {
+  auto* eps = codec::PartitionShape<Resp>::node_endpoints(m);
+  return eps ? eps->size() : 0;
+}
+
+template <typename Req>
+void drop_record_views(Req& req) {
+  using Q = codec::PartitionShape<Req>;
+  for (auto& t : Q::topics(req))
+    for (auto& p : Q::partitions(t)) Q::drop_views(p);
+}
+
+// How the view learns from each response it reads (policy/metadata_view.h).
+// An API the table marks learned without an overload here does not compile.
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::ProduceResponse& m,
+                               int16_t version, int32_t node, uint64_t now) {
+  return v.learn_from_produce_response(m, version, node, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::FetchResponse& m,
+                               int16_t version, int32_t node, uint64_t now) {
+  return v.learn_from_fetch_response(m, version, node, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::ShareFetchResponse& m,
+                               int16_t version, int32_t node, uint64_t now) {
+  return v.learn_from_share_fetch_response(m, version, node, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::ShareAcknowledgeResponse& m,
+                               int16_t version, int32_t node, uint64_t now) {
+  return v.learn_from_share_acknowledge_response(m, version, node, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v, const codec::ListOffsetsResponse& m,
+                               int16_t version, int32_t node, uint64_t now) {
+  // The broker that answered: its own NOT_LEADER_OR_FOLLOWER for a partition
+  // the view says it leads marks the entry doubted.
+  return v.learn_from_list_offsets_response(m, version, node, now);
+}
+policy::LearnReport learn_into(policy::MetadataView& v,
+                               const codec::OffsetForLeaderEpochResponse& m, int16_t version,
+                               int32_t node, uint64_t now) {
+  return v.learn_from_offset_for_leader_epoch_response(m, version, node, now);
+}
+
+}  // namespace
+
+PolicyFencing::PolicyFencing(policy::MetadataView& view, const policy::EndpointResolver& endpoints,
+                             metrics::ProxyMetrics* metrics)
+    : view_(view), endpoints_(endpoints), metrics_(metrics) {}
+
+PolicyFencing::~PolicyFencing() = default;
+
+void PolicyFencing::set_config(std::shared_ptr<const config::Config> config) {
+  auto compiled = std::make_shared<const policy::CompiledPolicy>(
+      policy::CompiledPolicy::compile(config->policy));
+  view_.set_rollback_confirmations(config->policy.epoch_rollback_confirmations);
+  std::lock_guard<std::mutex> lock(mu_);
+  settings_.config = std::move(config);
+  settings_.compiled = std::move(compiled);
+}
+
+PolicyFencing::Settings PolicyFencing::settings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return settings_;
+}
+
+void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics, const char* trigger,
+                            bool confirm) {
+  if (refresher_ == nullptr || topics.empty()) return;
+  std::vector<std::string> names;
+  auto snap = view_.snapshot();
+  for (const auto& t : topics) {
+    if (!t.name.empty()) {
+      names.push_back(t.name);
+    } else if (std::string_view name = snap->topic_name(t.id); !name.empty()) {
+      names.emplace_back(name);  // a forgotten topic too: learnt again by name
+    }
+  }
+  // Empty names (an id the view never saw): refresh what the view knows.
+  if (confirm && !names.empty()) refresher_->request_confirm(std::move(names), trigger);
+  else refresher_->request_urgent(std::move(names), trigger);
+}
+
+void PolicyFencing::after_learning(const policy::LearnReport& r) {
+  if (metrics_ && r.published) {
+    metrics_->set_view_partitions(static_cast<int64_t>(view_.partition_count()));
+    metrics_->view_epochs_disputed(r.epochs_disputed);
+    metrics_->view_epochs_rolled_back(r.epochs_rolled_back);
+  }
+  // An old client's epoch-less or id-less Metadata: the refresher learns
+  // the epochs and topic ids at its own version; epoch-less entries fence
+  // nothing meanwhile (stale writes pass), so those are confirmed at once.
+  refresh(r.urgent_refresh,
+          r.learned_without_epoch > 0      ? "no_epoch"
+          : r.learned_without_topic_id > 0 ? "no_topic_id"
+                                           : "urgent",
+          r.learned_without_epoch > 0);
+}
+
+void PolicyFencing::count_decision(const policy::RequestDecision& d, const RequestInput& in,
+                                   const codec::RequestHeader& h,
+                                   const std::function<std::string(uint32_t)>& topic_of) {
+  // Who and what a fence affects, so observe mode shows what enforce would
+  // change: the client's address and id, and the topic.
+  std::string client;
+  for (const auto& p : d.partitions) {
+    if (p.verdict == policy::Verdict::kFence) {
+      const char* mode = config::mode_name(p.mode);
+      if (metrics_) metrics_->fenced_partition(d.api_key, policy::reason_name(p.reason), mode);
+      const codec::ApiInfo* info = codec::api_info(d.api_key);
+      if (client.empty()) client = in.client ? in.client->peer() : std::string("?");
+      std::string topic = topic_of(p.topic_index);
+      fence_log_.log(*metrics::logger("policy"), spdlog::level::info,
+                     p.mode == config::Mode::kEnforce ? "fenced" : "would fence (observe)",
+                     {{"api", info ? info->name : "?"},
+                      {"client", client},
+                      {"client_id", h.client_id ? std::string(*h.client_id) : std::string("-")},
+                      {"node", in.node_id},
+                      {"topic", topic.empty() ? std::string("?") : topic},
+                      {"partition", p.partition},
+                      {"reason", policy::reason_name(p.reason)},
+                      {"error_code", p.error_code},
+                      {"request_epoch", p.request_epoch},
+                      {"view_epoch", p.view_epoch},
+                      {"hint_leader", p.hint_leader},
+                      {"hint_epoch", p.hint_epoch}});
+    }
+  }
+  if (metrics_ && d.injected > 0) metrics_->epoch_injected(d.injected);
+}
+
+template <typename Req, typename Resp>
+FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const codec::RequestHeader& h,
+                                              const uint8_t* body, size_t len) {
+  RequestPlan plan;
+  Settings s = settings();
+  Req req;
+  codec::Bytes trailing;  // ignored as a broker ignores it; dropped if re-encoded
+  // Entries are capped while decoding, before their arrays are allocated: a
+  // frame of 3-byte topic entries would otherwise build 32 times its size,
+  // and deciding on them would hold every connection of this worker.
+  codec::DecodeBounds bounds;
+  bounds.max_entries = s.config->limits.max_partitions_per_request;
+  codec::Status st =
+      codec::decode_body_allow_trailing(body, len, in.api_version, req, trailing, bounds);
+  BudgetCharge charge(in.budget, bounds.decoded_bytes);
+  if (!st.ok()) {
+    plan.action = RequestPlan::Action::kClose;
+    plan.malformed = true;
+    plan.reason = std::string(Req::kName) + " v" + std::to_string(in.api_version) + ": " +
+                  st.message();
+    if (st.code == codec::Errc::kTooManyPartitions) {
+      // As a broker refuses a request it will not process: close this one
+      // connection; the limit's name tells the operator what to raise.
+      plan.close_reason = codec::errc_name(st.code);
+      plan.reason += ": more than limits.max_partitions_per_request (" +
+                     std::to_string(bounds.max_entries) + ") topic and partition entries";
+    }
+    return plan;
+  }
+  auto snap = view_.snapshot();
+  // A held request is decided for good once a refresh finished after it
+  // started waiting (the view is as current as it gets), or at the timeout.
+  bool refreshed = in.hold_started_ms != 0 && refresher_ != nullptr &&
+                   refresher_->last_completed_ms() > in.hold_started_ms;
+  bool may_hold = !in.after_hold && !refreshed && refresher_ != nullptr &&
+                  s.config->refresher.enabled;
+  // A write epochgate reroutes needs no refresh first: the leader's answer
+  // checks the view (a producer that is never told of the move would
+  // otherwise wait for a refresh on every write once the entry is old).
+  if constexpr (std::is_same_v<Req, codec::ProduceRequest>)
+    if (may_hold && policy::all_topics_reroute(req, in.api_version, s.compiled->modes, *snap))
+      may_hold = false;
+  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(), may_hold};
+  policy::RequestDecision d;
+  policy::decide(req, in.api_version, ctx, d);
+  refresh(d.urgent_refresh);
+  if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
+    if (s.compiled->modes.has_reroute_rules() && d.action != policy::Action::kHold) {
+      plan.reroute = make_reroute_plan(req, in.api_version, h, d, s.compiled->modes, *snap,
+                                       in.node_id, in.budget);
+      if (plan.reroute && plan.reroute->observed > 0 && metrics_)
+        metrics_->reroute().observed(plan.reroute->observed);
+    }
+  }
+  count_decision(d, in, h, [&](uint32_t ti) -> std::string {
+    using Q = codec::PartitionShape<Req>;
+    const auto& topics = Q::topics(req);
+    if (ti >= topics.size()) return {};
+    if (!Q::by_id(in.api_version)) return std::string(Q::name(topics[ti]));
+    return std::string(snap->topic_name(Q::id(topics[ti])));
+  });
+
+  auto encode_local = [&](const Resp& local) {
+    codec::ResponseHeader rh;
+    rh.correlation_id = in.correlation_id;
+    codec::encode_frame(plan.frame, rh, local, in.api_version);
+  };
+  // Partitions forwarded below the view's epoch: the broker's answer says
+  // whether the view's epoch is still the cluster's.
+  auto probe = [&] { plan.context = make_served_probe(req, in.api_version, d); };
+  switch (d.action) {
+    case policy::Action::kForwardAsIs:
+      probe();
+      return plan;
+    case policy::Action::kHold:
+      plan.action = RequestPlan::Action::kHold;
+      return plan;
+    case policy::Action::kCloseConnection: {
+      plan.reason = "acks=0 Produce to a broker that is no longer the leader";
+      if (d.fenced >= d.partitions.size()) {
+        plan.action = RequestPlan::Action::kClose;
+        return plan;
+      }
+      // A broker appends the partitions it leads and then closes the
+      // connection for the rest (no response either way): forward those.
+      Req rewritten = policy::rewrite_request(req, in.api_version, d);
+      codec::encode_frame(plan.frame, h, rewritten, in.api_version);
+      plan.reason += " for " + std::to_string(d.fenced) + " of " +
+                     std::to_string(d.partitions.size()) + " partitions; the others forwarded";
+      plan.action = RequestPlan::Action::kForwardThenClose;
+      return plan;
+    }
+    case policy::Action::kAnswerLocally: {
+      policy::AnswerStats stats;
+      Resp local = policy::build_local_response(req, in.api_version, d, *snap, endpoints_, &stats);
+      encode_local(local);
+      if (metrics_)
+        for (uint32_t i = 0; i < stats.hints; ++i) metrics_->hint("synthesized");
+      plan.action = RequestPlan::Action::kAnswerLocally;
+      return plan;
+    }
+    case policy::Action::kForwardRewritten: {
+      Req rewritten = policy::rewrite_request(req, in.api_version, d);
+      codec::encode_frame(plan.frame, h, rewritten, in.api_version);
+      plan.action = RequestPlan::Action::kForwardRewritten;
+      probe();
+      return plan;
+    }
+    case policy::Action::kSplit: {
+      policy::AnswerStats stats;
+      auto split = std::make_unique<SplitContext<Req, Resp>>();
+      split->local = policy::build_local_response(req, in.api_version, d, *snap, endpoints_, &stats);
+      if (metrics_)
+        for (uint32_t i = 0; i < stats.hints; ++i) metrics_->hint("synthesized");
+      Req rewritten = policy::rewrite_request(req, in.api_version, d);
+      codec::encode_frame(plan.frame, h, rewritten, in.api_version);
+      split->version = in.api_version;
+      split->decision = std::move(d);
+      split->request = std::move(req);
+      split->charge = std::move(charge);
+      drop_record_views(split->request);
+      plan.context = std::move(split);
+      plan.local_part = true;
+      plan.action = RequestPlan::Action::kForwardRewritten;
+      return plan;
+    }
+  }
+  return plan;
+}
+
+FencingHooks::RequestPlan PolicyFencing::plan_request(const RequestInput& in) {
+  if (!policy::policy_decides(in.api_key, in.api_version)) return RequestPlan{};
+  codec::RequestHeader h;
+  codec::Status st = codec::parse_request_header(in.frame, in.size, h);
+  if (!st.ok()) {
+    RequestPlan p;
+    p.action = RequestPlan::Action::kClose;
+    p.malformed = true;
+    p.reason = "request header: " + st.message();
+    return p;
+  }
+  const uint8_t* body = in.frame + h.size;
+  size_t len = in.size - h.size;
+  return codec::with_api(in.api_key, RequestPlan{}, [&](auto api) {
+    using A = decltype(api);
+    if constexpr (A::kDecided)
+      return plan<typename A::Request, typename A::Response>(in, h, body, len);
+    else
+      return RequestPlan{};
+  });
+}
+
+bool PolicyFencing::leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
+                              int32_t& leader, int32_t& epoch, bool refresh_topic) {
+  auto snap = view_.snapshot();
+  const policy::TopicEntry* t = !topic.empty() ? snap->find_topic(topic) : snap->find_topic(id);
+  if (refresh_topic) refresh({policy::TopicRef{std::string(topic), id}}, "urgent");
+  const policy::PartitionEntry* p = t ? t->partition(partition) : nullptr;
+  if (p == nullptr || p->leader_id < 0 || p->leader_epoch < 0) return false;
+  leader = p->leader_id;
+  epoch = p->leader_epoch;
+  return true;
+}
+
+void PolicyFencing::learn_metadata(const codec::MetadataResponse& m, int16_t version) {
+  after_learning(view_.learn_metadata(m, version, now_ms(), policy::Source::kMetadataResponse));
+}
+
+void PolicyFencing::learn_response(codec::HintedResponse m, int16_t version, int32_t node_id) {
+  std::visit([&](auto* r) { after_learning(learn_into(view_, *r, version, node_id, now_ms())); },
+             m);
+}
+
+template <typename Resp>
+void PolicyFencing::learn_served(const InFlightEntry& e, const Resp& m, int32_t node_id) {
+  const auto* probe = dynamic_cast<const ServedProbe*>(e.context.get());
+  if (probe == nullptr) return;
+  auto served = served_by(*probe, m, e.upstream_version);
+  if (served.empty()) return;
+  // Disputes and rollbacks it causes are counted by after_learning (the
+  // view's dispute and rollback counters), like those of lower Metadata.
+  after_learning(view_.learn_served(served, node_id, now_ms()));
+}
+
+template <typename Resp>
+bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id) {
+  using Req = policy::RequestOf<Resp>;
+  bool touched = false;
+  learn_served(e, m, node_id);
+  auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
+  if (split != nullptr) {
+    m = policy::merge_responses(split->request, split->version, split->decision, std::move(m),
+                                std::move(split->local));
+    touched = true;
+  }
+  if (policy::version_carries_hints(Resp::kApiKey, client_version)) {
+    Settings s = settings();
+    auto snap = view_.snapshot();
+    policy::BackfillContext bc{*snap, endpoints_, node_id, now_ms(),
+                               s.config->policy.max_staleness_ms, &s.compiled->modes};
+    size_t endpoints_before = endpoint_count(m);
+    uint32_t added =
+        policy::backfill_hints(m, client_version, split ? &split->request : nullptr, bc);
+    if (endpoint_count(m) != endpoints_before) touched = true;  // completed a broker's hint
+    if (added > 0) {
+      touched = true;
+      if (metrics_)
+        for (uint32_t i = 0; i < added; ++i) metrics_->hint("backfilled");
+    }
+  }
+  return touched;
+}
+
+bool PolicyFencing::amend_response(InFlightEntry& e, codec::HintedResponse m,
+                                   int16_t client_version, int32_t node_id) {
+  return std::visit([&](auto* r) { return amend(e, *r, client_version, node_id); }, m);
+}
+
+template <typename Req, typename Resp>
+bool PolicyFencing::merge_other(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
+                                const uint8_t* body, size_t len, std::vector<uint8_t>& out,
+                                bool& changed, std::string& error) {
+  Resp m;
+  codec::Bytes trailing;
+  codec::Status st = codec::decode_body_allow_trailing(body, len, e.upstream_version, m, trailing);
+  if (!st.ok()) {
+    error = std::string(Resp::kName) + ": " + st.message();
+    return false;
+  }
+  if constexpr (codec::Api<Resp::kApiKey>::kLearned)
+    after_learning(learn_into(view_, m, e.upstream_version, node_id, now_ms()));
+  learn_served(e, m, node_id);
+  auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
+  if (split == nullptr) return true;
+  Resp merged = policy::merge_responses(split->request, split->version, split->decision,
+                                        std::move(m), std::move(split->local));
+  out.clear();
+  codec::encode_frame(out, h, merged, e.api_version);
+  changed = true;
+  return true;
+}
+
+bool PolicyFencing::on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
+                                      const uint8_t* body, size_t len, std::vector<uint8_t>& out,
+                                      bool& changed, std::string& error) {
+  changed = false;
+  return codec::with_api(e.api_key, true, [&](auto api) {
+    using A = decltype(api);
+    // Responses with addresses or hints go through the session's rewrite and
+    // learn_response/amend_response instead.
+    if constexpr ((A::kDecided || A::kLearned) && !codec::kCarriesAddresses<typename A::Response>)
+      return merge_other<typename A::Request, typename A::Response>(e, node_id, h, body, len, out, changed,
+                                                                    error);
+    else
+      return true;
+  });
+}
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,91 @@
+// proxy/fencing/policy_fencing.h: FencingHooks backed by policy/: feeds the metadata
+// view from every response that passes, asks policy/ to decide on requests,
+// and turns its decisions into frames (local answers, rewritten requests,
+// merged responses, backfilled hints). Thread-safe: one instance serves every
+// worker; per-request state lives in the EntryContext attached to a request.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "config/config.h"
+#include "metrics/logging.h"
+#include "policy/compiled_policy.h"
+#include "policy/decision.h"
+#include "policy/endpoint_resolver.h"
+#include "policy/metadata_view.h"
+#include "proxy/core/fencing_hooks.h"
+
+namespace epochgate::metrics {
+class ProxyMetrics;
+}
+
+namespace epochgate::proxy {
+
+class Refresher;
+
+/// The fencing policy wired into sessions.
+class PolicyFencing : public FencingHooks {
+ public:
+  /// `endpoints` gives epochgate's address for a node id (a lookup; it never binds).
+  PolicyFencing(policy::MetadataView& view, const policy::EndpointResolver& endpoints,
+                metrics::ProxyMetrics* metrics);
+  ~PolicyFencing() override;
+
+  /// Applies a (re)loaded config: modes, injection, staleness bounds.
+  void set_config(std::shared_ptr<const config::Config> config);
+  /// Urgent refreshes go here; null: none run (passive mode, never hold).
+  void set_refresher(Refresher* r) { refresher_ = r; }
+
+  RequestPlan plan_request(const RequestInput& in) override;
+  void learn_metadata(const codec::MetadataResponse& m, int16_t version) override;
+
+  void learn_response(codec::HintedResponse m, int16_t version, int32_t node_id) override;
+  bool amend_response(InFlightEntry& e, codec::HintedResponse m, int16_t client_version,
+                      int32_t node_id) override;
+  bool leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
+                 int32_t& leader, int32_t& epoch, bool refresh) override;
+  bool on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h, const uint8_t* body,
+                         size_t len, std::vector<uint8_t>& out, bool& changed,
+                         std::string& error) override;
+
+ private:
+  struct Settings {
+    std::shared_ptr<const config::Config> config;
+    std::shared_ptr<const policy::CompiledPolicy> compiled;
+  };
+  Settings settings() const;
+  template <typename Req, typename Resp>
+  RequestPlan plan(const RequestInput& in, const codec::RequestHeader& h, const uint8_t* body,
+                   size_t len);
+  template <typename Resp>
+  bool amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id);
+  /// A broker served partitions the request carried below the view's epoch.
+  template <typename Resp>
+  void learn_served(const InFlightEntry& e, const Resp& m, int32_t node_id);
+  template <typename Req, typename Resp>
+  bool merge_other(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h, const uint8_t* body,
+                   size_t len, std::vector<uint8_t>& out, bool& changed, std::string& error);
+  /// Counts and logs the decision's fences; `topic_of(topic_index)` names
+  /// a request topic (called only for a fence).
+  void count_decision(const policy::RequestDecision& d, const RequestInput& in,
+                      const codec::RequestHeader& h,
+                      const std::function<std::string(uint32_t)>& topic_of);
+  void after_learning(const policy::LearnReport& r);
+  /// Asks the refresher for `topics`; `trigger` is a static label.
+  /// `confirm`: an epoch-less move report, refreshed at once within the
+  /// refresher's per-topic bound (Refresher::request_confirm).
+  void refresh(const std::vector<policy::TopicRef>& topics, const char* trigger = "urgent",
+               bool confirm = false);
+
+  policy::MetadataView& view_;
+  const policy::EndpointResolver& endpoints_;
+  metrics::ProxyMetrics* metrics_;
+  Refresher* refresher_ = nullptr;
+  mutable std::mutex mu_;
+  Settings settings_;
+  metrics::RateLimitedSite fence_log_{"fence"};
+};
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,357 @@
+// proxy/session/response_path.cc
+#include "proxy/session/response_path.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <type_traits>
+
+#include "codec/api_table.h"
+#include "codec/api_versions_io.h"
+#include "codec/message_io.h"
+#include "codec/metadata_brokers.h"
+#include "codec/messages/api_traits.h"
+#include "metrics/proxy_metrics.h"
+#include "proxy/fencing/address_rewriter.h"
+#include "proxy/session/api_versions_filter.h"
+#include "proxy/core/fencing_hooks.h"
+#include "proxy/net/log_limited.h"
+#include "proxy/reroute/rerouter.h"
+#include "codec/wire_ints.h"
+
+namespace epochgate::proxy {
+
+namespace {
+
+// An unsigned varint (KIP-482 compact lengths); false when truncated.
+bool read_uvarint(const uint8_t*& p, const uint8_t* end, uint64_t& out) {
+  out = 0;
+  for (int shift = 0; shift < 35 && p < end; shift += 7) {
+    const uint8_t b = *p++;
+    out |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// SaslAuthenticateResponse after its ErrorCode: ErrorMessage (nullable
+// string), then AuthBytes; v2 on is flexible (compact lengths, KIP-482).
+// True when AuthBytes is empty; false when it is not or cannot be read.
+bool authenticate_token_empty(const uint8_t* p, size_t n, bool flexible) {
+  const uint8_t* end = p + n;
+  if (flexible) {
+    uint64_t len = 0;
+    if (!read_uvarint(p, end, len)) return false;
+    if (len > 0) {
+      if (static_cast<uint64_t>(end - p) < len - 1) return false;
+      p += len - 1;
+    }
+    return read_uvarint(p, end, len) && len <= 1;
+  }
+  if (end - p < 2) return false;
+  const int16_t msg = static_cast<int16_t>((p[0] << 8) | p[1]);
+  p += 2;
+  if (msg > 0) {
+    if (end - p < msg) return false;
+    p += msg;
+  }
+  if (end - p < 4) return false;
+  const int32_t bytes = static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+                                             (uint32_t{p[2]} << 8) | p[3]);
+  return bytes <= 0;
+}
+
+uint64_t now_ns() { return uv_hrtime(); }
+
+// Encodes `header` + `msg` at `version` as a size-prefixed frame into `out`.
+// Bytes a peer sent after the body (brokers ignore them) are kept, so an
+// unchanged message re-encodes byte-identical.
+template <typename M>
+void encode_response_frame(const codec::ResponseHeader& header, const M& msg, int16_t version,
+                           std::vector<uint8_t>& out, const codec::Bytes& trailing) {
+  out.clear();
+  codec::encode_frame(out, header, msg, version);
+  if (trailing.size > 0) {
+    out.insert(out.end(), trailing.data, trailing.data + trailing.size);
+    write_be32(out.data(), static_cast<uint32_t>(out.size() - 4));
+  }
+}
+
+}  // namespace
+
+ResponsePath::ResponsePath(WorkerContext& ctx, int32_t node_id, Connection& client,
+                           InFlightQueue& in_flight, SaslFraming& sasl, BrokerBridging& bridging,
+                           const std::string& upstream_name, SessionHost& host)
+    : ctx_(ctx),
+      node_id_(node_id),
+      client_(client),
+      in_flight_(in_flight),
+      sasl_(sasl),
+      bridging_(bridging),
+      upstream_name_(upstream_name),
+      host_(host),
+      stream_(ctx, node_id, client, in_flight, upstream_name, host) {
+  // A reroute answered after the broker's part: its session writes what is
+  // ready then (never into a closing client connection).
+  in_flight_.reroute_sink()->flush = [this] {
+    if (client_.closing()) return;
+    flush_ready();
+    client_.flush();
+    host_.responses_flushed();
+  };
+}
+
+bool ResponsePath::deliver_raw_sasl_token(const uint8_t* frame, size_t size) {
+  InFlightRequest* e = in_flight_.match_next_owed();
+  if (e == nullptr || !e->raw_sasl_token) {
+    host_.frame_error("unexpected_sasl_token",
+                "upstream " + upstream_name_ + " answered a SASL token out of turn");
+    return false;
+  }
+  e->answered_ns = now_ns();
+  deliver(*e, frame - 4, size + 4);
+  sasl_.on_broker_token(size);
+  host_.sasl_answered();
+  return true;
+}
+
+bool ResponsePath::handle(const uint8_t* frame, size_t size) {
+  if (sasl_.broker_sends_raw_token()) return deliver_raw_sasl_token(frame, size);
+  if (size < 4) {
+    host_.frame_error("truncated", "response shorter than a correlation id from " + upstream_name_);
+    return false;
+  }
+  int32_t corr = read_be32(frame);
+  InFlightRequest* e = nullptr;
+  switch (in_flight_.match_upstream(corr, &e)) {
+    case MatchResult::kMatched:
+      break;
+    case MatchResult::kNoResponseDue:
+      // The librdkafka mock cluster answers acks=0 Produce; a client must
+      // never see that (Java treats an unexpected correlation id as fatal).
+      if (ctx_.metrics) ctx_.metrics->unexpected_response();
+      return true;
+    case MatchResult::kUnknown:
+      if (ctx_.metrics) ctx_.metrics->unexpected_response();
+      spdlog::debug("upstream {}: dropped response with unknown correlation id {}",
+                    upstream_name_, corr);
+      return true;
+    case MatchResult::kOutOfOrder:
+      host_.frame_error("unexpected_correlation_id",
+                  "upstream " + upstream_name_ + " answered " + std::to_string(corr) +
+                      " before an earlier request");
+      return false;
+  }
+  uint64_t now = now_ns();
+  e->answered_ns = now;
+  if (e->api_key == codec::kSaslHandshake) {
+    // Response header v0 (correlation id), then ErrorCode.
+    int16_t error_code = size >= 6 ? static_cast<int16_t>((frame[4] << 8) | frame[5]) : -1;
+    host_.count_client_login(sasl_.on_handshake_response(error_code));
+    host_.sasl_answered();
+  } else if (e->api_key == codec::kSaslAuthenticate) {
+    codec::ResponseHeader h;
+    if (codec::parse_response_header(frame, size,
+                                     codec::response_header_version(e->api_key, e->upstream_version),
+                                     h).ok() &&
+        size >= h.size + 2)
+      host_.count_client_login(sasl_.on_authenticate_response(
+          static_cast<int16_t>((frame[h.size] << 8) | frame[h.size + 1]),
+          authenticate_token_empty(frame + h.size + 2, size - h.size - 2,
+                                   e->upstream_version >= 2)));
+  }
+  if (ctx_.metrics) {
+    ctx_.metrics->response(e->api_key);
+    ctx_.metrics->upstream_latency(e->api_key, static_cast<double>(now - e->forwarded_ns) / 1e9);
+  }
+  // Responses the API table marks decoded (addresses, ApiVersions capping,
+  // what the policy learns from); everything else passes as its bytes.
+  const codec::ApiInfo* info = codec::api_info(e->api_key);
+  if ((info != nullptr && info->response_decoded(e->api_version, ctx_.fencing != nullptr)) ||
+      e->context) {
+    std::vector<uint8_t> rewritten;
+    BrokerTail tail;
+    bool changed = false;
+    if (!transform_response(*e, frame, size, rewritten, tail, changed)) return false;
+    if (changed) {
+      deliver(*e, rewritten.data(), rewritten.size(), tail);
+      return true;
+    }
+  }
+  deliver(*e, frame - 4, size + 4);
+  return true;
+}
+
+void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len,
+                           BrokerTail tail) {
+  auto keep = [&] {
+    e.response.reserve(len + tail.len);
+    e.response.assign(frame_with_prefix, frame_with_prefix + len);
+    e.response.insert(e.response.end(), tail.data, tail.data + tail.len);
+  };
+  if (e.reroute) {
+    // The leaders' answers replace epochgate's own for the rerouted
+    // partitions; until every part is in, the response waits in its slot.
+    // after_broker_answer also ends the guard's record of the writes the
+    // broker answered (except those still waiting to be rerouted).
+    keep();
+    if (ctx_.rerouter) ctx_.rerouter->after_broker_answer(e);
+    if (finish_rerouted(e)) flush_ready();
+    return;
+  }
+  if (in_flight_.is_front(e)) {
+    client_.write_through(frame_with_prefix, len);
+    if (tail.len > 0) client_.write_through(tail.data, tail.len);
+    record_proxy_latency(ctx_, e);
+    in_flight_.pop_front();
+    return;
+  }
+  keep();
+  e.ready = true;
+}
+
+void ResponsePath::flush_ready() {
+  while (InFlightRequest* f = in_flight_.front()) {
+    if (!f->ready) break;
+    client_.queue(f->response.data(), f->response.size());
+    record_proxy_latency(ctx_, *f);
+    in_flight_.pop_front();
+  }
+}
+
+bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, size_t size,
+                                      std::vector<uint8_t>& out, BrokerTail& tail,
+                                      bool& changed) {
+  const int16_t key = e.api_key;
+  const int16_t up_version = e.upstream_version;
+  const int16_t client_version = e.api_version;
+  codec::ResponseHeader h;
+  codec::Status st =
+      codec::parse_response_header(frame, size, codec::response_header_version(key, up_version), h);
+  if (!st.ok()) {
+    host_.frame_error(codec::errc_name(st.code), "response header from " + upstream_name_);
+    return false;
+  }
+  const uint8_t* body = frame + h.size;
+  size_t body_len = size - h.size;
+  // The client gets the header version of the version it asked for.
+  h.header_version = codec::response_header_version(key, client_version);
+  switch (key) {
+    case codec::kApiVersions: {
+      codec::ApiVersionsResponse m;
+      int16_t used_version = up_version;
+      codec::Status s =
+          codec::decode_api_versions_response(body, body_len, up_version, m, used_version);
+      // A broker refusing the version (error 35, body in v0) or a body that
+      // decodes in neither version: the client handles it as from the broker.
+      if (!s.ok() || m.error_code != 0) return true;
+      for (const auto& k : m.api_keys) {
+        if (k.api_key == codec::kProduce) broker_max_produce_ = k.max_version;
+        if (k.api_key == codec::kFetch) broker_max_fetch_ = k.max_version;
+      }
+      bool bridge = ctx_.config->policy.kip951_bridge && ctx_.fencing != nullptr;
+      if (cap_api_versions(m, bridge) > 0) {
+        bridging_.produce = bridge && broker_max_produce_ == 9;
+        bridging_.fetch = bridge && broker_max_fetch_ == 15;
+        if (ctx_.metrics) ctx_.metrics->api_versions_capped();
+        encode_response_frame(h, m, used_version, out, codec::Bytes{});
+        changed = true;
+      }
+      return true;
+    }
+    default:
+      break;
+  }
+  // Responses that carry broker addresses: decode, learn, rewrite, amend.
+  enum class Done { kOk, kFailed, kNotAddressed };
+  Done done = codec::with_api(key, Done::kNotAddressed, [&](auto api) {
+    using M = typename decltype(api)::Response;
+    if constexpr (codec::kCarriesAddresses<M>)
+      return rewrite_response<M>(e, h, body, body_len, out, tail, changed) ? Done::kOk
+                                                                             : Done::kFailed;
+    else
+      return Done::kNotAddressed;
+  });
+  if (done != Done::kNotAddressed) return done == Done::kOk;
+  if (ctx_.fencing) {
+    std::string error;
+    if (!ctx_.fencing->on_other_response(e, node_id_, h, body, body_len, out, changed, error)) {
+      host_.frame_error("malformed_response", error + " from " + upstream_name_);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ResponsePath::splice_metadata_brokers(const codec::MetadataResponse& m, int16_t version,
+                                           const codec::ResponseHeader& h, const uint8_t* body,
+                                           size_t body_len, std::vector<uint8_t>& out,
+                                           BrokerTail& tail) {
+  size_t begin = 0, end = 0;
+  if (!codec::metadata_brokers_span(body, body_len, version, &begin, &end).ok()) return false;
+  // The header and ThrottleTimeMs as the broker sent them (the client asked
+  // for the version the broker answered, so the header version is the same).
+  const uint8_t* frame = body - h.size;
+  out.clear();
+  out.resize(4);
+  out.insert(out.end(), frame, body + begin);
+  codec::encode_metadata_brokers(m.brokers, version, out);
+  tail.data = body + end;
+  tail.len = body_len - end;
+  write_be32(out.data(), static_cast<uint32_t>(out.size() - 4 + tail.len));
+  return true;
+}
+
+template <typename M>
+bool ResponsePath::rewrite_response(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
+                                    size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail,
+                                    bool& changed) {
+  M m;
+  codec::Bytes trailing;
+  codec::Status s =
+      codec::decode_body_allow_trailing(body, body_len, e.upstream_version, m, trailing);
+  if (!s.ok()) {
+    host_.frame_error(codec::errc_name(s.code),
+                std::string(M::kName) + " from " + upstream_name_ + ": " + s.message());
+    return false;
+  }
+  constexpr bool kHinted = codec::kCarriesHints<M>;
+  // Learn first (upstream addresses), then rewrite what the broker sent, then
+  // let the policy add what it adds (epochgate addresses only).
+  if (ctx_.fencing) {
+    if constexpr (std::is_same_v<M, codec::MetadataResponse>) {
+      ctx_.fencing->learn_metadata(m, e.upstream_version);
+    } else if constexpr (kHinted) {
+      ctx_.fencing->learn_response(&m, e.upstream_version, node_id_);
+    }
+  }
+  RewriteResult r = rewrite_addresses(m, e.api_version, *ctx_.endpoints);
+  if (r.failed) {
+    host_.frame_error("endpoint_unmapped", "no listener for a broker node id in a response");
+    return false;
+  }
+  if (r.rewritten > 0 && ctx_.metrics) {
+    ctx_.metrics->addresses_rewritten(e.api_key, r.rewritten);
+    // A broker's own KIP-951 hint, now pointing at epochgate.
+    if constexpr (kHinted)
+      for (int i = 0; i < r.rewritten; ++i) ctx_.metrics->hint("rewritten");
+  }
+  bool touched = e.upstream_version != e.api_version || r.rewritten > 0;
+  if constexpr (kHinted) {
+    if (ctx_.fencing) touched |= ctx_.fencing->amend_response(e, &m, e.api_version, node_id_);
+  }
+  if (touched) {
+    changed = true;
+    if constexpr (std::is_same_v<M, codec::MetadataResponse>) {
+      // Only the Brokers array changed: the topics and partitions after it
+      // go out as the broker's own bytes.
+      if (e.upstream_version == e.api_version &&
+          splice_metadata_brokers(m, e.api_version, h, body, body_len, out, tail))
+        return true;
+    }
+    encode_response_frame(h, m, e.api_version, out, trailing);
+  }
+  return true;
+}
+
+}  // namespace epochgate::proxy

@@ -1,0 +1,139 @@
+// proxy/session/response_stream.cc
+#include "proxy/session/response_stream.h"
+
+#include <uv.h>
+
+#include "codec/header.h"
+#include "codec/status.h"
+#include "metrics/proxy_metrics.h"
+#include "metrics/stream_metrics.h"
+#include "proxy/fencing/address_rewriter.h"
+#include "proxy/core/fencing_hooks.h"
+#include "codec/fetch_tail.h"
+#include "codec/wire_ints.h"
+
+namespace epochgate::proxy {
+
+void record_proxy_latency(WorkerContext& ctx, const InFlightRequest& e) {
+  if (!ctx.metrics) return;
+  // Time epochgate held the request before forwarding plus the time it held
+  // the response after the broker's answer; the broker's own time excluded.
+  uint64_t now = uv_hrtime();
+  uint64_t held = e.forwarded_ns ? (e.forwarded_ns - e.received_ns) + (now - e.answered_ns)
+                                 : now - e.received_ns;
+  ctx.metrics->proxy_latency(static_cast<double>(held) / 1e9);
+}
+
+ResponseStream::ResponseStream(WorkerContext& ctx, int32_t node_id, Connection& client,
+                               InFlightQueue& in_flight, const std::string& upstream_name,
+                               SessionHost& host)
+    : ctx_(ctx),
+      node_id_(node_id),
+      client_(client),
+      in_flight_(in_flight),
+      upstream_name_(upstream_name),
+      host_(host) {}
+
+bool ResponseStream::try_begin(ByteBuffer& in, size_t frame_size) {
+  const uint32_t min_bytes = ctx_.config->limits.stream_fetch_min_bytes;
+  if (parser_ || min_bytes == 0 || frame_size < min_bytes || frame_size < 8 || in.size() < 8 ||
+      !ctx_.endpoints)
+    return false;
+  const int32_t corr = static_cast<int32_t>(read_be32(in.begin() + 4));
+  InFlightRequest* e = in_flight_.peek_upstream(corr);
+  // Anything that changes more than the tail, or that must wait for other
+  // parts or older responses, is read whole (proxy/session/response_path.h).
+  if (e == nullptr || e->api_key != codec::kFetch || e->context || e->reroute ||
+      e->raw_sasl_token || e->upstream_version != e->api_version || !in_flight_.is_front(*e))
+    return false;
+  InFlightRequest* matched = nullptr;
+  if (in_flight_.match_upstream(corr, &matched) != MatchResult::kMatched || matched != e)
+    return false;  // peek said it matches: not reached
+  uint64_t now = uv_hrtime();
+  e->answered_ns = now;
+  if (ctx_.metrics) {
+    ctx_.metrics->response(e->api_key);
+    ctx_.metrics->upstream_latency(e->api_key, static_cast<double>(now - e->forwarded_ns) / 1e9);
+    ctx_.metrics->stream().streamed();
+  }
+  request_ = e;
+  frame_bytes_ = frame_size;
+  parser_.emplace(e->upstream_version, frame_size - 4);
+  client_.write_through(in.begin(), 4);  // the size prefix: the length never changes
+  in.consume(4);
+  return true;
+}
+
+ResponseStream::Step ResponseStream::relay(ByteBuffer& in) {
+  size_t consumed = 0;
+  FetchStreamParser::Result r = parser_->feed(in.begin(), in.size(), consumed);
+  if (consumed > 0) {
+    // Parsed bytes go out unchanged (records straight from the read buffer).
+    client_.write_through(in.begin(), consumed);
+    in.consume(consumed);
+  }
+  switch (r) {
+    case FetchStreamParser::Result::kNeedMore:
+      return Step::kMore;
+    case FetchStreamParser::Result::kError: {
+      const codec::Status& st = parser_->error();
+      fail(codec::errc_name(st.code), std::string("streamed FetchResponse from ") +
+                                          upstream_name_ + ": " + parser_->error_detail() +
+                                          " at byte " + std::to_string(st.offset));
+      return Step::kClosed;
+    }
+    case FetchStreamParser::Result::kTail:
+      break;
+  }
+  const size_t tail = parser_->tail_size();
+  if (!finish(in.begin(), tail)) return Step::kClosed;
+  in.consume(tail);
+  if (ctx_.metrics) ctx_.metrics->stream().streamed_bytes(frame_bytes_);
+  record_proxy_latency(ctx_, *request_);
+  in_flight_.pop_front();
+  request_ = nullptr;
+  parser_.reset();
+  return Step::kDone;
+}
+
+bool ResponseStream::finish(const uint8_t* p, size_t n) {
+  codec::FetchResponse& skel = parser_->skeleton();
+  const int16_t version = parser_->version();
+  // Learn first, while NodeEndpoints still name the upstream brokers.
+  if (ctx_.fencing) ctx_.fencing->learn_response(&skel, version, node_id_);
+  // Backfill (policy/hint_backfill.cc) would have hinted these (v16+).
+  if (ctx_.fencing && ctx_.metrics && version >= 16 && parser_->unhinted_leader_errors() > 0)
+    ctx_.metrics->stream().tail("hint_not_backfilled", parser_->unhinted_leader_errors());
+  if (!skel.node_endpoints) {
+    client_.write_through(p, n);  // no addresses: the tail as the broker sent it
+    return true;
+  }
+  RewriteResult rw = rewrite_addresses(skel, version, *ctx_.endpoints);
+  if (rw.failed) return fail("endpoint_unmapped", "no listener for a broker node id in a response");
+  const size_t section = parser_->tagged_section_size();
+  FetchTailFit fit = fit_fetch_tail(skel.node_endpoints, parser_->other_tags(), version, section);
+  if (!fit.ok)
+    return fail("stream_tail_unfit", "streamed FetchResponse from " + upstream_name_ +
+                                         ": tagged fields cannot keep their length");
+  if (ctx_.metrics) {
+    if (rw.rewritten > 0) {
+      ctx_.metrics->addresses_rewritten(codec::kFetch, static_cast<uint64_t>(rw.rewritten));
+      for (int i = 0; i < rw.rewritten; ++i) ctx_.metrics->hint("rewritten");
+    }
+    if (fit.padded) ctx_.metrics->stream().tail("padded");
+    if (fit.dropped > 0) ctx_.metrics->stream().tail("endpoints_dropped", fit.dropped);
+  }
+  client_.write_through(fit.bytes.data(), fit.bytes.size());
+  if (n > section) client_.write_through(p + section, n - section);  // bytes after the body
+  return true;
+}
+
+bool ResponseStream::fail(const char* reason, const std::string& detail) {
+  // Part of the response reached the client already: only closing is honest.
+  parser_.reset();
+  request_ = nullptr;
+  host_.frame_error(reason, detail);
+  return false;
+}
+
+}  // namespace epochgate::proxy

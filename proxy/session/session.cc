@@ -1,0 +1,526 @@
+// proxy/session/session.cc
+#include "proxy/session/session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "codec/api_table.h"
+#include "codec/frame_splitter.h"
+#include "metrics/proxy_metrics.h"
+#include "proxy/net/log_limited.h"
+#include "proxy/client/upstream_dialer.h"
+
+namespace epochgate::proxy {
+
+using metrics::Direction;
+using metrics::Side;
+
+namespace {
+
+uint64_t now_ns() { return uv_hrtime(); }
+
+// Input growth step while a frame is incomplete (bytes).
+constexpr size_t kFrameGrowStep = 256 * 1024;
+
+// A scanned frame's payload size (size prefix excluded), complete or not.
+size_t payload_size(const codec::FrameScan& s) {
+  return s.kind == codec::FrameScan::Kind::kNeedMore ? (s.size > 4 ? s.size - 4 : 0) : s.size;
+}
+
+}  // namespace
+
+Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
+                 std::unique_ptr<Transport> client)
+    : ctx_(ctx),
+      list_(list),
+      node_id_(node_id),
+      client_(std::move(client), ctx.pool, *this),
+      dialer_(ctx.make_dialer
+                  ? ctx.make_dialer(static_cast<DialerOwner&>(*this))
+                  : std::make_unique<UpstreamDialer>(ctx.loop, ctx.pool,
+                                                     static_cast<DialerOwner&>(*this), ctx.tls)),
+      flow_(ctx, client_, node_id),
+      requests_(ctx, node_id, client_, in_flight_, sasl_, bridging_, *this),
+      responses_(ctx, node_id, client_, in_flight_, sasl_, bridging_, upstream_name_, *this) {
+  uv_timer_init(ctx.loop, &connect_timer_);
+  connect_timer_.data = this;
+  list_.add(this);
+  client_.set_budget(ctx.budget, true);
+  client_.set_pacer(ctx.pacer);
+  last_activity_ns_ = now_ns();
+  const auto& lim = ctx_.config->limits;
+  client_.set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
+}
+
+Session::~Session() = default;
+
+void Session::start() {
+  client_opened_ = true;
+  if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kClient, node_id_);
+  // Read the client's first frame while the upstream is dialed: a bad size
+  // prefix or a client that leaves is handled at once, whatever the broker
+  // does; whole frames wait unread by the policy (check_held_client_input).
+  client_.start_reading();
+  if (node_id_ >= 0) {
+    auto addr = ctx_.upstreams->upstream_of(node_id_);
+    if (addr) targets_.push_back(*addr);
+  } else {
+    targets_ = ctx_.upstreams->bootstrap();
+  }
+  if (targets_.empty()) {
+    // A client kept a node address across an epochgate restart: learn it first.
+    ctx_.upstreams->request_refresh("unknown_node");
+    waiting_for_node_since_ns_ = now_ns();
+    uv_timer_start(&connect_timer_, &Session::on_connect_timeout, 100, 0);
+    return;
+  }
+  dial();
+}
+
+void Session::dial() {
+  state_ = State::kDialing;
+  upstream_name_ = targets_.front().to_string();
+  // The client's requests stay unread (in its socket) until the broker has
+  // answered epochgate's own ApiVersions: nothing of the client's is sent to
+  // a broker that might never answer, and no correlation id is shared.
+  dialer_->dial(targets_, ctx_.config->limits.upstream_connect_timeout_ms, "epochgate");
+}
+
+void Session::on_dial_attempt_failed(const DialFailure& f) {
+  upstream_name_ = f.target.to_string();
+  if (ctx_.metrics) ctx_.metrics->upstream_connect_failure(node_id_);
+  if (f.stage == DialStage::kAnswer) {
+    if (ctx_.metrics) ctx_.metrics->upstream_unanswered(node_id_);
+    EPOCHGATE_PROXY_LOG(warn, "upstream_unanswered",
+                        "upstream {} (node {}): connected, but {} epochgate's ApiVersions "
+                        "within {} ms (limits.upstream_connect_timeout_ms){}{}; counted as a "
+                        "failed connect",
+                        upstream_name_, node_id_,
+                        f.status == UV_ETIMEDOUT ? "no answer to" : "no valid answer to",
+                        ctx_.config->limits.upstream_connect_timeout_ms,
+                        f.status && f.status != UV_ETIMEDOUT ? ": " : "",
+                        f.status && f.status != UV_ETIMEDOUT ? uv_strerror(f.status) : "");
+    return;
+  }
+  EPOCHGATE_PROXY_LOG(warn, f.stage == DialStage::kResolve ? "upstream_resolve"
+                                                                         : "upstream_connect",
+                      "upstream {} (node {}): {} failed after {} ms: {}", upstream_name_,
+                      node_id_, UpstreamDialer::stage_name(f.stage), f.elapsed_ms,
+                      f.status ? uv_strerror(f.status) : "?");
+}
+
+void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
+                        const ApiVersionRanges&) {
+  if (state_ == State::kClosing) {
+    // Cannot happen (close() cancels the dialer first); never leak a socket.
+    conn->set_owner(*this);
+    ++open_handles_;
+    upstream_ = std::move(conn);
+    upstream_->close();
+    return;
+  }
+  conn->set_owner(*this);
+  upstream_ = std::move(conn);
+  ++open_handles_;
+  upstream_->set_budget(ctx_.budget, false);
+  upstream_->set_pacer(ctx_.pacer);
+  const auto& lim = ctx_.config->limits;
+  upstream_->set_watermarks(lim.low_watermark_bytes, lim.high_watermark_bytes);
+  upstream_name_ = targets_[index].to_string();
+  flow_.attach_upstream(*upstream_);
+  requests_.attach_upstream(*upstream_);
+  state_ = State::kOpen;
+  upstream_open_ = true;
+  if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kUpstream, node_id_);
+  spdlog::debug("session {} -> {} (node {}) open", client_.peer(), upstream_name_, node_id_);
+  if (logs_in_for_client()) {
+    start_own_login();
+    if (state_ != State::kOpen) return;
+  }
+  update_backpressure();
+  // Requests read while dialing: update_backpressure() offers them only when
+  // it restarts reading, and reading may have gone on (check_held_client_input).
+  // Over the buffer budget they wait, like any input, for the budget's
+  // re-check, which offers them when it restarts reading.
+  if (state_ == State::kOpen && !flow_.budget_paused() && !client_.input().empty())
+    process_client_input();
+  if (state_ == State::kOpen && !upstream_->input().empty()) process_upstream_input();
+}
+
+void Session::hold_request() {
+  holding_ = true;
+  uv_timer_start(&connect_timer_, &Session::on_hold_timer, 20, 0);
+}
+
+void Session::on_dial_failed() { connect_failed("no reachable upstream", 0); }
+
+void Session::on_dialer_closed() {
+  dialer_closed_ = true;
+  maybe_free();
+}
+
+void Session::on_connect_timeout(uv_timer_t* t) {
+  auto* s = static_cast<Session*>(t->data);
+  if (s->state_ != State::kStarting || !s->targets_.empty()) return;
+  // Waiting to learn this node's address from a metadata refresh.
+  auto addr = s->ctx_.upstreams->upstream_of(s->node_id_);
+  if (addr) {
+    s->targets_.push_back(*addr);
+    s->dial();
+    return;
+  }
+  uint64_t waited_ms = (now_ns() - s->waiting_for_node_since_ns_) / 1000000;
+  if (waited_ms >= s->ctx_.config->limits.upstream_connect_timeout_ms) {
+    s->connect_failed("node address unknown", 0);
+    return;
+  }
+  uv_timer_start(&s->connect_timer_, &Session::on_connect_timeout, 100, 0);
+}
+
+void Session::on_hold_timer(uv_timer_t* t) {
+  auto* s = static_cast<Session*>(t->data);
+  if (s->state_ != State::kOpen || s->close_after_write_) return;
+  s->holding_ = false;
+  s->process_client_input();
+}
+
+void Session::connect_failed(const char* why, int status) {
+  EPOCHGATE_PROXY_LOG(warn, "upstream_unreachable",
+                      "client {} on node {} listener: closing, upstream {}: {}{}{}",
+                      client_.peer(), node_id_, upstream_name_.empty() ? "?" : upstream_name_,
+                      why, status ? ": " : "", status ? uv_strerror(status) : "");
+  close("upstream_unreachable");
+}
+
+void Session::close_once_upstream_written(const char* reason) {
+  client_.stop_reading();
+  upstream_->flush();
+  if (upstream_->queued_bytes() == 0) {
+    close(reason);
+    return;
+  }
+  // Nothing more is read from the client; responses to its earlier requests
+  // still flow. Bounded: a broker that stops reading cannot keep it open.
+  close_after_write_ = reason;
+  upstream_->notify_when_written();
+  uv_timer_stop(&connect_timer_);
+  uv_timer_start(
+      &connect_timer_,
+      [](uv_timer_t* t) {
+        auto* s = static_cast<Session*>(t->data);
+        if (s->close_after_write_) s->close(s->close_after_write_);
+      },
+      ctx_.config->limits.upstream_connect_timeout_ms, 0);
+}
+
+void Session::close(const char* reason) {
+  if (state_ == State::kClosing) return;
+  bool was_open = upstream_open_;
+  state_ = State::kClosing;
+  if (counter_) counter_->fetch_sub(1);
+  count_client_login(sasl_.on_connection_closed());
+  if (ctx_.metrics) {
+    ctx_.metrics->connection_closed_reason(reason);
+    if (client_opened_) ctx_.metrics->connection_closed(Side::kClient, node_id_);
+    if (was_open) ctx_.metrics->connection_closed(Side::kUpstream, node_id_);
+  }
+  client_.close();
+  if (upstream_) upstream_->close();
+  dialer_->close();
+  uv_timer_stop(&connect_timer_);
+  uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), &Session::on_timer_closed);
+}
+
+void Session::on_timer_closed(uv_handle_t* h) {
+  auto* s = static_cast<Session*>(h->data);
+  --s->open_handles_;
+  s->maybe_free();
+}
+
+void Session::on_closed(Connection&) {
+  --open_handles_;
+  maybe_free();
+}
+
+void Session::maybe_free() {
+  if (state_ != State::kClosing || open_handles_ > 0 || !dialer_closed_) return;
+  list_.remove(this);
+  delete this;
+}
+
+void Session::begin_drain() {
+  if (draining_ || state_ == State::kClosing) return;
+  draining_ = true;
+  if (drained()) {
+    close("drain");
+    return;
+  }
+  update_backpressure();
+}
+
+bool Session::close_if_client_gone() {
+  if (state_ == State::kClosing || client_.reading() || !client_.peer_closed()) return false;
+  close("client_closed");
+  return true;
+}
+
+bool Session::idle_for(uint64_t now, uint64_t limit_ns) const {
+  return owes_nothing() && now - last_activity_ns_ > limit_ns;
+}
+
+bool Session::partial_frame_stalled(uint64_t now, uint64_t limit_ns) const {
+  return partial_since_ns_ != 0 && now - partial_since_ns_ > limit_ns;
+}
+
+void Session::frame_error(const char* reason, const std::string& detail) {
+  if (ctx_.metrics) ctx_.metrics->frame_error(reason);
+  EPOCHGATE_PROXY_LOG(warn, "frame_error", "client {} node {}: closing connection: {}: {}",
+                      client_.peer(), node_id_, reason, detail);
+  close(reason);
+}
+
+// ---- client -> upstream -----------------------------------------------------
+
+void Session::on_readable(Connection& c) {
+  last_activity_ns_ = now_ns();
+  if (&c == &client_) {
+    process_client_input();
+  } else if (&c == upstream_.get()) {
+    process_upstream_input();
+  }
+}
+
+void Session::check_held_client_input() {
+  ByteBuffer& in = client_.input();
+  if (in.empty()) {
+    client_.release_idle_input();
+    return;
+  }
+  codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), ctx_.config->limits.max_frame_bytes);
+  if (s.kind == codec::FrameScan::Kind::kError) {
+    frame_error(codec::errc_name(s.error), "request frame size prefix");
+    return;
+  }
+  if (pre_auth_refused(payload_size(s))) return;
+  if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+    if (pre_auth_header_missing(payload_size(s))) return;
+    client_.reserve_input(s.size, kFrameGrowStep);
+    if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
+    return;
+  }
+  // A whole request: nothing more is needed until the upstream has answered
+  // and the request can be decided and forwarded. Reading goes on while the
+  // buffer the request was read into has room (a read never grows it then,
+  // Connection::on_transport_alloc), so a client that leaves right behind
+  // its request (FIN or RST, as health checks and clients that gave up do)
+  // is seen at once and everything its session holds is freed, instead of
+  // when the broker has answered the dial. Past that room reading stops.
+  partial_since_ns_ = 0;
+  if (in.tail_room() < ctx_.pool.block_size() / 4) client_.stop_reading();
+}
+
+PreAuthCap Session::pre_auth_cap(size_t size) {
+  const ByteBuffer& in = client_.input();
+  const auto& sasl = ctx_.config->upstream_sasl;
+  // epochgate logging in for itself (not for its clients) means the
+  // brokers' listener authenticates every client by SASL.
+  const bool must_authenticate = sasl.enabled() && !sasl.on_behalf_of_clients;
+  const size_t have = in.size() > 4 ? in.size() - 4 : 0;
+  return sasl_.pre_auth_cap(in.begin() + 4, have, size, must_authenticate);
+}
+
+bool Session::pre_auth_refused(size_t size) {
+  if (pre_auth_cap(size) != PreAuthCap::kCapped) return false;
+  frame_error("pre_auth_frame_too_large",
+              "a frame of " + std::to_string(size) + " bytes before authentication (at most " +
+                  std::to_string(kPreAuthMaxFrameBytes) + ")");
+  return true;
+}
+
+bool Session::pre_auth_header_missing(size_t size) {
+  // Without its API key a large frame gets no buffer of its size yet: the
+  // next read (a pool block) brings the key.
+  return pre_auth_cap(size) == PreAuthCap::kNeedHeader;
+}
+
+void Session::process_client_input() {
+  if (state_ == State::kStarting || state_ == State::kDialing) {
+    check_held_client_input();
+    return;
+  }
+  if (processing_client_) return;  // re-entered from update_backpressure()
+  processing_client_ = true;
+  ByteBuffer& in = client_.input();
+  const auto& lim = ctx_.config->limits;
+  size_t forwarded_bytes = 0;
+  // Draining, only a request held before the drain is offered again.
+  while (state_ == State::kOpen && !in.empty() && (!draining_ || requests_.holds_request()) &&
+         !holding_ && !sasl_.holds_client_input() && !close_after_write_ && !own_login_) {
+    if (in_flight_.size() >= lim.max_in_flight_per_connection) break;
+    if (own_relogin_at_ns_ != 0 && now_ns() >= own_relogin_at_ns_) {
+      // KIP-368: log in again before the broker's session ends, once the
+      // broker has answered everything before (responses stay in order).
+      if (in_flight_.upstream_pending() == 0) start_own_login();
+      break;
+    }
+    codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
+    if (s.kind == codec::FrameScan::Kind::kError) {
+      processing_client_ = false;
+      frame_error(codec::errc_name(s.error), "request frame size prefix");
+      return;
+    }
+    if (pre_auth_refused(payload_size(s))) {
+      processing_client_ = false;
+      return;
+    }
+    if (s.kind == codec::FrameScan::Kind::kNeedMore && pre_auth_header_missing(payload_size(s)))
+      break;
+    if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+      // Room for the next part of the frame, not all of it: a peer announcing
+      // a large frame gets memory as its bytes arrive (buffer budget).
+      client_.reserve_input(s.size, kFrameGrowStep);
+      if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
+      break;
+    }
+    partial_since_ns_ = 0;
+    uint64_t before = upstream_->bytes_accepted();
+    RequestPath::Step step = requests_.handle(in.mutable_begin() + 4, s.size);
+    if (step == RequestPath::Step::kClosed) {
+      processing_client_ = false;
+      return;
+    }
+    if (step == RequestPath::Step::kHold) break;
+    forwarded_bytes += upstream_->bytes_accepted() - before;
+    if (in.size() >= 4 + s.size) in.consume(4 + s.size);  // else it went upstream whole
+    client_.clear_pending_frame();
+  }
+  if (in.empty()) {
+    partial_since_ns_ = 0;
+    client_.release_idle_input();
+  }
+  if (ctx_.metrics && forwarded_bytes) ctx_.metrics->bytes(Direction::kClientToUpstream, forwarded_bytes);
+  processing_client_ = false;
+  if (state_ != State::kOpen) return;
+  upstream_->flush();
+  responses_.flush_ready();
+  client_.flush();
+  if (drained()) {
+    close("drain");  // a held request epochgate answered itself was written
+    return;
+  }
+  update_backpressure();
+}
+
+// ---- upstream -> client -----------------------------------------------------
+
+void Session::process_upstream_input() {
+  ByteBuffer& in = upstream_->input();
+  const auto& lim = ctx_.config->limits;
+  uint64_t delivered = client_.bytes_accepted();
+  while (state_ == State::kOpen && !in.empty()) {
+    if (responses_.streaming()) {
+      // A large Fetch response goes out as it arrives (proxy/session/response_stream.h).
+      ResponseStream::Step step = responses_.relay_stream(in);
+      if (step == ResponseStream::Step::kClosed) return;
+      if (step == ResponseStream::Step::kDone) {
+        upstream_->clear_pending_frame();
+        continue;
+      }
+      // Room for up to one large read of what is still to come.
+      upstream_->reserve_input(in.size() + std::min(responses_.stream_left(), Connection::kMaxReadBytes),
+                               kFrameGrowStep);
+      break;
+    }
+    codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
+    if (s.kind == codec::FrameScan::Kind::kError) {
+      frame_error(codec::errc_name(s.error), "response frame size prefix from " + upstream_name_);
+      return;
+    }
+    if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+      // Streamed, the frame never needs a buffer of its own size.
+      if (!own_login_ && responses_.try_stream(in, s.size)) continue;
+      upstream_->reserve_input(s.size, kFrameGrowStep);
+      break;
+    }
+    if (own_login_) {
+      if (!apply_own_login_step(own_login_->on_response(in.begin() + 4, s.size,
+                                                        own_correlation_++)))
+        return;
+      in.consume(4 + s.size);
+      upstream_->clear_pending_frame();
+      if (!own_login_) sasl_resume_client_ = true;  // logged in: client frames flow
+      continue;
+    }
+    if (!responses_.handle(in.begin() + 4, s.size)) return;
+    in.consume(4 + s.size);
+    upstream_->clear_pending_frame();
+    if (own_relogin_at_ns_ != 0 && in_flight_.upstream_pending() == 0)
+      sasl_resume_client_ = true;  // a re-login may have waited for this answer
+  }
+  // A streamed frame keeps its read buffer until it ends.
+  if (in.empty() && !responses_.streaming()) upstream_->release_idle_input();
+  if (state_ != State::kOpen) return;
+  if (sasl_resume_client_) {
+    // Client frames held behind a SASL answer can be read now.
+    sasl_resume_client_ = false;
+    if (!sasl_.holds_client_input() && !own_login_ && !client_.input().empty()) {
+      process_client_input();
+      if (state_ != State::kOpen) return;
+    }
+  }
+  responses_.flush_ready();
+  uint64_t after = client_.bytes_accepted();
+  if (ctx_.metrics && after > delivered) ctx_.metrics->bytes(Direction::kUpstreamToClient, after - delivered);
+  client_.flush();
+  if (drained()) {
+    close("drain");
+    return;
+  }
+  update_backpressure();
+}
+
+// ---- backpressure and errors ------------------------------------------------
+
+void Session::update_backpressure() {
+  if (state_ != State::kOpen || close_after_write_) return;
+  if (flow_.update_client(draining_, in_flight_.size())) process_client_input();
+  if (state_ != State::kOpen) return;
+  flow_.update_upstream(responses_.streaming());
+}
+
+void Session::on_drained(Connection& c) {
+  if (close_after_write_) {
+    if (&c == upstream_.get() && upstream_->queued_bytes() == 0) close(close_after_write_);
+    return;
+  }
+  update_backpressure();
+}
+
+void Session::on_read_error(Connection& c, int status) {
+  if (status == UV_ENOBUFS) {
+    // Over the buffer budget with a full buffer: wait for the budget.
+    flow_.on_no_buffers(&c == &client_);
+    return;
+  }
+  if (&c == &client_) {
+    if (status != UV_EOF) spdlog::debug("client {}: read error: {}", c.peer(), uv_strerror(status));
+    close(status == UV_EOF ? "client_closed" : "client_error");
+    return;
+  }
+  if (&c != upstream_.get()) return;
+  EPOCHGATE_PROXY_LOG(info, "upstream_closed",
+                      "upstream {} (node {}) closed the connection{}{}; closing client {}",
+                      upstream_name_, node_id_, status == UV_EOF ? "" : ": ",
+                      status == UV_EOF ? "" : uv_strerror(status), client_.peer());
+  close(status == UV_EOF ? "upstream_closed" : "upstream_error");
+}
+
+void Session::on_write_error(Connection& c, int status) {
+  spdlog::debug("{} write error: {}", &c == &client_ ? "client" : "upstream", uv_strerror(status));
+  close(&c == &client_ ? "client_error" : "upstream_error");
+}
+
+}  // namespace epochgate::proxy

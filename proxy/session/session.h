@@ -1,0 +1,227 @@
+// proxy/session/session.h: one proxied client connection and its one upstream
+// connection (DESIGN.md 3): the state machine that wires the parts, each in
+// a file of its own: the dialer (proxy/core/dialer.h), the request path
+// (proxy/session/request_path.h), the response path (proxy/session/response_path.h), flow
+// control (proxy/session/flow_control.h) and the in-flight requests
+// (proxy/core/in_flight_queue.h). Owns both connections, the session's timer and
+// epochgate's own SASL login in sidecar mode; splits frames out of the
+// input buffers. Never lets an upstream address reach the client; never
+// answers acks=0.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codec/header.h"
+#include "proxy/net/connection.h"
+#include "proxy/core/dialer.h"
+#include "proxy/session/flow_control.h"
+#include "proxy/core/in_flight_queue.h"
+#include "proxy/session/request_path.h"
+#include "proxy/session/response_path.h"
+#include "proxy/session/sasl_framing.h"
+#include "proxy/client/sasl_login.h"
+#include "proxy/session/session_host.h"
+#include "proxy/core/worker_context.h"
+
+namespace epochgate::proxy {
+
+class SessionList;
+
+/// A client connection accepted on the listener of `node_id` (-1: bootstrap).
+class Session : public ConnectionOwner, private DialerOwner, private SessionHost {
+ public:
+  /// `client` carries the client's bytes (an opened TcpTransport from the
+  /// worker); it reads nothing before start().
+  Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
+          std::unique_ptr<Transport> client);
+  ~Session() override;
+
+  /// Starts dialing the upstream; reads the client once the broker has
+  /// answered on the new connection (UpstreamDialer).
+  void start();
+  /// Closes both sides (idempotent); the session frees itself when all handles closed.
+  void close(const char* reason) override;
+  /// Graceful drain: stop reading new requests; close once nothing is in
+  /// flight and a request held before the drain (order, refresh) was answered.
+  void begin_drain();
+  bool idle_for(uint64_t now_ns, uint64_t limit_ns) const;
+  /// Counts and logs (once per request) the request the broker owes next (a
+  /// Fetch whose response streams, until its last byte) when it has waited
+  /// limits.upstream_overdue_ms past its own deadline. The
+  /// connection stays open: a client with deadlines of its own decides.
+  void check_overdue(uint64_t now_ns);
+  /// A frame started longer than `limit_ns` ago and is still incomplete.
+  bool partial_frame_stalled(uint64_t now_ns, uint64_t limit_ns) const;
+  int32_t node_id() const { return node_id_; }
+  /// Re-evaluates reading after the buffer budget may have freed up.
+  void recheck_budget() {
+    if (flow_.budget_paused()) update_backpressure();
+  }
+  /// A paused client does not see its peer's close (nothing reads): true and
+  /// closed here when the peer has gone, so its buffers are released.
+  bool close_if_client_gone();
+  bool budget_paused() const { return flow_.budget_paused(); }
+  /// Requests this session still owes its client (closing ones included:
+  /// they are freed with the session).
+  size_t in_flight_count() const { return in_flight_.size(); }
+  /// 1 while the session has an upstream connection (dialing, open, or
+  /// closing and not yet released), else 0.
+  int upstream_connections() const {
+    if (upstream_) return 1;
+    return state_ == State::kDialing || (state_ == State::kClosing && !dialer_closed_) ? 1 : 0;
+  }
+  /// The process-wide client connection count this session is part of; it
+  /// is decremented when the session closes.
+  void count_against(std::atomic<uint32_t>* counter) { counter_ = counter; }
+
+  // Intrusive list links (SessionList).
+  Session* prev = nullptr;
+  Session* next = nullptr;
+
+  // ConnectionOwner
+  void on_readable(Connection& c) override;
+  void on_read_error(Connection& c, int status) override;
+  void on_drained(Connection& c) override;
+  void on_write_error(Connection& c, int status) override;
+  void on_closed(Connection& c) override;
+
+ private:
+  // The session's states. Events move it along the arrows; every state can
+  // go to kClosing (a peer closes or errs, bad bytes, drain done, close()).
+  //
+  //   kStarting --node address known--> kDialing --dialed and answered--> kOpen
+  //       |                                 |                               |
+  //       | address still unknown after     | every target failed           |
+  //       | limits.upstream_connect_timeout_ms                              |
+  //       v                                 v                               v
+  //   kClosing <----------------------------+-------------------------------+
+  //       |  each handle closes (client, upstream, timer, dialer)
+  //       v
+  //   freed (delete this)
+  //
+  // While kStarting/kDialing the client is read only until one whole frame
+  // waits (check_held_client_input). Inside kOpen, four conditions stop the
+  // request path without leaving the state: epochgate's own SASL login in
+  // sidecar mode (own_login_), a request held for a refresh (holding_), a
+  // drain (draining_: no new requests, close once nothing is in flight or
+  // held), and closing once upstream bytes are written (close_after_write_).
+  enum class State { kStarting, kDialing, kOpen, kClosing };
+
+  void dial();
+  // Sidecar credential mode (upstream_sasl.on_behalf_of_clients): epochgate
+  // logs in on the upstream connection; client frames wait until it is done.
+  bool logs_in_for_client() const { return ctx_.config->upstream_sasl.on_behalf_of_clients; }
+  void start_own_login();
+  /// False when the session closed (a refused login).
+  bool apply_own_login_step(SaslLoginStep step);
+  // DialerOwner
+  void on_dial_attempt_failed(const DialFailure& f) override;
+  void on_dialed(std::unique_ptr<Connection> conn, size_t index,
+                 const ApiVersionRanges& versions) override;
+  void on_dial_failed() override;
+  void on_dialer_closed() override;
+  // SessionHost
+  void frame_error(const char* reason, const std::string& detail) override;
+  void close_once_upstream_written(const char* reason) override;
+  void hold_request() override;
+  void reoffer_held() override;
+  void count_client_login(SaslLoginOutcome outcome) override;
+  void sasl_answered() override { sasl_resume_client_ = true; }
+  void responses_flushed() override;
+
+  static void on_connect_timeout(uv_timer_t* t);
+  static void on_timer_closed(uv_handle_t* h);
+  void connect_failed(const char* why, int status);
+  static void on_hold_timer(uv_timer_t* t);
+
+  /// Splits whole requests out of the client input and hands each to the
+  /// request path, while the state lets requests flow.
+  void process_client_input();
+  /// Before the upstream is open: checks the client's first frame (a bad
+  /// size prefix closes at once) and stops reading once a whole one waits.
+  void check_held_client_input();
+  /// Splits whole responses out of the upstream input: to epochgate's own
+  /// login while it runs, else to the response path.
+  void process_upstream_input();
+  void update_backpressure();
+  /// Whether the client frame of `size` bytes (prefix excluded) at the head
+  /// of the input is held to the pre-authentication cap.
+  PreAuthCap pre_auth_cap(size_t size);
+  /// Closes the session (counted as pre_auth_frame_too_large) when the
+  /// frame passes the pre-authentication cap; true if it did.
+  bool pre_auth_refused(size_t size);
+  /// The frame's API key, which decides its cap, has not arrived yet.
+  bool pre_auth_header_missing(size_t size);
+  /// Nothing accepted from the client is unanswered: nothing in flight and
+  /// no request held (a held request was accepted and still goes).
+  bool owes_nothing() const { return in_flight_.empty() && !requests_.holds_request(); }
+  /// A drain may close the connection.
+  bool drained() const { return draining_ && owes_nothing(); }
+  void maybe_free();
+
+  WorkerContext& ctx_;
+  SessionList& list_;
+  int32_t node_id_;
+  State state_ = State::kStarting;
+  Connection client_;
+  std::unique_ptr<Connection> upstream_;  // set once dialed and answered
+  std::unique_ptr<Dialer> dialer_;
+  InFlightQueue in_flight_;
+  SaslFraming sasl_;
+  BrokerBridging bridging_;
+  std::string upstream_name_;
+  FlowControl flow_;
+  RequestPath requests_;
+  ResponsePath responses_;
+  std::unique_ptr<SaslLogin> own_login_;  // epochgate's login on the upstream, under way
+  int32_t own_correlation_ = 0x45470100;  // epochgate's own ids, never a client's
+  uint64_t own_relogin_at_ns_ = 0;        // 0: no session lifetime
+  bool own_logged_in_ = false;
+  bool sasl_resume_client_ = false;  // a SASL answer may have released held client frames
+  uv_timer_t connect_timer_;  // waiting for a node's address; request holds
+  std::vector<config::HostPort> targets_;
+  std::atomic<uint32_t>* counter_ = nullptr;
+  int open_handles_ = 2;    // client, timer; +1 once the upstream is handed over
+  bool dialer_closed_ = false;
+  bool draining_ = false;
+  bool upstream_open_ = false;
+  bool client_opened_ = false;  // start() ran: counted in connection metrics
+  bool processing_client_ = false;
+  bool holding_ = false;           // a request waits for a metadata refresh
+  const char* close_after_write_ = nullptr;  // closing once upstream bytes are written
+  uint64_t waiting_for_node_since_ns_ = 0;
+  uint64_t last_activity_ns_ = 0;
+  uint64_t partial_since_ns_ = 0;  // 0: no partial frame pending
+};
+
+/// Intrusive list of one worker's sessions, for draining and timeouts.
+class SessionList {
+ public:
+  void add(Session* s);
+  void remove(Session* s);
+  /// Live sessions; readable from any thread (drain progress).
+  size_t size() const { return size_.load(); }
+  /// Sessions removed (freed) since the list was made; worker thread only.
+  uint64_t removed() const { return removed_; }
+  template <typename F>
+  void for_each(F&& f) {
+    for (Session* s = head_; s != nullptr;) {
+      Session* n = s->next;
+      f(*s);
+      s = n;
+    }
+  }
+
+ private:
+  Session* head_ = nullptr;
+  std::atomic<size_t> size_{0};
+  uint64_t removed_ = 0;
+};
+
+}  // namespace epochgate::proxy
