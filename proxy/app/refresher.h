@@ -22,9 +22,10 @@
 
 #include "config/config.h"
 #include "policy/metadata_view.h"
-#include "proxy/net/buffer_pool.h"
-#include "proxy/core/confirm_limiter.h"
 #include "proxy/client/kafka_client.h"
+#include "proxy/core/confirm_limiter.h"
+#include "proxy/core/refresh_requests.h"
+#include "proxy/net/buffer_pool.h"
 
 namespace epochgate::metrics {
 class ProxyMetrics;
@@ -33,7 +34,7 @@ class ProxyMetrics;
 namespace epochgate::proxy {
 
 /// Periodic and urgent Metadata refreshes into a MetadataView.
-class Refresher : private KafkaClientObserver {
+class Refresher : public RefreshRequests, private KafkaClientObserver {
  public:
   Refresher(uv_loop_t* loop, std::shared_ptr<const config::Config> config,
             policy::MetadataView& view, metrics::ProxyMetrics* metrics);
@@ -48,7 +49,7 @@ class Refresher : private KafkaClientObserver {
   /// TLS for the refresher's broker connections (upstream_tls); before start().
   void set_tls(const tls::TlsServices& tls) { client_.set_tls(tls); }
   /// Asks for a refresh soon for `topics` (empty: the known topics). Thread-safe.
-  void request_urgent(std::vector<std::string> topics, const char* trigger);
+  void request_urgent(std::vector<std::string> topics, const char* trigger) override;
   /// request_urgent for topics a client's epoch-less Metadata reported
   /// moved (their entries are suspect and fence nothing until a refresh
   /// confirms them): the refresh goes at once, without waiting out
@@ -56,14 +57,14 @@ class Refresher : private KafkaClientObserver {
   /// that interval and while fewer than ConfirmLimiter::kBurst such
   /// refreshes went in it; otherwise it waits like any urgent refresh.
   /// Thread-safe.
-  void request_confirm(std::vector<std::string> topics, const char* trigger);
+  void request_confirm(std::vector<std::string> topics, const char* trigger) override;
   /// Applies a reloaded config (interval, rate limit, enabled).
   void set_config(std::shared_ptr<const config::Config> config);
   /// Closes handles; `done` runs when all are closed.
   void stop(std::function<void()> done);
   /// Monotonic ms (uv_hrtime based) when the last Metadata response was
   /// learned; 0 before the first. Any thread.
-  uint64_t last_completed_ms() const { return last_completed_ms_.load(); }
+  uint64_t last_completed_ms() const override { return last_completed_ms_.load(); }
   /// False after every known broker failed the last refresh attempt; true
   /// again on the next answer. Any thread.
   bool reachable() const { return reachable_.load(); }

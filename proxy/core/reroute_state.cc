@@ -6,7 +6,6 @@
 #include "codec/header.h"
 #include "codec/message_io.h"
 #include "proxy/core/in_flight_request.h"
-#include "proxy/reroute/rerouter.h"
 
 namespace epochgate::proxy {
 

@@ -17,12 +17,12 @@
 
 #include "codec/messages/produce_response.h"
 #include "policy/reroute_order_guard.h"
+#include "proxy/core/reroute_owner.h"
 #include "proxy/core/reroute_plan.h"
 
 namespace epochgate::proxy {
 
 struct InFlightRequest;
-class Rerouter;
 
 /// How a finished reroute reaches its session: `flush` writes the ready
 /// responses at the head of the client order. `alive` false once the
@@ -60,7 +60,7 @@ struct RerouteState {
   /// Streams of this request forwarded on the client's own path, until the
   /// broker answers them (or the request is dropped with its session).
   std::vector<policy::StreamKey> direct;
-  Rerouter* owner = nullptr;  ///< outlives every state (the worker's)
+  RerouteOwner* owner = nullptr;  ///< outlives every state (the worker's Rerouter)
   /// Set when no partition of this request may be rerouted at all (an
   /// identity reason, Rerouter::start's `refuse`): a broker's later
   /// NOT_LEADER_OR_FOLLOWER falls back with it too.

@@ -15,16 +15,15 @@
 #include "codec/message_io.h"
 #include "codec/messages/all.h"
 #include "metrics/proxy_metrics.h"
+#include "metrics/reroute_metrics.h"
 #include "policy/answer.h"
 #include "policy/decide.h"
 #include "policy/reroute_target.h"
+#include "proxy/core/reroute_plan.h"
+#include "proxy/core/served_probe.h"
 #include "proxy/net/buffer_budget.h"
 #include "proxy/net/clock.h"
 #include "proxy/net/connection.h"
-#include "proxy/app/refresher.h"
-#include "proxy/core/reroute_plan.h"
-#include "metrics/reroute_metrics.h"
-#include "proxy/core/served_probe.h"
 
 namespace epochgate::proxy {
 

@@ -16,6 +16,7 @@
 #include "policy/endpoint_resolver.h"
 #include "policy/metadata_view.h"
 #include "proxy/core/fencing_hooks.h"
+#include "proxy/core/refresh_requests.h"
 
 namespace epochgate::metrics {
 class ProxyMetrics;
@@ -23,7 +24,6 @@ class ProxyMetrics;
 
 namespace epochgate::proxy {
 
-class Refresher;
 
 /// The fencing policy wired into sessions.
 class PolicyFencing : public FencingHooks {
@@ -36,7 +36,7 @@ class PolicyFencing : public FencingHooks {
   /// Applies a (re)loaded config: modes, injection, staleness bounds.
   void set_config(std::shared_ptr<const config::Config> config);
   /// Urgent refreshes go here; null: none run (passive mode, never hold).
-  void set_refresher(Refresher* r) { refresher_ = r; }
+  void set_refresher(RefreshRequests* r) { refresher_ = r; }
 
   RequestPlan plan_request(const RequestInput& in) override;
   void learn_metadata(const codec::MetadataResponse& m, int16_t version) override;
@@ -82,7 +82,7 @@ class PolicyFencing : public FencingHooks {
   policy::MetadataView& view_;
   const policy::EndpointResolver& endpoints_;
   metrics::ProxyMetrics* metrics_;
-  Refresher* refresher_ = nullptr;
+  RefreshRequests* refresher_ = nullptr;
   mutable std::mutex mu_;
   Settings settings_;
   metrics::RateLimitedSite fence_log_{"fence"};

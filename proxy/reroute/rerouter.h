@@ -15,17 +15,18 @@
 
 #include "policy/reroute_order_guard.h"
 #include "proxy/client/kafka_client_pool.h"
+#include "proxy/core/reroute_owner.h"
 #include "proxy/core/reroute_plan.h"
-#include "proxy/reroute/reroute_poster.h"
 #include "proxy/core/reroute_state.h"
 #include "proxy/core/worker_context.h"
+#include "proxy/reroute/reroute_poster.h"
 
 namespace epochgate::proxy {
 
 struct InFlightRequest;
 
 /// Rerouting for the sessions of one worker.
-class Rerouter {
+class Rerouter : public RerouteOwner {
  public:
   explicit Rerouter(WorkerContext& ctx);
   ~Rerouter();
@@ -64,7 +65,7 @@ class Rerouter {
   void wait_for_order(const std::shared_ptr<RerouteSink>& sink);
   /// The broker answered the writes `st` forwarded on the client's path
   /// (or their connection closed). Idempotent.
-  void direct_answered(RerouteState& st);
+  void direct_answered(RerouteState& st) override;
   /// The same for every write of `st` but the streams `waiting` (indexes in
   /// st.plan->streams), which stay in flight on the client's path.
   void direct_answered_except(RerouteState& st, const std::vector<size_t>& waiting);
