@@ -26,10 +26,10 @@
 #include "policy/endpoint_resolver.h"
 #include "policy/metadata_view.h"
 #include "proxy/core/endpoint_mapper.h"
-#include "proxy/fencing/policy_fencing.h"
-#include "proxy/session/session.h"
-#include "proxy/net/tcp_transport.h"
 #include "proxy/core/worker_context.h"
+#include "proxy/fencing/policy_fencing.h"
+#include "proxy/net/tcp_transport.h"
+#include "proxy/session/session.h"
 
 namespace epochgate::fuzz {
 namespace {

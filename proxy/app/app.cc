@@ -21,14 +21,14 @@
 #include "metrics/listener_metrics.h"
 #include "metrics/logging.h"
 #include "metrics/proxy_metrics.h"
+#include "proxy/app/app_tls.h"
+#include "proxy/app/refresher.h"
+#include "proxy/app/version.h"
+#include "proxy/app/worker_placement.h"
+#include "proxy/fencing/policy_fencing.h"
 #include "proxy/net/clock.h"
 #include "proxy/net/fd_limit.h"
 #include "proxy/net/log_limited.h"
-#include "proxy/fencing/policy_fencing.h"
-#include "proxy/app/worker_placement.h"
-#include "proxy/app/refresher.h"
-#include "proxy/app/app_tls.h"
-#include "proxy/app/version.h"
 
 namespace epochgate::proxy {
 

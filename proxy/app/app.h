@@ -21,11 +21,11 @@
 #include "policy/endpoint_resolver.h"
 #include "policy/metadata_view.h"
 #include "proxy/app/acceptor.h"
-#include "proxy/net/buffer_budget.h"
-#include "proxy/core/endpoint_mapper.h"
 #include "proxy/app/listener_registry.h"
 #include "proxy/app/worker.h"
+#include "proxy/core/endpoint_mapper.h"
 #include "proxy/core/worker_context.h"
+#include "proxy/net/buffer_budget.h"
 
 namespace prometheus {
 class Registry;

@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "config/watcher.h"
 #include "metrics/admin_server.h"
 #include "metrics/logging.h"
-#include "config/watcher.h"
 #include "proxy/app/app.h"
-#include "proxy/net/clock.h"
-#include "proxy/app/refresher.h"
 #include "proxy/app/app_tls.h"
+#include "proxy/app/refresher.h"
+#include "proxy/net/clock.h"
 
 namespace epochgate::proxy {
 

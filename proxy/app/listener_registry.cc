@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "proxy/net/log_limited.h"
 #include "proxy/app/port_map.h"
+#include "proxy/net/log_limited.h"
 
 namespace epochgate::proxy {
 

@@ -8,9 +8,9 @@
 #include <cstdio>
 
 #include "config/cli.h"
-#include "proxy/app/config_files_check.h"
 #include "metrics/logging.h"
 #include "proxy/app/app.h"
+#include "proxy/app/config_files_check.h"
 #include "proxy/app/version.h"
 
 int main(int argc, char** argv) {

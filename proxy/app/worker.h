@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "metrics/proxy_metrics.h"
+#include "proxy/core/worker_context.h"
 #include "proxy/reroute/rerouter.h"
 #include "proxy/session/session.h"
 #include "proxy/tls/client_handshake.h"
-#include "proxy/core/worker_context.h"
 
 namespace epochgate::proxy {
 

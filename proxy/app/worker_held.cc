@@ -4,8 +4,8 @@
 #include <uv.h>
 
 #include "metrics/proxy_metrics.h"
-#include "proxy/net/heap_trim.h"
 #include "proxy/app/worker.h"
+#include "proxy/net/heap_trim.h"
 
 namespace epochgate::proxy {
 

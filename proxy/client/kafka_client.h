@@ -27,15 +27,15 @@
 #include <vector>
 
 #include "codec/api_table.h"
+#include "codec/api_version_ranges.h"
 #include "codec/message_io.h"
 #include "codec/messages/api_traits.h"
 #include "config/config.h"
-#include "codec/api_version_ranges.h"
+#include "proxy/client/sasl_login.h"
+#include "proxy/client/upstream_dialer.h"
 #include "proxy/net/buffer_pool.h"
 #include "proxy/net/clock.h"
 #include "proxy/net/connection.h"
-#include "proxy/client/sasl_login.h"
-#include "proxy/client/upstream_dialer.h"
 
 namespace epochgate::proxy {
 

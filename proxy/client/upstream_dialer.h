@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
 #include "codec/api_version_ranges.h"
+#include "config/config.h"
+#include "proxy/core/dialer.h"
 #include "proxy/net/buffer_pool.h"
 #include "proxy/net/connection.h"
-#include "proxy/core/dialer.h"
 #include "proxy/net/tcp_transport.h"
 #include "proxy/tls/tls_services.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
 #include "codec/api_version_ranges.h"
+#include "config/config.h"
 #include "proxy/net/connection.h"
 #include "proxy/net/tcp_transport.h"
 

@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "codec/header.h"
-#include "proxy/net/buffer_budget.h"
 #include "codec/messages/produce_request.h"
 #include "policy/decision.h"
 #include "policy/mode_resolver.h"
 #include "policy/reroute_order_guard.h"
 #include "policy/reroute_target.h"
+#include "proxy/net/buffer_budget.h"
 
 namespace epochgate::proxy {
 

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "config/config.h"
-#include "proxy/net/buffer_budget.h"
-#include "proxy/net/buffer_pool.h"
 #include "proxy/core/dialer.h"
 #include "proxy/core/endpoint_mapper.h"
+#include "proxy/net/buffer_budget.h"
+#include "proxy/net/buffer_pool.h"
 #include "proxy/net/read_pacer.h"
 #include "proxy/tls/tls_services.h"
 

@@ -12,9 +12,9 @@
 #include "metrics/proxy_metrics.h"
 #include "metrics/reroute_metrics.h"
 #include "policy/decision.h"
-#include "proxy/fencing/address_rewriter.h"
 #include "proxy/core/fencing_hooks.h"
 #include "proxy/core/in_flight_request.h"
+#include "proxy/fencing/address_rewriter.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/reroute/reroute_send_options.h"
 

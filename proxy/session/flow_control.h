@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "proxy/net/connection.h"
 #include "proxy/core/worker_context.h"
+#include "proxy/net/connection.h"
 
 namespace epochgate::proxy {
 

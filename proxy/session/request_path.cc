@@ -8,16 +8,16 @@
 
 #include "codec/api_table.h"
 #include "codec/header.h"
+#include "codec/request_peek.h"
+#include "codec/wire_ints.h"
 #include "metrics/proxy_metrics.h"
 #include "metrics/reroute_metrics.h"
-#include "proxy/session/api_versions_filter.h"
 #include "proxy/core/fencing_hooks.h"
+#include "proxy/core/reroute_plan.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/net/read_pacer.h"
-#include "codec/request_peek.h"
-#include "proxy/core/reroute_plan.h"
 #include "proxy/reroute/rerouter.h"
-#include "codec/wire_ints.h"
+#include "proxy/session/api_versions_filter.h"
 
 namespace epochgate::proxy {
 

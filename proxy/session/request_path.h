@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "policy/reroute_order_guard.h"
-#include "proxy/net/connection.h"
 #include "proxy/core/in_flight_queue.h"
+#include "proxy/core/worker_context.h"
+#include "proxy/net/connection.h"
 #include "proxy/session/sasl_framing.h"
 #include "proxy/session/session_host.h"
-#include "proxy/core/worker_context.h"
 
 namespace epochgate::proxy {
 

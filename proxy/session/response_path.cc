@@ -9,15 +9,15 @@
 #include "codec/api_table.h"
 #include "codec/api_versions_io.h"
 #include "codec/message_io.h"
-#include "codec/metadata_brokers.h"
 #include "codec/messages/api_traits.h"
+#include "codec/metadata_brokers.h"
+#include "codec/wire_ints.h"
 #include "metrics/proxy_metrics.h"
-#include "proxy/fencing/address_rewriter.h"
-#include "proxy/session/api_versions_filter.h"
 #include "proxy/core/fencing_hooks.h"
+#include "proxy/fencing/address_rewriter.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/reroute/rerouter.h"
-#include "codec/wire_ints.h"
+#include "proxy/session/api_versions_filter.h"
 
 namespace epochgate::proxy {
 

@@ -15,12 +15,12 @@
 
 #include "codec/header.h"
 #include "codec/messages/metadata_response.h"
-#include "proxy/net/connection.h"
 #include "proxy/core/in_flight_queue.h"
+#include "proxy/core/worker_context.h"
+#include "proxy/net/connection.h"
 #include "proxy/session/response_stream.h"
 #include "proxy/session/sasl_framing.h"
 #include "proxy/session/session_host.h"
-#include "proxy/core/worker_context.h"
 
 namespace epochgate::proxy {
 

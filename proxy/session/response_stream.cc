@@ -3,14 +3,14 @@
 
 #include <uv.h>
 
+#include "codec/fetch_tail.h"
 #include "codec/header.h"
 #include "codec/status.h"
+#include "codec/wire_ints.h"
 #include "metrics/proxy_metrics.h"
 #include "metrics/stream_metrics.h"
-#include "proxy/fencing/address_rewriter.h"
 #include "proxy/core/fencing_hooks.h"
-#include "codec/fetch_tail.h"
-#include "codec/wire_ints.h"
+#include "proxy/fencing/address_rewriter.h"
 
 namespace epochgate::proxy {
 

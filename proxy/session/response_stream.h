@@ -18,12 +18,12 @@
 #include <optional>
 #include <string>
 
-#include "proxy/net/byte_buffer.h"
-#include "proxy/net/connection.h"
 #include "codec/fetch_stream.h"
 #include "proxy/core/in_flight_queue.h"
-#include "proxy/session/session_host.h"
 #include "proxy/core/worker_context.h"
+#include "proxy/net/byte_buffer.h"
+#include "proxy/net/connection.h"
+#include "proxy/session/session_host.h"
 
 namespace epochgate::proxy {
 

@@ -10,8 +10,8 @@
 #include "codec/api_table.h"
 #include "codec/frame_splitter.h"
 #include "metrics/proxy_metrics.h"
-#include "proxy/net/log_limited.h"
 #include "proxy/client/upstream_dialer.h"
+#include "proxy/net/log_limited.h"
 
 namespace epochgate::proxy {
 

@@ -18,16 +18,16 @@
 #include <vector>
 
 #include "codec/header.h"
-#include "proxy/net/connection.h"
+#include "proxy/client/sasl_login.h"
 #include "proxy/core/dialer.h"
-#include "proxy/session/flow_control.h"
 #include "proxy/core/in_flight_queue.h"
+#include "proxy/core/worker_context.h"
+#include "proxy/net/connection.h"
+#include "proxy/session/flow_control.h"
 #include "proxy/session/request_path.h"
 #include "proxy/session/response_path.h"
 #include "proxy/session/sasl_framing.h"
-#include "proxy/client/sasl_login.h"
 #include "proxy/session/session_host.h"
-#include "proxy/core/worker_context.h"
 
 namespace epochgate::proxy {
 

@@ -12,8 +12,8 @@
 #include <memory>
 #include <set>
 
-#include "proxy/tls/tls_transport.h"
 #include "proxy/net/transport.h"
+#include "proxy/tls/tls_transport.h"
 
 namespace epochgate::proxy::tls {
 

@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
-#include "proxy/tls/tls_engine.h"
 #include "proxy/net/transport.h"
+#include "proxy/tls/tls_engine.h"
 
 namespace epochgate::metrics {
 class TlsMetrics;

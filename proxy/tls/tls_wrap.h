@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
+#include "proxy/net/transport.h"
 #include "proxy/tls/tls_services.h"
 #include "proxy/tls/tls_transport.h"
-#include "proxy/net/transport.h"
 
 namespace epochgate::proxy::tls {
 

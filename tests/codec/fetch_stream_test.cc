@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "codec/message_io.h"
-#include "codec/messages/fetch_response.h"
 #include "codec/fetch_stream.h"
 #include "codec/fetch_tail.h"
+#include "codec/message_io.h"
+#include "codec/messages/fetch_response.h"
 
 namespace epochgate::proxy {
 namespace {

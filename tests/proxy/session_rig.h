@@ -19,8 +19,8 @@
 
 #include "config/config.h"
 #include "proxy/core/dialer.h"
-#include "proxy/session/session.h"
 #include "proxy/core/worker_context.h"
+#include "proxy/session/session.h"
 #include "tests/proxy/fake_transport.h"
 
 namespace epochgate::proxy::testing {

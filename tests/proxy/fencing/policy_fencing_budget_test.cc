@@ -12,8 +12,8 @@
 #include "codec/messages/all.h"
 #include "config/config.h"
 #include "policy/metadata_view.h"
-#include "proxy/net/buffer_budget.h"
 #include "proxy/fencing/policy_fencing.h"
+#include "proxy/net/buffer_budget.h"
 
 namespace epochgate::proxy {
 namespace {

@@ -8,9 +8,9 @@
 
 #include <memory>
 
-#include "tests/policy/policy_test_support.h"
 #include "config/config.h"
 #include "proxy/fencing/policy_fencing.h"
+#include "tests/policy/policy_test_support.h"
 
 namespace epochgate::proxy {
 namespace {

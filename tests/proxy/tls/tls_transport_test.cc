@@ -8,10 +8,10 @@
 
 #include <algorithm>
 
-#include "tests/proxy/fake_transport.h"
 #include "proxy/tls/tls_context.h"
 #include "proxy/tls/tls_engine.h"
 #include "proxy/tls/tls_transport.h"
+#include "tests/proxy/fake_transport.h"
 #include "tests/proxy/tls_test_support.h"
 
 namespace epochgate::proxy::tls {
