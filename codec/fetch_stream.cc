@@ -3,14 +3,13 @@
 
 #include <algorithm>
 
+#include "codec/kafka_errors.h"
 #include "codec/reader.h"
 
 namespace epochgate::proxy {
 
 namespace {
 
-constexpr int16_t kErrNotLeaderOrFollower = 6;
-constexpr int16_t kErrFencedLeaderEpoch = 74;
 
 // An array or bytes length: COMPACT (uvarint N+1, 0 null) or int32 (-1
 // null). Read by hand: Reader::array_length bounds the count by the bytes
@@ -206,7 +205,7 @@ size_t FetchStreamParser::unit(const uint8_t* p, size_t avail) {
 void FetchStreamParser::next_partition() {
   const codec::FetchResponse::PartitionData& p = partition_;
   const bool hinted = p.current_leader && p.current_leader->leader_id >= 0;
-  if (p.error_code == kErrNotLeaderOrFollower || p.error_code == kErrFencedLeaderEpoch)
+  if (p.error_code == codec::kErrNotLeaderOrFollower || p.error_code == codec::kErrFencedLeaderEpoch)
     if (!hinted) ++unhinted_;
   // Successes from a broker say nothing to the view (followers serve
   // Fetch too): keep errors and hints only, so memory stays small.

@@ -12,6 +12,7 @@
 
 #include "codec/messages/api_traits.h"
 #include "policy/shape_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 
@@ -207,12 +208,12 @@ class TableWalker {
       case Check::kPersister: {
         if (e_c > e_v) return refresh(d, Reason::kViewBehind);
         if (e_c >= 0 && e_c < e_v) {
-          return mismatch(d, *e, kErrFencedLeaderEpoch, Reason::kStaleEpoch,
+          return mismatch(d, *e, codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch,
                           check_ != Check::kPersister);
         }
         if (check_ == Check::kFetch && target >= 0 && e->leader_id >= 0 && target != e->leader_id &&
             e->replica_set && !e->is_replica(target)) {
-          return mismatch(d, *e, kErrNotLeaderOrFollower, Reason::kNotReplica, true);
+          return mismatch(d, *e, codec::kErrNotLeaderOrFollower, Reason::kNotReplica, true);
         }
         if (e_c < 0 && may_inject_ && check_ != Check::kPersister && ctx_.policy.inject_epochs) {
           d.verdict = Verdict::kInject;
@@ -225,7 +226,7 @@ class TableWalker {
         if (target < 0) return;  // bootstrap connection: the target is unknown
         if (e->leader_id < 0) return refresh(d, Reason::kNoLeader);
         if (target == e->leader_id) return;
-        return mismatch(d, *e, kErrNotLeaderOrFollower, Reason::kNotLeader, true);
+        return mismatch(d, *e, codec::kErrNotLeaderOrFollower, Reason::kNotLeader, true);
       }
       case Check::kNothing:
         return;

@@ -13,11 +13,6 @@
 
 namespace epochgate::policy {
 
-/// Kafka error codes the policy answers with or reacts to (FACTS.md section 3).
-inline constexpr int16_t kErrNone = 0;
-inline constexpr int16_t kErrNotLeaderOrFollower = 6;
-inline constexpr int16_t kErrFencedLeaderEpoch = 74;
-inline constexpr int16_t kErrUnknownLeaderEpoch = 75;
 
 /// What happens to one partition.
 enum class Verdict : uint8_t {

@@ -10,16 +10,9 @@
 #include <memory>
 
 #include "policy/metadata_view.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy::epoch_rules {
-
-inline constexpr int16_t kNone = 0;
-inline constexpr int16_t kUnknownTopicOrPartition = 3;
-inline constexpr int16_t kLeaderNotAvailable = 5;
-inline constexpr int16_t kNotLeaderOrFollower = 6;
-inline constexpr int16_t kFencedLeaderEpoch = 74;
-inline constexpr int16_t kUnknownLeaderEpoch = 75;
-inline constexpr int16_t kUnknownTopicId = 100;
 
 // A partition index beyond this is not believed (it would make the view
 // allocate a huge slot vector); Kafka topics stay far below it.
@@ -27,9 +20,9 @@ inline constexpr int32_t kMaxPartitionIndex = 1 << 20;
 
 /// True for the error codes that say the view is stale for a partition.
 inline bool needs_refresh(int16_t error) {
-  return error == kNotLeaderOrFollower || error == kFencedLeaderEpoch ||
-         error == kUnknownLeaderEpoch || error == kUnknownTopicOrPartition ||
-         error == kUnknownTopicId || error == kLeaderNotAvailable;
+  return error == codec::kErrNotLeaderOrFollower || error == codec::kErrFencedLeaderEpoch ||
+         error == codec::kErrUnknownLeaderEpoch || error == codec::kErrUnknownTopicOrPartition ||
+         error == codec::kErrUnknownTopicId || error == codec::kErrLeaderNotAvailable;
 }
 
 /// One report about one partition.

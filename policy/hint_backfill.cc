@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "policy/shape_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -14,12 +15,12 @@ namespace {
 /// True when the view may hint for a broker error on this partition.
 bool backfill_ok(const PartitionEntry* e, int16_t error, int32_t request_epoch,
                  const BackfillContext& ctx) {
-  if (error != kErrNotLeaderOrFollower && error != kErrFencedLeaderEpoch) return false;
+  if (error != codec::kErrNotLeaderOrFollower && error != codec::kErrFencedLeaderEpoch) return false;
   if (!e || !e->hintable()) return false;
   if (e->age_ms(ctx.now_ms) > ctx.max_staleness_ms) return false;
   if (e->leader_epoch <= request_epoch) return false;
   // The broker that just refused leadership is not the leader to hint.
-  if (error == kErrNotLeaderOrFollower && ctx.target_node >= 0 && e->leader_id == ctx.target_node)
+  if (error == codec::kErrNotLeaderOrFollower && ctx.target_node >= 0 && e->leader_id == ctx.target_node)
     return false;
   return true;
 }
@@ -72,7 +73,7 @@ uint32_t backfill_hints(Resp& resp, int16_t version, const RequestOf<Resp>* req,
         continue;
       }
       const int16_t error = R::error_code(p);
-      if (error != kErrNotLeaderOrFollower && error != kErrFencedLeaderEpoch) continue;
+      if (error != codec::kErrNotLeaderOrFollower && error != codec::kErrFencedLeaderEpoch) continue;
       const PartitionEntry* e = topic->partition(R::partition(p));
       if (!backfill_ok(e, error, request_epoch<Resp>(req, t, R::partition(p), version), ctx) ||
           !nodes.add(e->leader_id))

@@ -14,16 +14,13 @@
 
 #include "policy/epoch_rules.h"
 #include "policy/metadata_view_editor.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 
 using epoch_rules::apply;
 using epoch_rules::doubt;
 using epoch_rules::Incoming;
-using epoch_rules::kNone;
-using epoch_rules::kNotLeaderOrFollower;
-using epoch_rules::kUnknownTopicId;
-using epoch_rules::kUnknownTopicOrPartition;
 using epoch_rules::needs_refresh;
 using epoch_rules::slot;
 
@@ -119,7 +116,7 @@ LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, in
                                          uint64_t now_ms, Source source) {
   LearnReport rep;
   // v13 top-level error (e.g. REBOOTSTRAP_REQUIRED): the body says nothing.
-  if (version >= 13 && resp.error_code != kNone) return rep;
+  if (version >= 13 && resp.error_code != codec::kErrNone) return rep;
   std::lock_guard lock(write_mu_);
   Editor ed(current_.load(), now_ms);
   const bool has_epochs = version >= 7;
@@ -146,14 +143,14 @@ LearnReport MetadataView::learn_metadata(const codec::MetadataResponse& resp, in
       if (!is_zero_uuid(id)) rep.add_refresh(TopicRef{"", id});
       continue;
     }
-    if (t.error_code == kUnknownTopicOrPartition || t.error_code == kUnknownTopicId) {
+    if (t.error_code == codec::kErrUnknownTopicOrPartition || t.error_code == codec::kErrUnknownTopicId) {
       if (ed.find(name)) {
         ed.remove(name);
         rep.topics_removed++;
       }
       continue;
     }
-    if (t.error_code != kNone) continue;  // authorization, invalid topic, creating...
+    if (t.error_code != codec::kErrNone) continue;  // authorization, invalid topic, creating...
 
     const TopicEntry* cur = ed.find(name);
     if (cur && confirm_in_place(*cur, t, id, has_epochs, source, now_ms, rep)) continue;
@@ -277,7 +274,7 @@ LearnReport MetadataView::learn_nodes(const std::vector<NodeInfo>& nodes) {
 bool MetadataView::interesting(const MetadataSnapshot& snap, const detail::ResponseFact& f,
                                bool leader_only_api, int32_t target_node) const {
   if (f.hint_leader >= 0 && f.hint_epoch >= 0) return true;
-  if (f.error_code != kNone) return needs_refresh(f.error_code);
+  if (f.error_code != codec::kErrNone) return needs_refresh(f.error_code);
   if (!leader_only_api || target_node < 0) return false;
   const PartitionEntry* e = !f.topic.name.empty() ? snap.find_partition(f.topic.name, f.partition)
                                                   : snap.find_partition(f.topic.id, f.partition);
@@ -321,13 +318,13 @@ LearnReport MetadataView::learn_facts(const std::vector<detail::ResponseFact>& f
         if (advanced) rep.hints_learned++;
       }
     }
-    if (f.error_code != kNone) {
+    if (f.error_code != codec::kErrNone) {
       if (!advanced) {
         rep.add_refresh(ref);
         const TopicEntry* now_t = ed.find(name);
         const PartitionEntry* e = now_t ? now_t->partition(f.partition) : nullptr;
         // The broker the view calls leader says it is not: the view is wrong.
-        if (f.error_code == kNotLeaderOrFollower && target_node >= 0 && e && !e->suspect() &&
+        if (f.error_code == codec::kErrNotLeaderOrFollower && target_node >= 0 && e && !e->suspect() &&
             e->leader_id == target_node) {
           PartitionEntry* w = slot(ed.edit(name), f.partition);
           doubt(*w, rep);

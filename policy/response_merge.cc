@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "policy/shape_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -157,7 +158,7 @@ ResponseOf<Req> merge_responses(const Req& req, int16_t version, const RequestDe
   using R = codec::PartitionShape<ResponseOf<Req>>;
   ResponseOf<Req> out = std::move(upstream);  // keeps top-level fields and tagged fields
   R::set_throttle(out, std::max(R::throttle(out), R::throttle(local_resp)));
-  if (R::kHasTopError && R::top_error(out) != kErrNone) return out;
+  if (R::kHasTopError && R::top_error(out) != codec::kErrNone) return out;
   if constexpr (R::kHasHints) union_endpoints<R>(out, local_resp);
   auto layout = layout_of<Q>(req, version);
   R::topics(out) = merge_topics<R>(layout, d, version, std::move(R::topics(out)),

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "codec/kafka_errors.h"
+
 namespace epochgate::proxy {
 
 bool rewrite_endpoint(int32_t node_id, std::string& host, int32_t& port, EndpointMapper& m,
@@ -23,7 +25,6 @@ bool rewrite_endpoint(int32_t node_id, std::string& host, int32_t& port, Endpoin
 
 namespace {
 
-constexpr int16_t kCoordinatorNotAvailable = 15;
 
 // Maps every entry of a node list, removing the ones without a listener.
 template <typename List, typename IdOf>
@@ -48,7 +49,7 @@ void map_node_endpoints(Endpoints& eps, EndpointMapper& m, RewriteResult& res) {
 // A coordinator without a listener: answer as a broker without one would.
 template <typename C>
 void coordinator_unavailable(C& c, RewriteResult& res) {
-  c.error_code = kCoordinatorNotAvailable;
+  c.error_code = codec::kErrCoordinatorNotAvailable;
   c.error_message = std::string("coordinator has no epochgate listener");
   c.node_id = -1;
   c.host.clear();

@@ -17,6 +17,7 @@
 #include "proxy/fencing/address_rewriter.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/reroute/reroute_send_options.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::proxy {
 
@@ -274,7 +275,7 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
   std::vector<std::pair<size_t, int32_t>> picks;
   for (const auto& topic : m.responses) {
     for (const auto& part : topic.partition_responses) {
-      if (part.error_code != policy::kErrNotLeaderOrFollower) continue;
+      if (part.error_code != codec::kErrNotLeaderOrFollower) continue;
       for (size_t i = 0; i < p.streams.size(); ++i) {
         const RerouteStream& s = p.streams[i];
         if (s.target >= 0 || s.spare < 0) continue;
@@ -383,7 +384,7 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
           const RerouteTargetPart& tp = p.targets[t];
           if (tp.partition != part.index || tp.topic != topic.name || tp.topic_id != topic.topic_id)
             continue;
-          if (part.error_code == policy::kErrNotLeaderOrFollower) {
+          if (part.error_code == codec::kErrNotLeaderOrFollower) {
             // The leader epochgate's view named moved on too: one more hop
             // when the view names a newer one (rerouter_wait.cc); a second
             // hop's refusal goes back to the client as today.

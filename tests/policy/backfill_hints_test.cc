@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "policy_test_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -39,7 +40,7 @@ class Backfill : public ::testing::Test {
 
 TEST_F(Backfill, ProduceV10GetsTheViewsLeaderV9CannotCarryIt) {
   for (int16_t v = 0; v <= 13; ++v) {
-    auto r = produce_error(v, 0, kErrNotLeaderOrFollower);
+    auto r = produce_error(v, 0, codec::kErrNotLeaderOrFollower);
     uint32_t n = backfill_hints(r, v, ctx(2));
     const auto& p = r.responses[0].partition_responses[0];
     if (v >= 10) {
@@ -58,13 +59,13 @@ TEST_F(Backfill, ProduceV10GetsTheViewsLeaderV9CannotCarryIt) {
 }
 
 TEST_F(Backfill, BrokerHintWithMinusOneIsReplacedARealOneIsKept) {
-  auto r = produce_error(10, 0, kErrNotLeaderOrFollower);
+  auto r = produce_error(10, 0, codec::kErrNotLeaderOrFollower);
   r.responses[0].partition_responses[0].current_leader =
       codec::ProduceResponse::LeaderIdAndEpoch{-1, -1, {}};
   EXPECT_EQ(backfill_hints(r, 10, ctx(2)), 1u);
   EXPECT_EQ(r.responses[0].partition_responses[0].current_leader->leader_id, 1);
 
-  r = produce_error(10, 0, kErrNotLeaderOrFollower);
+  r = produce_error(10, 0, codec::kErrNotLeaderOrFollower);
   r.responses[0].partition_responses[0].current_leader =
       codec::ProduceResponse::LeaderIdAndEpoch{3, 6, {}};
   EXPECT_EQ(backfill_hints(r, 10, ctx(2)), 0u);
@@ -72,7 +73,7 @@ TEST_F(Backfill, BrokerHintWithMinusOneIsReplacedARealOneIsKept) {
 }
 
 TEST_F(Backfill, NeverNamesTheBrokerThatRefused) {
-  auto r = produce_error(10, 0, kErrNotLeaderOrFollower);
+  auto r = produce_error(10, 0, codec::kErrNotLeaderOrFollower);
   EXPECT_EQ(backfill_hints(r, 10, ctx(1)), 0u) << "broker 1 is the view's leader and said no";
   EXPECT_FALSE(r.responses[0].partition_responses[0].current_leader);
 }
@@ -82,19 +83,19 @@ TEST_F(Backfill, OtherErrorsSuspectStaleAndLeaderlessEntriesGetNothing) {
   EXPECT_EQ(backfill_hints(r, 10, ctx(2)), 0u);
   r = produce_error(10, 0, 3);
   EXPECT_EQ(backfill_hints(r, 10, ctx(2)), 0u);
-  r = produce_error(10, 0, kErrNotLeaderOrFollower);
+  r = produce_error(10, 0, codec::kErrNotLeaderOrFollower);
   EXPECT_EQ(backfill_hints(r, 10, ctx(2, testing::kLearnedAt + 300001)), 0u) << "stale view";
   auto conflict = testing::metadata(
       {1},
       {testing::TopicSpec{"orders", testing::uuid(1), {testing::PartSpec{0, 3, 5, {1, 2, 3}}}}});
   view_.learn_metadata(conflict, 12, kNow, Source::kMetadataResponse);
-  r = produce_error(10, 0, kErrNotLeaderOrFollower);
+  r = produce_error(10, 0, codec::kErrNotLeaderOrFollower);
   EXPECT_EQ(backfill_hints(r, 10, ctx(2)), 0u) << "same epoch, two leaders";
   auto leaderless = testing::metadata(
       {1},
       {testing::TopicSpec{"orders", testing::uuid(1), {testing::PartSpec{1, -1, 8, {1, 2, 3}}}}});
   view_.learn_metadata(leaderless, 12, kNow, Source::kRefresher);
-  r = produce_error(10, 1, kErrNotLeaderOrFollower);
+  r = produce_error(10, 1, codec::kErrNotLeaderOrFollower);
   EXPECT_EQ(backfill_hints(r, 10, ctx(3)), 0u) << "leader -1 is never hinted";
 }
 
@@ -113,7 +114,7 @@ TEST_F(Backfill, FetchV16OnlyAndStrictlyNewerThanTheRequest) {
     return r;
   };
   for (int16_t v = 4; v <= 18; ++v) {
-    auto r = make(v, kErrFencedLeaderEpoch);
+    auto r = make(v, codec::kErrFencedLeaderEpoch);
     auto req = testing::fetch_request(v, {testing::orders({{1, 6}})});
     uint32_t n = backfill_hints(r, v, &req, ctx(2));
     EXPECT_EQ(n, v >= 16 ? 1u : 0u) << "v" << v;
@@ -125,11 +126,11 @@ TEST_F(Backfill, FetchV16OnlyAndStrictlyNewerThanTheRequest) {
     }
   }
   // The request already had epoch 7: the view's 7 is not strictly newer.
-  auto r = make(16, kErrFencedLeaderEpoch);
+  auto r = make(16, codec::kErrFencedLeaderEpoch);
   auto req = testing::fetch_request(16, {testing::orders({{1, 7}})});
   EXPECT_EQ(backfill_hints(r, 16, &req, ctx(2)), 0u);
   // FENCED from the real leader may name it (Kafka does the same).
-  r = make(16, kErrFencedLeaderEpoch);
+  r = make(16, codec::kErrFencedLeaderEpoch);
   EXPECT_EQ(backfill_hints(r, 16, nullptr, ctx(2)), 1u);
 }
 
@@ -139,7 +140,7 @@ TEST_F(Backfill, ShareResponsesAndNoListener) {
   t.topic_id = testing::uuid(2);
   auto& p = t.partitions.emplace_back();
   p.partition_index = 0;
-  p.error_code = kErrNotLeaderOrFollower;
+  p.error_code = codec::kErrNotLeaderOrFollower;
   p.current_leader = {-1, -1, {}};
   endpoints_.missing = {2};
   EXPECT_EQ(backfill_hints(r, 1, ctx(3)), 0u) << "no epochgate listener for node 2: no hint";
@@ -153,7 +154,7 @@ TEST_F(Backfill, ShareResponsesAndNoListener) {
   auto& at = a.responses.emplace_back();
   at.topic_id = testing::uuid(2);
   auto& ap = at.partitions.emplace_back();
-  ap.error_code = kErrNotLeaderOrFollower;
+  ap.error_code = codec::kErrNotLeaderOrFollower;
   ap.current_leader = {-1, -1, {}};
   a.node_endpoints.push_back({2, "epochgate.test", 19002, std::nullopt, {}});
   EXPECT_EQ(backfill_hints(a, 2, ctx(4)), 1u);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "policy_test_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -59,7 +60,7 @@ TEST_F(DecisionTable, FetchStaleEpochIsFencedFromV9) {
   for (int16_t v = 9; v <= 18; ++v) {
     auto d = run(fetch_request(v, {orders({{0, 4}})}), v, 1);
     ASSERT_EQ(d.partitions.size(), 1u);
-    expect_fence(d.partitions[0], kErrFencedLeaderEpoch, Reason::kStaleEpoch, 1, 5);
+    expect_fence(d.partitions[0], codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch, 1, 5);
     EXPECT_EQ(d.action, Action::kAnswerLocally) << "v" << v;
   }
 }
@@ -127,10 +128,10 @@ TEST_F(DecisionTable, FetchToABrokerThatIsNeitherLeaderNorReplica) {
   // version, with a hint when the view's epoch is newer than the request's.
   for (int16_t v = 4; v <= 18; ++v) {
     auto d = run(fetch_request(v, {orders({{0, -1}})}), v, 4);
-    expect_fence(d.partitions[0], kErrNotLeaderOrFollower, Reason::kNotReplica, 1, 5);
+    expect_fence(d.partitions[0], codec::kErrNotLeaderOrFollower, Reason::kNotReplica, 1, 5);
   }
   auto d = run(fetch_request(12, {orders({{0, 5}})}), 12, 4);
-  expect_fence(d.partitions[0], kErrNotLeaderOrFollower, Reason::kNotReplica, -1, -1);
+  expect_fence(d.partitions[0], codec::kErrNotLeaderOrFollower, Reason::kNotReplica, -1, -1);
   // A follower fetch (KIP-392) to a replica is legal.
   d = run(fetch_request(12, {orders({{0, 5}})}), 12, 2);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass);
@@ -140,7 +141,7 @@ TEST_F(DecisionTable, FetchToABrokerThatIsNeitherLeaderNorReplica) {
 
 TEST_F(DecisionTable, FetchEpochCheckComesBeforeTheReplicaCheck) {
   auto d = run(fetch_request(12, {orders({{0, 3}})}), 12, 4);
-  expect_fence(d.partitions[0], kErrFencedLeaderEpoch, Reason::kStaleEpoch, 1, 5);
+  expect_fence(d.partitions[0], codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch, 1, 5);
 }
 
 TEST_F(DecisionTable, FetchReplicaListUnknownNeverFencesAsNotReplica) {
@@ -154,7 +155,7 @@ TEST_F(DecisionTable, BootstrapConnectionHasNoLeadershipChecksButEpochChecksAppl
   auto d = run(fetch_request(12, {orders({{0, 5}})}), 12, -1);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass);
   d = run(fetch_request(12, {orders({{0, 4}})}), 12, -1);
-  expect_fence(d.partitions[0], kErrFencedLeaderEpoch, Reason::kStaleEpoch, 1, 5);
+  expect_fence(d.partitions[0], codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch, 1, 5);
   d = run(produce_request(9, {orders({{0}})}), 9, -1);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass);
 }
@@ -174,7 +175,7 @@ TEST_F(DecisionTable, FollowerReplicaFetchIsNeverDecided) {
 
 TEST_F(DecisionTable, FetchByTopicIdFromV13) {
   auto d = run(fetch_request(13, {orders({{1, 6}})}), 13, 2);
-  expect_fence(d.partitions[0], kErrFencedLeaderEpoch, Reason::kStaleEpoch, 2, 7);
+  expect_fence(d.partitions[0], codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch, 2, 7);
 }
 
 TEST_F(DecisionTable, LeaderlessPartitionFencesOnEpochWithoutHintAndNeverOnLeadership) {
@@ -184,7 +185,7 @@ TEST_F(DecisionTable, LeaderlessPartitionFencesOnEpochWithoutHintAndNeverOnLeade
   view_.learn_metadata(md, 12, testing::kLearnedAt, Source::kRefresher);
   testing::ReqTopic t{"nolead", testing::uuid(5), {{0, 3}}};
   auto d = run(fetch_request(16, {t}), 16, 2);
-  expect_fence(d.partitions[0], kErrFencedLeaderEpoch, Reason::kStaleEpoch, -1, -1);
+  expect_fence(d.partitions[0], codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch, -1, -1);
   d = run(produce_request(10, {t}), 10, 2);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kPassAndRefresh);
   EXPECT_EQ(d.partitions[0].reason, Reason::kNoLeader);
@@ -195,7 +196,7 @@ TEST_F(DecisionTable, LeaderlessPartitionFencesOnEpochWithoutHintAndNeverOnLeade
 TEST_F(DecisionTable, ListOffsetsV4FencesV3CannotBe) {
   for (int16_t v = 4; v <= 11; ++v) {
     auto d = run(list_offsets_request(v, {orders({{0, 4}})}), v, 1);
-    expect_fence(d.partitions[0], kErrFencedLeaderEpoch, Reason::kStaleEpoch, 1, 5);
+    expect_fence(d.partitions[0], codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch, 1, 5);
   }
   for (int16_t v = 0; v <= 3; ++v) {
     auto d = run(list_offsets_request(v, {orders({{0, 4}})}), v, 1);
@@ -220,7 +221,7 @@ TEST_F(DecisionTable, ListOffsetsOtherRows) {
 TEST_F(DecisionTable, OffsetForLeaderEpochV2FencesV1CannotBe) {
   for (int16_t v = 2; v <= 4; ++v) {
     auto d = run(offset_for_leader_epoch_request(v, {orders({{2, 8}})}), v, 3);
-    expect_fence(d.partitions[0], kErrFencedLeaderEpoch, Reason::kStaleEpoch, 3, 9);
+    expect_fence(d.partitions[0], codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch, 3, 9);
   }
   for (int16_t v = 0; v <= 1; ++v) {
     auto d = run(offset_for_leader_epoch_request(v, {orders({{2, 8}})}), v, 3);
@@ -242,7 +243,7 @@ TEST_F(DecisionTable, ProduceToANonLeaderIsNotLeaderWithHintAtEveryVersion) {
   for (int16_t v = 0; v <= 13; ++v) {
     auto d = run(produce_request(v, {orders({{0}, {1}})}), v, 2);
     ASSERT_EQ(d.partitions.size(), 2u);
-    expect_fence(d.partitions[0], kErrNotLeaderOrFollower, Reason::kNotLeader, 1, 5);
+    expect_fence(d.partitions[0], codec::kErrNotLeaderOrFollower, Reason::kNotLeader, 1, 5);
     EXPECT_EQ(d.partitions[1].verdict, Verdict::kPass) << "broker 2 leads p1";
     EXPECT_EQ(d.action, Action::kSplit) << "v" << v;
   }
@@ -252,7 +253,7 @@ TEST_F(DecisionTable, ProduceIsNeverFencedLeaderEpoch) {
   for (int16_t v = 0; v <= 13; ++v)
     for (int32_t target : {-1, 1, 2, 3, 4}) {
       auto d = run(produce_request(v, {orders({{0}, {1}, {2}}), payments({{0}})}), v, target);
-      for (const auto& p : d.partitions) EXPECT_NE(p.error_code, kErrFencedLeaderEpoch);
+      for (const auto& p : d.partitions) EXPECT_NE(p.error_code, codec::kErrFencedLeaderEpoch);
     }
 }
 
@@ -287,10 +288,10 @@ TEST_F(DecisionTable, AcksZeroProduceToAStaleLeaderClosesTheConnection) {
 TEST_F(DecisionTable, ShareFetchAndAcknowledgeToANonLeader) {
   for (int16_t v = 0; v <= 2; ++v) {
     auto d = run(testing::share_fetch_request({payments({{0}})}), v, 3);
-    expect_fence(d.partitions[0], kErrNotLeaderOrFollower, Reason::kNotLeader, 2, 3);
+    expect_fence(d.partitions[0], codec::kErrNotLeaderOrFollower, Reason::kNotLeader, 2, 3);
     EXPECT_EQ(d.group, ApiGroup::kShare);
     d = run(testing::share_acknowledge_request({payments({{0}})}), v, 3);
-    expect_fence(d.partitions[0], kErrNotLeaderOrFollower, Reason::kNotLeader, 2, 3);
+    expect_fence(d.partitions[0], codec::kErrNotLeaderOrFollower, Reason::kNotLeader, 2, 3);
     d = run(testing::share_fetch_request({payments({{0}})}), v, 2);
     EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass);
   }
@@ -306,14 +307,14 @@ TEST_F(DecisionTable, ShareFetchAndAcknowledgeToANonLeader) {
 
 TEST_F(DecisionTable, PersisterLeaderEpochOlderThanTheViewIsFenced) {
   auto d = run(testing::read_state_request({orders({{1, 6}, {1, 7}, {1, 8}, {1, -1}})}), 0, 1);
-  expect_fence(d.partitions[0], kErrFencedLeaderEpoch, Reason::kStaleEpoch, -1, -1);
+  expect_fence(d.partitions[0], codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch, -1, -1);
   EXPECT_EQ(d.partitions[1].verdict, Verdict::kPass);
   EXPECT_EQ(d.partitions[2].verdict, Verdict::kPassAndRefresh);
   EXPECT_EQ(d.partitions[3].verdict, Verdict::kPass) << "-1 is never injected into persister calls";
   EXPECT_EQ(d.group, ApiGroup::kPersister);
   for (int16_t v = 0; v <= 1; ++v) {
     d = run(testing::write_state_request({orders({{2, 8}})}), v, 1);
-    expect_fence(d.partitions[0], kErrFencedLeaderEpoch, Reason::kStaleEpoch, -1, -1);
+    expect_fence(d.partitions[0], codec::kErrFencedLeaderEpoch, Reason::kStaleEpoch, -1, -1);
   }
   // No leadership row: persister calls go to the share coordinator.
   d = run(testing::write_state_request({orders({{2, 9}})}), 0, 4);
@@ -390,7 +391,7 @@ TEST_F(DecisionTable, MismatchOnAnOldEntryHoldsForARefreshFirst) {
   const uint64_t later = testing::kLearnedAt + policy_.refresh_before_fence_ms + 1;
   auto d = run(produce_request(9, {orders({{0}, {1}})}), 9, 2, later);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kHold);
-  EXPECT_EQ(d.partitions[0].error_code, kErrNotLeaderOrFollower);
+  EXPECT_EQ(d.partitions[0].error_code, codec::kErrNotLeaderOrFollower);
   EXPECT_EQ(d.action, Action::kHold);
   EXPECT_EQ(d.hold_timeout_ms, policy_.hold_timeout_ms);
   ASSERT_EQ(d.urgent_refresh.size(), 1u);
@@ -424,7 +425,7 @@ TEST_F(DecisionTable, EpochMismatchOnAConfirmedEntryFencesAtOnce) {
   testing::learn_standard_cluster(view_, later);
   auto d = run(fetch_request(12, {orders({{0, 4}})}), 12, 1, later + 10);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kFence);
-  EXPECT_EQ(d.partitions[0].error_code, kErrFencedLeaderEpoch);
+  EXPECT_EQ(d.partitions[0].error_code, codec::kErrFencedLeaderEpoch);
 }
 
 // ------------------------------------------------------ observe and off

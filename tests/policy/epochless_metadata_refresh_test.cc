@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "policy_test_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -58,7 +59,7 @@ TEST(EpochlessMetadataRefresh, TheRefreshTeachesTheEpochAndFencingStarts) {
   EXPECT_TRUE(rep.urgent_refresh.empty());
   PartitionDecision d = produce_to_2(250);
   EXPECT_EQ(d.verdict, Verdict::kFence) << "a stale producer aimed at broker 2 is fenced now";
-  EXPECT_EQ(d.error_code, kErrNotLeaderOrFollower);
+  EXPECT_EQ(d.error_code, codec::kErrNotLeaderOrFollower);
 }
 
 TEST(EpochlessMetadataRefresh, AnEpochlessLeaderMoveAsksForARefresh) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "policy_test_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -85,7 +86,7 @@ TEST_F(LocalAnswers, ProduceEveryVersionHintsFromV10) {
     EXPECT_EQ(parts[0].index, 0);
     EXPECT_EQ(parts[1].index, 2);
     for (const auto& p : parts) {
-      EXPECT_EQ(p.error_code, kErrNotLeaderOrFollower);
+      EXPECT_EQ(p.error_code, codec::kErrNotLeaderOrFollower);
       EXPECT_EQ(p.base_offset, -1);
     }
     EXPECT_EQ(resp.throttle_time_ms, 0);
@@ -123,7 +124,7 @@ TEST_F(LocalAnswers, FetchEveryVersionHintsFromV16) {
     const auto& parts = resp.responses[0].partitions;
     ASSERT_EQ(parts.size(), 2u);
     for (size_t i = 0; i < parts.size(); ++i) {
-      EXPECT_EQ(parts[i].error_code, kErrFencedLeaderEpoch);
+      EXPECT_EQ(parts[i].error_code, codec::kErrFencedLeaderEpoch);
       EXPECT_EQ(parts[i].high_watermark, -1);
       EXPECT_FALSE(parts[i].records.is_null);
       EXPECT_EQ(parts[i].records.size, 0u);
@@ -151,7 +152,7 @@ TEST_F(LocalAnswers, FetchNotReplicaOldVersionsStillAnswer) {
     auto d = decide_at(req, v, 4);
     ASSERT_EQ(d.action, Action::kAnswerLocally);
     auto resp = reencoded(build_local_response(req, v, d, *snap_, endpoints_), v);
-    EXPECT_EQ(resp.responses[0].partitions[0].error_code, kErrNotLeaderOrFollower);
+    EXPECT_EQ(resp.responses[0].partitions[0].error_code, codec::kErrNotLeaderOrFollower);
   }
 }
 
@@ -163,7 +164,7 @@ TEST_F(LocalAnswers, ListOffsetsAndOffsetForLeaderEpoch) {
     auto resp = reencoded(build_local_response(req, v, d, *snap_, endpoints_), v);
     ASSERT_EQ(resp.topics.size(), 1u);
     EXPECT_EQ(resp.topics[0].name, "orders");
-    EXPECT_EQ(resp.topics[0].partitions[0].error_code, kErrFencedLeaderEpoch);
+    EXPECT_EQ(resp.topics[0].partitions[0].error_code, codec::kErrFencedLeaderEpoch);
     EXPECT_EQ(resp.topics[0].partitions[0].offset, -1);
   }
   for (int16_t v = 2; v <= 4; ++v) {
@@ -171,7 +172,7 @@ TEST_F(LocalAnswers, ListOffsetsAndOffsetForLeaderEpoch) {
     auto d = decide_at(req, v, 3);
     ASSERT_EQ(d.action, Action::kAnswerLocally);
     auto resp = reencoded(build_local_response(req, v, d, *snap_, endpoints_), v);
-    EXPECT_EQ(resp.topics[0].partitions[0].error_code, kErrFencedLeaderEpoch);
+    EXPECT_EQ(resp.topics[0].partitions[0].error_code, codec::kErrFencedLeaderEpoch);
     EXPECT_EQ(resp.topics[0].partitions[0].partition, 2);
     EXPECT_EQ(resp.topics[0].partitions[0].end_offset, -1);
   }
@@ -186,8 +187,8 @@ TEST_F(LocalAnswers, ShareFetchAndAcknowledgeCarryHintsAtEveryVersion) {
     ASSERT_EQ(d.action, Action::kSplit);
     auto resp = reencoded(build_local_response(req, v, d, *snap_, endpoints_), v);
     const auto& p = resp.responses.at(0).partitions.at(0);
-    EXPECT_EQ(p.error_code, kErrNotLeaderOrFollower);
-    EXPECT_EQ(p.acknowledge_error_code, kErrNotLeaderOrFollower) << "piggybacked acks not applied";
+    EXPECT_EQ(p.error_code, codec::kErrNotLeaderOrFollower);
+    EXPECT_EQ(p.acknowledge_error_code, codec::kErrNotLeaderOrFollower) << "piggybacked acks not applied";
     EXPECT_EQ(p.current_leader.leader_id, 2);
     EXPECT_EQ(p.current_leader.leader_epoch, 3);
     testing::expect_endpoints_cover(resp.node_endpoints, 2);
@@ -195,7 +196,7 @@ TEST_F(LocalAnswers, ShareFetchAndAcknowledgeCarryHintsAtEveryVersion) {
     auto ack = through_the_wire(testing::share_acknowledge_request({payments({{0}})}), v);
     d = decide_at(ack, v, 4);
     auto aresp = reencoded(build_local_response(ack, v, d, *snap_, endpoints_), v);
-    EXPECT_EQ(aresp.responses.at(0).partitions.at(0).error_code, kErrNotLeaderOrFollower);
+    EXPECT_EQ(aresp.responses.at(0).partitions.at(0).error_code, codec::kErrNotLeaderOrFollower);
     EXPECT_EQ(aresp.responses.at(0).partitions.at(0).current_leader.leader_id, 2);
     testing::expect_endpoints_cover(aresp.node_endpoints, 2);
   }
@@ -208,7 +209,7 @@ TEST_F(LocalAnswers, NoListenerForTheLeaderMeansNoHintButStillTheError) {
   AnswerStats st;
   auto resp = reencoded(build_local_response(req, 10, d, *snap_, endpoints_, &st), 10);
   const auto& parts = resp.responses[0].partition_responses;
-  EXPECT_EQ(parts[0].error_code, kErrNotLeaderOrFollower);
+  EXPECT_EQ(parts[0].error_code, codec::kErrNotLeaderOrFollower);
   EXPECT_FALSE(parts[0].current_leader) << "node 1 has no epochgate address: no hint";
   ASSERT_TRUE(parts[1].current_leader);
   EXPECT_EQ(st.hints, 1u);
@@ -224,12 +225,12 @@ TEST_F(LocalAnswers, PersisterAnswers) {
   ASSERT_EQ(d.action, Action::kAnswerLocally);
   auto resp = reencoded(build_local_response(req, 0, d, *snap_, endpoints_), 0);
   EXPECT_EQ(resp.results.at(0).topic_id, testing::uuid(1));
-  EXPECT_EQ(resp.results.at(0).partitions.at(0).error_code, kErrFencedLeaderEpoch);
+  EXPECT_EQ(resp.results.at(0).partitions.at(0).error_code, codec::kErrFencedLeaderEpoch);
   for (int16_t v = 0; v <= 1; ++v) {
     auto w = through_the_wire(testing::write_state_request({orders({{1, 6}})}), v);
     d = decide_at(w, v, 1);
     auto wr = reencoded(build_local_response(w, v, d, *snap_, endpoints_), v);
-    EXPECT_EQ(wr.results.at(0).partitions.at(0).error_code, kErrFencedLeaderEpoch);
+    EXPECT_EQ(wr.results.at(0).partitions.at(0).error_code, codec::kErrFencedLeaderEpoch);
   }
 }
 
@@ -284,7 +285,7 @@ TEST_F(LocalAnswers, HintInvariantHoldsOnEveryBuiltAnswer) {
         auto resp = build_local_response(req, v, decide_at(req, v, target), *snap_, endpoints_);
         for (const auto& t : resp.responses)
           for (const auto& p : t.partition_responses) {
-            EXPECT_EQ(p.error_code, kErrNotLeaderOrFollower);
+            EXPECT_EQ(p.error_code, codec::kErrNotLeaderOrFollower);
             EXPECT_EQ(bool(p.current_leader), v >= 10) << "a fenced partition without its hint";
             if (!p.current_leader) continue;
             ++produce_hints;
@@ -316,7 +317,7 @@ TEST_F(LocalAnswers, HintInvariantHoldsOnEveryBuiltAnswer) {
         auto resp = build_local_response(req, v, decide_at(req, v, target), *snap_, endpoints_);
         for (const auto& t : resp.responses)
           for (const auto& p : t.partitions) {
-            EXPECT_EQ(p.error_code, kErrNotLeaderOrFollower);
+            EXPECT_EQ(p.error_code, codec::kErrNotLeaderOrFollower);
             EXPECT_GE(p.current_leader.leader_id, 0) << "a fenced partition without its hint";
             if (p.current_leader.leader_id < 0) continue;
             ++share_hints;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "policy_test_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -274,7 +275,7 @@ TEST(MetadataViewRules, EpochsNeverGoBackwardsUnderRandomLearnSequences) {
         t.name = "topic";
         auto& pr = t.partition_responses.emplace_back();
         pr.index = p;
-        pr.error_code = rng() % 2 ? kErrNotLeaderOrFollower : kErrFencedLeaderEpoch;
+        pr.error_code = rng() % 2 ? codec::kErrNotLeaderOrFollower : codec::kErrFencedLeaderEpoch;
         if (rng() % 2)
           pr.current_leader = codec::ProduceResponse::LeaderIdAndEpoch{leader, epoch, {}};
         view.learn_from_produce_response(resp, 10, static_cast<int32_t>(rng() % 3), now);
@@ -313,11 +314,11 @@ TEST(MetadataViewRules, ProduceResponseErrorsAndHints) {
   // p0: NOT_LEADER from broker 1, which the view calls leader, no hint: doubted.
   auto& a = t.partition_responses.emplace_back();
   a.index = 0;
-  a.error_code = kErrNotLeaderOrFollower;
+  a.error_code = codec::kErrNotLeaderOrFollower;
   // p1: NOT_LEADER with a newer hint: learned.
   auto& b = t.partition_responses.emplace_back();
   b.index = 1;
-  b.error_code = kErrNotLeaderOrFollower;
+  b.error_code = codec::kErrNotLeaderOrFollower;
   b.current_leader = codec::ProduceResponse::LeaderIdAndEpoch{1, 8, {}};
   resp.node_endpoints = std::vector<codec::ProduceResponse::NodeEndpoint>{
       {1, "broker-1.upstream", 9092, std::nullopt, {}}, {7, "broker-7.upstream", 9092, "r", {}}};
@@ -356,7 +357,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   ft.topic_id = uuid(1);
   auto& fp = ft.partitions.emplace_back();
   fp.partition_index = 2;
-  fp.error_code = kErrFencedLeaderEpoch;
+  fp.error_code = codec::kErrFencedLeaderEpoch;
   fp.current_leader = codec::FetchResponse::LeaderIdAndEpoch{1, 10, {}};
   LearnReport rep = view.learn_from_fetch_response(fr, 16, 3, 2000);
   EXPECT_EQ(rep.hints_learned, 1u);
@@ -367,7 +368,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   st.topic_id = uuid(2);
   auto& sp = st.partitions.emplace_back();
   sp.partition_index = 0;
-  sp.error_code = kErrNotLeaderOrFollower;
+  sp.error_code = codec::kErrNotLeaderOrFollower;
   sp.current_leader = {4, 4, {}};
   sr.node_endpoints.push_back({4, "broker-4.upstream", 9093, std::nullopt, {}});
   rep = view.learn_from_share_fetch_response(sr, 1, 2, 2100);
@@ -380,7 +381,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   at.topic_id = uuid(2);
   auto& ap = at.partitions.emplace_back();
   ap.partition_index = 0;
-  ap.error_code = kErrNotLeaderOrFollower;
+  ap.error_code = codec::kErrNotLeaderOrFollower;
   ap.current_leader = {-1, -1, {}};
   rep = view.learn_from_share_acknowledge_response(ar, 1, 4, 2200);
   EXPECT_TRUE(view.snapshot()->find_partition("payments", 0)->doubted)
@@ -389,7 +390,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   codec::ListOffsetsResponse lr;
   auto& lt = lr.topics.emplace_back();
   lt.name = "orders";
-  lt.partitions.emplace_back().error_code = kErrUnknownLeaderEpoch;
+  lt.partitions.emplace_back().error_code = codec::kErrUnknownLeaderEpoch;
   rep = view.learn_from_list_offsets_response(lr, 4, 1, 2300);
   EXPECT_EQ(rep.urgent_refresh.size(), 1u);
   EXPECT_FALSE(view.snapshot()->find_partition("orders", 0)->suspect())
@@ -398,7 +399,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   codec::OffsetForLeaderEpochResponse orr;
   auto& ot = orr.topics.emplace_back();
   ot.topic = "orders";
-  ot.partitions.emplace_back().error_code = kErrFencedLeaderEpoch;
+  ot.partitions.emplace_back().error_code = codec::kErrFencedLeaderEpoch;
   rep = view.learn_from_offset_for_leader_epoch_response(orr, 3, 1, 2400);
   EXPECT_EQ(rep.urgent_refresh.size(), 1u);
 }

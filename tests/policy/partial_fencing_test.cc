@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "policy_test_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -88,12 +89,12 @@ TEST_F(PartialFencing, ProduceSplitAndMergeInRequestOrder) {
   const auto& op = merged.responses[1].partition_responses;
   ASSERT_EQ(op.size(), 3u);
   EXPECT_EQ(op[0].index, 0);
-  EXPECT_EQ(op[0].error_code, kErrNotLeaderOrFollower);
+  EXPECT_EQ(op[0].error_code, codec::kErrNotLeaderOrFollower);
   EXPECT_TRUE(op[0].current_leader);
   EXPECT_EQ(op[1].index, 1);
   EXPECT_EQ(op[1].base_offset, 700);
   EXPECT_EQ(op[2].index, 2);
-  EXPECT_EQ(op[2].error_code, kErrNotLeaderOrFollower);
+  EXPECT_EQ(op[2].error_code, codec::kErrNotLeaderOrFollower);
   ASSERT_TRUE(merged.node_endpoints);
   std::vector<int32_t> ids;
   for (const auto& n : *merged.node_endpoints) ids.push_back(n.node_id);
@@ -148,7 +149,7 @@ TEST_F(PartialFencing, FetchSplitInjectsAndMergesBrokerExtras) {
   EXPECT_EQ(mp[0].partition_index, 0);
   EXPECT_EQ(mp[0].high_watermark, 1000);
   EXPECT_EQ(mp[1].partition_index, 1);
-  EXPECT_EQ(mp[1].error_code, kErrFencedLeaderEpoch);
+  EXPECT_EQ(mp[1].error_code, codec::kErrFencedLeaderEpoch);
   EXPECT_EQ(mp[2].partition_index, 2);
   EXPECT_EQ(mp[3].partition_index, 5) << "partitions the request did not name follow";
   EXPECT_EQ(merged.responses[1].topic, "payments") << "topics the request did not name come last";
@@ -193,7 +194,7 @@ TEST_F(PartialFencing, ListOffsetsOffsetForLeaderEpochShareAndPersisterMerge) {
     auto m = merge_responses(req, 7, d, up, build_local_response(req, 7, d, *snap_, endpoints_));
     ASSERT_EQ(m.topics.at(0).partitions.size(), 2u);
     EXPECT_EQ(m.topics[0].partitions[0].offset, 42);
-    EXPECT_EQ(m.topics[0].partitions[1].error_code, kErrFencedLeaderEpoch);
+    EXPECT_EQ(m.topics[0].partitions[1].error_code, codec::kErrFencedLeaderEpoch);
     EXPECT_EQ(m.throttle_time_ms, 3);
   }
   {
@@ -207,7 +208,7 @@ TEST_F(PartialFencing, ListOffsetsOffsetForLeaderEpochShareAndPersisterMerge) {
     auto m = merge_responses(req, 3, d, up, build_local_response(req, 3, d, *snap_, endpoints_));
     ASSERT_EQ(m.topics.at(0).partitions.size(), 2u);
     EXPECT_EQ(m.topics[0].partitions[0].partition, 1);
-    EXPECT_EQ(m.topics[0].partitions[0].error_code, kErrFencedLeaderEpoch);
+    EXPECT_EQ(m.topics[0].partitions[0].error_code, codec::kErrFencedLeaderEpoch);
     EXPECT_EQ(m.topics[0].partitions[1].end_offset, 500);
   }
   {
@@ -233,7 +234,7 @@ TEST_F(PartialFencing, ListOffsetsOffsetForLeaderEpochShareAndPersisterMerge) {
     EXPECT_EQ(m.responses[0].topic_id, testing::uuid(1));
     ASSERT_EQ(m.responses[0].partitions.size(), 2u);
     EXPECT_EQ(m.responses[0].partitions[0].partition_index, 0);
-    EXPECT_EQ(m.responses[0].partitions[0].error_code, kErrNotLeaderOrFollower);
+    EXPECT_EQ(m.responses[0].partitions[0].error_code, codec::kErrNotLeaderOrFollower);
     EXPECT_EQ(m.responses[0].partitions[1].partition_index, 1);
     EXPECT_EQ(m.responses[1].topic_id, testing::uuid(2));
     testing::expect_endpoints_cover(m.node_endpoints, 1);
@@ -248,7 +249,7 @@ TEST_F(PartialFencing, ListOffsetsOffsetForLeaderEpochShareAndPersisterMerge) {
     t.partitions.push_back({0, 0, std::nullopt, {}});
     auto m = merge_responses(req, 1, d, up, build_local_response(req, 1, d, *snap_, endpoints_));
     ASSERT_EQ(m.results.at(0).partitions.size(), 2u);
-    EXPECT_EQ(m.results[0].partitions[1].error_code, kErrFencedLeaderEpoch);
+    EXPECT_EQ(m.results[0].partitions[1].error_code, codec::kErrFencedLeaderEpoch);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "policy_test_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -57,7 +58,7 @@ TEST_F(PersisterFrames, ReadShareGroupStateOlderLeaderEpochIsFenced) {
   auto req = testing::read_state_request({orders({{0, 4}, {1, 7}, {2, 10}})});
   auto d = decide_frame(req, 0);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kFence);
-  EXPECT_EQ(d.partitions[0].error_code, kErrFencedLeaderEpoch);
+  EXPECT_EQ(d.partitions[0].error_code, codec::kErrFencedLeaderEpoch);
   EXPECT_FALSE(d.partitions[0].has_hint()) << "persister responses carry no hint";
   EXPECT_EQ(d.partitions[1].verdict, Verdict::kPass);
   EXPECT_EQ(d.partitions[2].verdict, Verdict::kPassAndRefresh) << "the view is behind";
@@ -68,7 +69,7 @@ TEST_F(PersisterFrames, ReadShareGroupStateOlderLeaderEpochIsFenced) {
   ASSERT_EQ(back.results.size(), 1u);
   ASSERT_EQ(back.results[0].partitions.size(), 1u);
   EXPECT_EQ(back.results[0].partitions[0].partition, 0);
-  EXPECT_EQ(back.results[0].partitions[0].error_code, kErrFencedLeaderEpoch);
+  EXPECT_EQ(back.results[0].partitions[0].error_code, codec::kErrFencedLeaderEpoch);
   auto fwd = rewrite_request(req, 0, d);
   EXPECT_EQ(fwd.topics.at(0).partitions.size(), 2u);
 }

@@ -2,6 +2,7 @@
 // request are rerouted (policy/reroute_target.h): only not-leader fences in
 // enforce mode, on topics whose rule reroutes, with a leader to send to.
 #include "policy/reroute_target.h"
+#include "codec/kafka_errors.h"
 
 #include <gtest/gtest.h>
 
@@ -40,7 +41,7 @@ void fence_not_leader(PartitionDecision& p, int32_t leader, int32_t epoch,
                       config::Mode mode = config::Mode::kEnforce) {
   p.verdict = Verdict::kFence;
   p.reason = Reason::kNotLeader;
-  p.error_code = kErrNotLeaderOrFollower;
+  p.error_code = codec::kErrNotLeaderOrFollower;
   p.mode = mode;
   p.hint_leader = leader;
   p.hint_epoch = epoch;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "policy_test_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::policy {
 namespace {
@@ -58,8 +59,8 @@ TEST_F(ShareSession, FullyFencedShareFetchIsForwardedWithoutItsPartitions) {
     ASSERT_EQ(merged.responses.size(), 2u);
     const auto& fenced = merged.responses[0].partitions.at(0);
     EXPECT_EQ(merged.responses[0].topic_id, testing::uuid(2));
-    EXPECT_EQ(fenced.error_code, kErrNotLeaderOrFollower);
-    EXPECT_EQ(fenced.acknowledge_error_code, kErrNotLeaderOrFollower);
+    EXPECT_EQ(fenced.error_code, codec::kErrNotLeaderOrFollower);
+    EXPECT_EQ(fenced.acknowledge_error_code, codec::kErrNotLeaderOrFollower);
     EXPECT_EQ(fenced.current_leader.leader_id, 2);
     testing::expect_endpoints_cover(merged.node_endpoints, 2);
     EXPECT_EQ(merged.responses[1].partitions.at(0).partition_index, 1) << "the broker's part";
@@ -79,7 +80,7 @@ TEST_F(ShareSession, FullyFencedShareAcknowledgeIsForwardedWithoutItsPartitions)
   auto merged = merge_responses(req, 2, d, codec::ShareAcknowledgeResponse{},
                                 build_local_response(req, 2, d, *snap_, endpoints_));
   ASSERT_EQ(merged.responses.size(), 1u);
-  EXPECT_EQ(merged.responses[0].partitions.at(0).error_code, kErrNotLeaderOrFollower);
+  EXPECT_EQ(merged.responses[0].partitions.at(0).error_code, codec::kErrNotLeaderOrFollower);
 }
 
 TEST_F(ShareSession, OtherFullyFencedRequestsAreStillAnsweredLocally) {

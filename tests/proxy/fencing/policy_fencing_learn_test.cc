@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "proxy/fencing/policy_fencing.h"
 #include "tests/policy/policy_test_support.h"
+#include "codec/kafka_errors.h"
 
 namespace epochgate::proxy {
 namespace {
@@ -27,7 +28,7 @@ class NoEndpoints : public policy::EndpointResolver {
   }
 };
 
-constexpr int16_t kNotLeader = policy::kErrNotLeaderOrFollower;
+constexpr int16_t kNotLeader = codec::kErrNotLeaderOrFollower;
 
 codec::ListOffsetsResponse list_offsets_not_leader() {
   codec::ListOffsetsResponse r;
