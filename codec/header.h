@@ -1,5 +1,5 @@
 // codec/header.h: Kafka request and response headers (RequestHeader v1/v2,
-// ResponseHeader v0/v1; FACTS.md section 1). The client id is a view into the
+// ResponseHeader v0/v1; docs/architecture.md section 4). The client id is a view into the
 // frame; nothing is copied.
 #pragma once
 

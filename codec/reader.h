@@ -19,7 +19,7 @@
 namespace epochgate::codec {
 
 /// Reads big-endian fixed ints, varints, strings, bytes, arrays and tagged
-/// fields (FACTS.md section 1) from [data, data+size). Never reads past the end.
+/// fields (docs/architecture.md section 4) from [data, data+size). Never reads past the end.
 class Reader {
  public:
   Reader(const uint8_t* data, size_t size) : begin_(data), pos_(data), end_(data + size) {}

@@ -14,7 +14,7 @@
 namespace epochgate::codec {
 
 /// Appends big-endian fixed ints, varints, (compact) strings, bytes, array
-/// lengths and tagged-field headers to `out` (FACTS.md section 1).
+/// lengths and tagged-field headers to `out` (docs/architecture.md section 4).
 class Writer {
  public:
   explicit Writer(std::vector<uint8_t>& out) : out_(out) {}

@@ -19,7 +19,7 @@ struct HostPort {
   bool operator==(const HostPort&) const = default;
 };
 
-/// Fencing mode of a topic pattern (DESIGN.md section 7).
+/// Fencing mode of a topic pattern (docs/architecture.md section 7).
 enum class Mode { kEnforce, kObserve, kOff };
 const char* mode_name(Mode m);  // "enforce" | "observe" | "off"
 

@@ -55,7 +55,7 @@ const Histogram::BucketBoundaries& latency_buckets() {
 // on or learns from (Produce, Fetch, ListOffsets, Metadata, ApiVersions,
 // OffsetForLeaderEpoch).
 constexpr int16_t kCoreApis[] = {0, 1, 2, 3, 18, 23};
-// APIs whose responses carry broker addresses epochgate rewrites (DESIGN.md 6):
+// APIs whose responses carry broker addresses epochgate rewrites (docs/architecture.md section 6):
 // Produce, Fetch, Metadata, FindCoordinator, DescribeCluster, ShareFetch,
 // ShareAcknowledge.
 constexpr int16_t kRewritingApis[] = {0, 1, 3, 10, 60, 78, 79};

@@ -1,7 +1,7 @@
 // policy/answer.h: what epochgate writes instead of (or in addition to) a
 // broker: local answers for fenced partitions, the rewritten request for the
 // rest, the merge of both halves into one response, and KIP-951 hints added to
-// broker errors that lack them (DESIGN.md sections 6-7, seed 002). Each is one
+// broker errors that lack them (docs/architecture.md sections 6-7). Each is one
 // template over the generated partition shapes (codec/messages/api_traits.h),
 // instantiated for every API the schema rows mark decided; the operations live
 // in local_answer.cc, request_rewrite.cc, response_merge.cc, hint_backfill.cc.

@@ -1,4 +1,4 @@
-// policy/decide.h: the fencing decision table (DESIGN.md section 7) as pure
+// policy/decide.h: the fencing decision table (docs/architecture.md section 7) as pure
 // functions of (decoded request, version, view snapshot, target broker,
 // compiled policy, now_ms). Must never: do I/O, read a clock, fence on
 // ignorance (unknown, stale, suspect or epoch-less entries always pass), or

@@ -1,4 +1,4 @@
-// policy/decision.h: the result of deciding one request (DESIGN.md section 7):
+// policy/decision.h: the result of deciding one request (docs/architecture.md section 7):
 // a verdict per partition, in request order, and one action for the whole
 // request. Plain data: must never hold pointers into the request or the view.
 #pragma once

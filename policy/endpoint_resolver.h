@@ -1,6 +1,6 @@
 // policy/endpoint_resolver.h: how answer building learns epochgate's own
 // address for a broker node id (the listener that stands for that node), so
-// NodeEndpoints never carry an upstream address (DESIGN.md invariant 4).
+// NodeEndpoints never carry an upstream address (docs/architecture.md invariant 4).
 // Implemented by the proxy as a pure lookup: it must never bind a socket,
 // log, or do any other I/O (listeners are created where nodes are learned).
 #pragma once

@@ -1,5 +1,5 @@
 // policy/epoch_dispute.h: the tally of lower-epoch reports against one view
-// entry (DESIGN.md invariant 6): when they stop the entry's fencing and when
+// entry (docs/architecture.md invariant 6): when they stop the entry's fencing and when
 // they roll its epoch back. Called only by the view's writer, under its lock.
 // Must never: move an epoch back on one report, or let a broker that is not
 // the candidate leader replace a candidate it cannot vouch for.

@@ -1,5 +1,5 @@
 // policy/epoch_rules.h: the view's learning rules for one partition entry
-// (DESIGN.md section 5, invariant 6): what one report (a Metadata answer, a
+// (docs/architecture.md section 5, invariant 6): what one report (a Metadata answer, a
 // KIP-951 hint, a leader error) does to the entry's leader and epoch, and
 // which broker error codes call for an urgent refresh. Internal to the view
 // (metadata_view.cc and response_learning.cc). Must never: move an epoch

@@ -1,5 +1,5 @@
 // policy/metadata_snapshot.h: one immutable picture of the cluster as epochgate
-// knows it (DESIGN.md section 5): per partition leader, leader epoch, replicas,
+// knows it (docs/architecture.md section 5): per partition leader, leader epoch, replicas,
 // ISR, when and from where it was learned; topic name <-> topic id; node id ->
 // upstream host, port, rack. Readers hold a shared_ptr to a snapshot and never
 // lock. Must never: change after it is published, do I/O, or read a clock.

@@ -1,5 +1,5 @@
 // policy/metadata_view.h: the one writer of epochgate's view of the cluster
-// (DESIGN.md section 5). Learns from Metadata responses, KIP-951 CurrentLeader
+// (docs/architecture.md section 5). Learns from Metadata responses, KIP-951 CurrentLeader
 // hints and NodeEndpoints, and leader errors in broker responses; publishes a
 // new immutable MetadataSnapshot after each change. Must never: let one report
 // move an epoch backwards for a (topic id, partition) (only repeated

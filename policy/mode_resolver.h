@@ -1,6 +1,6 @@
 // policy/mode_resolver.h: compiles the policy rules of the configuration
 // (topic globs with * and ?, API groups) into a lookup of the fencing mode for
-// a (topic, API group) pair (DESIGN.md section 7: enforce | observe | off).
+// a (topic, API group) pair (docs/architecture.md section 7: enforce | observe | off).
 // Must never: allocate or lock on lookup, or do I/O.
 #pragma once
 

@@ -1,5 +1,5 @@
 // proxy/app/listener_registry.h: which broker node ids have an epochgate listener
-// (DESIGN.md 3), under run-time limits, and which listeners are still owed to
+// (docs/architecture.md section 3), under run-time limits, and which listeners are still owed to
 // the cluster. Decides: bind (synchronously, in the calling thread, so the
 // port exists before a response naming it reaches a client), refuse (node id
 // over broker_ports.max_node_id, listener count at broker_ports.max_listeners),

@@ -1,5 +1,5 @@
 // proxy/client/sasl_scram_cache.h: what the SCRAM client's salted-password cache
-// shows outside proxy/sasl_scram.cc. The cache itself (a process-wide map
+// shows outside proxy/client/sasl_scram.cc. The cache itself (a process-wide map
 // from a digest of hash, password, salt and iterations to the salted
 // password, wiped on eviction) lives there; this is its one observable.
 #pragma once

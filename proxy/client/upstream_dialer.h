@@ -4,7 +4,7 @@
 // broker has answered epochgate's own ApiVersions request on it. A socket the
 // kernel established but the broker never accepted (a full listen backlog, a
 // hung broker) answers nothing; without the answer a client would wait on it
-// with no deadline of its own (DESIGN.md invariant 9).
+// with no deadline of its own (docs/architecture.md invariant 9).
 // Owns the attempts' sockets until one is handed over. Never reads or writes a
 // client's bytes and never hands its probe's answer to anyone as a response.
 #pragma once

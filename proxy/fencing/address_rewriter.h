@@ -1,5 +1,5 @@
 // proxy/fencing/address_rewriter.h: rewrites every broker host:port in a decoded
-// response to epochgate's listener for the same node id (DESIGN.md 6). Which
+// response to epochgate's listener for the same node id (docs/architecture.md section 6). Which
 // fields hold addresses, in which versions, is generated from the schema's
 // entity marks (codec::visit_addresses in codec/messages/api_traits.h):
 // Metadata Brokers[], FindCoordinator NodeId/Host/Port (v0-3) or

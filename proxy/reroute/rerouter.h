@@ -107,7 +107,7 @@ class Rerouter : public RerouteOwner {
   /// leader of their first hop: each goes on to the leader the view names
   /// with a newer epoch, now or within reroute.max_wait_ms of an urgent
   /// refresh, or falls back (`second_hop`). `alive`: the request can still
-  /// take an answer (else they fall back at once). proxy/rerouter_wait.cc.
+  /// take an answer (else they fall back at once). proxy/reroute/rerouter_wait.cc.
   void rehop(const std::shared_ptr<RerouteState>& st, const std::vector<size_t>& idx, bool alive);
   /// The view's leader for target `t` of `st` when it is newer than the one
   /// it was sent to; -1 otherwise.

@@ -1,5 +1,5 @@
 // proxy/session/session.h: one proxied client connection and its one upstream
-// connection (DESIGN.md 3): the state machine that wires the parts, each in
+// connection (docs/architecture.md section 3): the state machine that wires the parts, each in
 // a file of its own: the dialer (proxy/core/dialer.h), the request path
 // (proxy/session/request_path.h), the response path (proxy/session/response_path.h), flow
 // control (proxy/session/flow_control.h) and the in-flight requests

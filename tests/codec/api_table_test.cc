@@ -1,5 +1,5 @@
 // tests/codec/api_table_test.cc: the API key table (generated from
-// codec/schema/api_keys.schema) against facts in shared/kafka-protocol/FACTS.md
+// codec/schema/api_keys.schema) against facts in docs/architecture.md section 4
 // and README.md (union of Kafka 4.x and pre-4.0 versions).
 #include <gtest/gtest.h>
 
@@ -31,7 +31,7 @@ TEST(ApiTable, NamesAndVersionUnions) {
     int16_t lo, hi, flex;
   };
   // Valid versions: union of message/ and message-pre4.0/ (e.g. Produce 0-2
-  // only pre-4.0, 12-13 only 4.x). Flexible thresholds from FACTS.md.
+  // only pre-4.0, 12-13 only 4.x). Flexible thresholds as in Kafka's JSON schemas.
   const Row rows[] = {
       {0, "Produce", 0, 13, 9},        {1, "Fetch", 0, 18, 12},
       {2, "ListOffsets", 0, 11, 6},    {3, "Metadata", 0, 13, 9},

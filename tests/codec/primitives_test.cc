@@ -1,4 +1,4 @@
-// tests/codec/primitives_test.cc: Reader/Writer primitive types (FACTS.md 1):
+// tests/codec/primitives_test.cc: Reader/Writer primitive types (docs/architecture.md section 4):
 // varint limits and malformed varints, (compact, nullable) strings and bytes,
 // negative lengths, array counts that cannot fit in the bytes left.
 #include <gtest/gtest.h>

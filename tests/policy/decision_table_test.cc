@@ -1,5 +1,5 @@
 // tests/policy/decision_table_test.cc: every row of the fencing decision
-// table (DESIGN.md section 7) for every API, at the version thresholds
+// table (docs/architecture.md section 7) for every API, at the version thresholds
 // (Fetch v8/v9, ListOffsets v3/v4, OffsetForLeaderEpoch v1/v2, Produce and
 // share APIs at every version), plus the "never fence on ignorance" rows,
 // hold, observe, off, acks=0, and the view being behind the client.

@@ -1,5 +1,5 @@
 // tests/policy/epoch_rollback_test.cc: a bogus leader epoch cannot pin the
-// view (DESIGN.md section 5, invariant 6). One report never moves an epoch
+// view (docs/architecture.md section 5, invariant 6). One report never moves an epoch
 // backwards; repeated lower reports for the same topic id stop the entry's
 // fencing, and policy.epoch_rollback_confirmations reports naming one leader
 // and epoch move the entry back to them. A refresher answer that confirms the

@@ -2,7 +2,7 @@
 // answers, a request frame is encoded with the generated encoder, decoded as
 // a session would, decided, answered locally, and the answer encoded and
 // decoded again at the client's version. Checks the hint fields per version
-// (Produce v9/v10, Fetch v15/v16, share APIs always) and DESIGN.md invariant 5
+// (Produce v9/v10, Fetch v15/v16, share APIs always) and docs/architecture.md invariant 5
 // on every answer: hint epoch strictly newer, hinted node in NodeEndpoints
 // with epochgate's address, never an upstream one.
 #include <gtest/gtest.h>

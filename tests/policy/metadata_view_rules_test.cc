@@ -1,5 +1,5 @@
 // tests/policy/metadata_view_rules_test.cc: the view's learning rules
-// (DESIGN.md section 5, invariant 6): epochs never go backwards, recreated
+// (docs/architecture.md section 5, invariant 6): epochs never go backwards, recreated
 // topics start again, same epoch with two leaders is never trusted, leaderless
 // entries are never hinted, old Metadata versions carry no epochs, and broker
 // errors and hints update the view.

@@ -1,4 +1,4 @@
-// tests/policy/partial_fencing_test.cc: seed 002 partial fencing. A request
+// tests/policy/partial_fencing_test.cc: partial fencing (docs/architecture.md section 7). A request
 // with some stale partitions is split: the rewritten request carries only the
 // others (epochs injected), the broker's answer and the local answer merge
 // into one response in the request's topic and partition order with the

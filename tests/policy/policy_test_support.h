@@ -144,7 +144,7 @@ inline CompiledPolicy default_policy() {
   return CompiledPolicy::compile(config::PolicyConfig{});
 }
 
-/// Checks DESIGN.md invariant 5 on the NodeEndpoints of a response: every
+/// Checks docs/architecture.md invariant 5 on the NodeEndpoints of a response: every
 /// hinted node appears there with epochgate's address (never upstream).
 template <class NodeEndpoints>
 void expect_endpoints_cover(const NodeEndpoints& eps, int32_t node) {

@@ -1,4 +1,4 @@
-"""A bogus leader epoch cannot pin the view (DESIGN.md invariant 6).
+"""A bogus leader epoch cannot pin the view (docs/architecture.md invariant 6).
 
 One Metadata answer names an impostor leader at an epoch far above the true
 one (an unclean election or a dying broker can do this); the mock cluster
