@@ -7,11 +7,11 @@
 
 #include "config/keys.h"
 #include "config/to_json.h"
-#include "metrics/json_writer.h"
+#include "common/json_writer.h"
 
 int main() {
   using namespace epochgate::config;
-  epochgate::metrics::JsonWriter w;
+  epochgate::common::JsonWriter w;
   w.begin_object();
   w.key("keys").begin_array();
   for (const KeySpec& k : config_keys()) {

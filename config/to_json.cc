@@ -8,12 +8,12 @@
 
 #include "config/keys.h"
 #include "config/value_parsers.h"
-#include "metrics/json_writer.h"
+#include "common/json_writer.h"
 
 namespace epochgate::config {
 namespace {
 
-using metrics::JsonWriter;
+using common::JsonWriter;
 
 // Every string member goes through here, so a secret can only leak by being
 // written some other way.

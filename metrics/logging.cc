@@ -16,9 +16,12 @@
 #include <map>
 #include <vector>
 
-#include "metrics/json_writer.h"
+#include "common/json_writer.h"
 
 namespace epochgate::metrics {
+
+using common::append_json_string;
+using common::JsonWriter;
 namespace {
 
 thread_local const std::initializer_list<LogField>* t_fields = nullptr;

@@ -1,5 +1,6 @@
 // policy/metadata_snapshot.cc: lookups and the /debug/metadata JSON of one
 // immutable snapshot. Must never: modify a published snapshot.
+#include "common/json_writer.h"
 #include "policy/metadata_snapshot.h"
 
 #include <algorithm>
@@ -114,38 +115,7 @@ const NodeInfo* MetadataSnapshot::find_node(int32_t node_id) const {
 
 namespace {
 
-void append_json_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (u < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", u);
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-}
+using common::append_json_string;
 
 void append_int_array(std::string& out, const std::vector<int32_t>& v) {
   out.push_back('[');

@@ -8,7 +8,8 @@ The layers file is written by proxy/CMakeLists.txt (epochgate_subsystem):
 one line per subsystem, "name: dep dep ...". Rules:
   - a file in proxy/<name>/ includes "proxy/<x>/..." only for x == name
     or x in name's deps;
-  - codec/, policy/, metrics/ and config/ never include "proxy/...";
+  - common/, codec/, policy/, metrics/ and config/ never include "proxy/...",
+    and common/ includes nothing of the project;
   - every folder of proxy/ is a declared subsystem, and no source file
     sits at proxy/'s top level.
 Prints one "file:line: reason" per violation; exit 1 if any, 0 if none.
@@ -19,7 +20,7 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
-LOWER_FOLDERS = ("codec", "policy", "metrics", "config")
+LOWER_FOLDERS = ("common", "codec", "policy", "metrics", "config")
 SOURCE_SUFFIXES = (".h", ".cc")
 
 
@@ -74,7 +75,10 @@ def check(root, layers):
         for path in sources(os.path.join(root, folder)):
             rel = os.path.relpath(path, root)
             for number, target in includes(path):
-                if target.startswith("proxy/"):
+                if folder == "common" and not target.startswith("common/") and "/" in target:
+                    problems.append(f"{rel}:{number}: common/ includes nothing of the project, "
+                                    f"but includes {target}")
+                elif target.startswith("proxy/"):
                     problems.append(f"{rel}:{number}: {folder}/ is below proxy/ and may not "
                                     f"include {target}")
     return problems

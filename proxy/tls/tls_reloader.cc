@@ -15,7 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "metrics/json_writer.h"
+#include "common/json_writer.h"
 #include "metrics/tls_metrics.h"
 
 namespace epochgate::proxy::tls {
@@ -281,7 +281,7 @@ std::shared_ptr<const TlsContext> TlsReloader::current_client() const {
 
 std::string TlsReloader::files_json() const {
   const int64_t now = now_unix();
-  metrics::JsonWriter w;
+  common::JsonWriter w;
   w.begin_array();
   for (const auto& ctx : {current_server(), current_client()}) {
     if (!ctx) continue;

@@ -1,11 +1,11 @@
-// metrics/json_writer.cc: JSON escaping and the streaming writer.
-#include "metrics/json_writer.h"
+// common/json_writer.cc: JSON escaping and the streaming writer.
+#include "common/json_writer.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-namespace epochgate::metrics {
+namespace epochgate::common {
 namespace {
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid
@@ -153,4 +153,4 @@ JsonWriter& JsonWriter::raw(std::string_view json) {
   return *this;
 }
 
-}  // namespace epochgate::metrics
+}  // namespace epochgate::common

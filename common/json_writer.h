@@ -1,4 +1,4 @@
-// metrics/json_writer.h: a small streaming JSON writer for log lines and the
+// common/json_writer.h: a small streaming JSON writer for log lines and the
 // admin /debug endpoints. Output is always valid JSON text: strings are escaped
 // and invalid UTF-8 bytes become U+FFFD, so wire bytes that reach a log field
 // cannot break a log pipeline. Never throws; misuse (value without key inside
@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace epochgate::metrics {
+namespace epochgate::common {
 
 /// Appends `s` to `out` as a quoted JSON string (escapes ", \, control
 /// characters; replaces invalid UTF-8 with U+FFFD).
@@ -52,4 +52,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace epochgate::metrics
+}  // namespace epochgate::common

@@ -1,10 +1,10 @@
-// tests/metrics/json_writer_test.cc: JSON output is always valid, whatever
+// tests/common/json_writer_test.cc: JSON output is always valid, whatever
 // bytes reach a string (control characters, quotes, invalid UTF-8).
-#include "metrics/json_writer.h"
+#include "common/json_writer.h"
 
 #include <gtest/gtest.h>
 
-namespace epochgate::metrics {
+namespace epochgate::common {
 namespace {
 
 TEST(JsonWriterTest, NestedContainersGetCommasRight) {
@@ -57,4 +57,4 @@ TEST(JsonWriterTest, UnsignedAndSixtyFourBitIntegers) {
 }
 
 }  // namespace
-}  // namespace epochgate::metrics
+}  // namespace epochgate::common
