@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "metrics/proxy_metrics.h"
+#include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/net/tcp_transport.h"
 #include "proxy/tls/tls_wrap.h"
@@ -207,7 +208,7 @@ void Worker::on_sweep(uv_timer_t* t) {
   if (w->ctx_.metrics && w->ctx_.budget)
     w->ctx_.metrics->set_buffered_bytes(w->ctx_.budget->used());
   const size_t pool_freed = w->ctx_.pool.trim();
-  uint64_t now = uv_hrtime();
+  uint64_t now = now_ns();
   uint64_t idle_ns = uint64_t{lim.idle_timeout_ms} * 1000000;
   uint64_t partial_ns = uint64_t{lim.partial_frame_timeout_ms} * 1000000;
   w->sessions_.for_each([&](Session& s) {

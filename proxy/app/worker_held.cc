@@ -5,6 +5,7 @@
 
 #include "metrics/proxy_metrics.h"
 #include "proxy/app/worker.h"
+#include "proxy/net/clock.h"
 #include "proxy/net/heap_trim.h"
 
 namespace epochgate::proxy {
@@ -31,7 +32,7 @@ void Worker::account_held(size_t pool_freed_bytes) {
   const uint64_t removed = sessions_.removed();
   const bool released = pool_freed_bytes > 0 || removed != sessions_removed_seen_;
   sessions_removed_seen_ = removed;
-  trim_heap_if_due(released, uv_hrtime());
+  trim_heap_if_due(released, now_ns());
 }
 
 }  // namespace epochgate::proxy

@@ -10,8 +10,12 @@
 
 namespace epochgate::proxy {
 
-/// Monotonic milliseconds since an arbitrary point (uv_hrtime, the clock
-/// uv_now() is also based on); never wall-clock time.
-inline uint64_t now_ms() { return uv_hrtime() / 1000000; }
+/// Monotonic nanoseconds since an arbitrary point (uv_hrtime, the clock
+/// uv_now() is also based on); never wall-clock time. Deadlines and
+/// durations below a millisecond use it.
+inline uint64_t now_ns() { return uv_hrtime(); }
+
+/// now_ns() in milliseconds: what the metadata view and its ages use.
+inline uint64_t now_ms() { return now_ns() / 1000000; }
 
 }  // namespace epochgate::proxy

@@ -15,6 +15,7 @@
 #include "proxy/core/fencing_hooks.h"
 #include "proxy/core/in_flight_request.h"
 #include "proxy/fencing/address_rewriter.h"
+#include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/reroute/reroute_send_options.h"
 #include "codec/kafka_errors.h"
@@ -110,7 +111,7 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
   st->plan = std::move(plan);
   st->answers.resize(st->plan->targets.size());
   st->ticket = ticket;
-  st->started_ns = uv_hrtime();
+  st->started_ns = now_ns();
   st->entry = &e;
   st->sink = sink;
   st->owner = this;
@@ -303,7 +304,7 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
   std::vector<size_t> keep = st->waiting;
   for (const auto& pick : picks) keep.push_back(pick.first);
   direct_answered_except(*st, keep);
-  st->started_ns = uv_hrtime();
+  st->started_ns = now_ns();
   if (!picks.empty()) send_legs(st, e, retarget(*st, picks));
   if (!st->waiting.empty()) {
     uint32_t wait_ms = ctx_.config->reroute.max_wait_ms;
@@ -320,7 +321,7 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
         if (new_leader(*st, i, false) >= 0) known = true;
         else new_leader(*st, i, true);
       st->wait_part = part;
-      st->wait_until_ns = uv_hrtime() + uint64_t{wait_ms} * 1000000;
+      st->wait_until_ns = now_ns() + uint64_t{wait_ms} * 1000000;
       waiting_.push_back(st);
       if (known) uv_timer_start(&wait_timer_, &Rerouter::on_wait_timer, 0, 2);
       else if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&wait_timer_)))
@@ -404,7 +405,7 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
     if (ctx_.metrics) {
       ctx_.metrics->reroute().delivered(delivered);
       if (delivered > 0)
-        ctx_.metrics->reroute().added(static_cast<double>(uv_hrtime() - st->started_ns) / 1e9);
+        ctx_.metrics->reroute().added(static_cast<double>(now_ns() - st->started_ns) / 1e9);
     }
     fell_back("second_hop", second);
     size_t missing = leg.targets.size() - delivered - second - rehops.size();

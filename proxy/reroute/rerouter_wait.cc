@@ -16,6 +16,7 @@
 #include "metrics/proxy_metrics.h"
 #include "proxy/core/fencing_hooks.h"
 #include "proxy/core/in_flight_request.h"
+#include "proxy/net/clock.h"
 #include "proxy/reroute/rerouter.h"
 
 namespace epochgate::proxy {
@@ -23,7 +24,7 @@ namespace epochgate::proxy {
 void Rerouter::on_wait_timer(uv_timer_t* t) { static_cast<Rerouter*>(t->data)->check_waiting(); }
 
 void Rerouter::check_waiting() {
-  uint64_t now = uv_hrtime();
+  uint64_t now = now_ns();
   std::vector<std::weak_ptr<RerouteState>> still;
   std::vector<std::shared_ptr<RerouteState>> due;
   for (auto& w : waiting_) {
@@ -131,7 +132,7 @@ void Rerouter::rehop(const std::shared_ptr<RerouteState>& st, const std::vector<
         give_up(t);
         continue;
       }
-      st->rehop_until_ns = uv_hrtime() + uint64_t{ctx_.config->reroute.max_wait_ms} * 1000000;
+      st->rehop_until_ns = now_ns() + uint64_t{ctx_.config->reroute.max_wait_ms} * 1000000;
       rehops_.push_back(st);
     }
     if (leader >= 0) known = true;
@@ -146,7 +147,7 @@ void Rerouter::rehop(const std::shared_ptr<RerouteState>& st, const std::vector<
 
 void Rerouter::check_rehops() {
   if (rehops_.empty()) return;
-  uint64_t now = uv_hrtime();
+  uint64_t now = now_ns();
   std::vector<std::weak_ptr<RerouteState>> still;
   std::vector<std::shared_ptr<RerouteState>> due;
   for (auto& w : rehops_) {

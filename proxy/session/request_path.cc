@@ -14,6 +14,7 @@
 #include "metrics/reroute_metrics.h"
 #include "proxy/core/fencing_hooks.h"
 #include "proxy/core/reroute_plan.h"
+#include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/net/read_pacer.h"
 #include "proxy/reroute/rerouter.h"
@@ -23,7 +24,6 @@ namespace epochgate::proxy {
 
 namespace {
 
-uint64_t now_ns() { return uv_hrtime(); }
 
 // Group APIs a broker holds until the group settles (JoinGroup, SyncGroup).
 constexpr int16_t kJoinGroup = 11;

@@ -15,6 +15,7 @@
 #include "metrics/proxy_metrics.h"
 #include "proxy/core/fencing_hooks.h"
 #include "proxy/fencing/address_rewriter.h"
+#include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/reroute/rerouter.h"
 #include "proxy/session/api_versions_filter.h"
@@ -61,7 +62,6 @@ bool authenticate_token_empty(const uint8_t* p, size_t n, bool flexible) {
   return bytes <= 0;
 }
 
-uint64_t now_ns() { return uv_hrtime(); }
 
 // Encodes `header` + `msg` at `version` as a size-prefixed frame into `out`.
 // Bytes a peer sent after the body (brokers ignore them) are kept, so an

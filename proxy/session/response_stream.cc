@@ -11,6 +11,7 @@
 #include "metrics/stream_metrics.h"
 #include "proxy/core/fencing_hooks.h"
 #include "proxy/fencing/address_rewriter.h"
+#include "proxy/net/clock.h"
 
 namespace epochgate::proxy {
 
@@ -18,7 +19,7 @@ void record_proxy_latency(WorkerContext& ctx, const InFlightRequest& e) {
   if (!ctx.metrics) return;
   // Time epochgate held the request before forwarding plus the time it held
   // the response after the broker's answer; the broker's own time excluded.
-  uint64_t now = uv_hrtime();
+  uint64_t now = now_ns();
   uint64_t held = e.forwarded_ns ? (e.forwarded_ns - e.received_ns) + (now - e.answered_ns)
                                  : now - e.received_ns;
   ctx.metrics->proxy_latency(static_cast<double>(held) / 1e9);
@@ -49,7 +50,7 @@ bool ResponseStream::try_begin(ByteBuffer& in, size_t frame_size) {
   InFlightRequest* matched = nullptr;
   if (in_flight_.match_upstream(corr, &matched) != MatchResult::kMatched || matched != e)
     return false;  // peek said it matches: not reached
-  uint64_t now = uv_hrtime();
+  uint64_t now = now_ns();
   e->answered_ns = now;
   if (ctx_.metrics) {
     ctx_.metrics->response(e->api_key);

@@ -11,6 +11,7 @@
 #include "codec/frame_splitter.h"
 #include "metrics/proxy_metrics.h"
 #include "proxy/client/upstream_dialer.h"
+#include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 
 namespace epochgate::proxy {
@@ -20,7 +21,6 @@ using metrics::Side;
 
 namespace {
 
-uint64_t now_ns() { return uv_hrtime(); }
 
 // Input growth step while a frame is incomplete (bytes).
 constexpr size_t kFrameGrowStep = 256 * 1024;

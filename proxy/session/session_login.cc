@@ -6,13 +6,13 @@
 #include <spdlog/spdlog.h>
 
 #include "metrics/proxy_metrics.h"
+#include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/session/session.h"
 
 namespace epochgate::proxy {
 
 namespace {
-uint64_t now_ns() { return uv_hrtime(); }
 }  // namespace
 
 void Session::start_own_login() {

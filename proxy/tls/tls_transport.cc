@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "metrics/tls_metrics.h"
+#include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 
 namespace epochgate::proxy::tls {
@@ -50,7 +51,7 @@ TlsTransport::~TlsTransport() = default;
 int TlsTransport::start_handshake() {
   if (started_) return 0;
   started_ = true;
-  started_ns_ = uv_hrtime();
+  started_ns_ = now_ns();
   if (timeout_ms_ > 0) uv_timer_start(&timer_, &TlsTransport::on_timer, timeout_ms_, 0);
   int rc = inner_->start_reading();
   if (rc != 0) return rc;
@@ -268,7 +269,7 @@ void TlsTransport::handshake_failed(Failure f, std::string detail, bool defer) {
 void TlsTransport::report_handshake(bool ok) {
   if (reported_) return;
   reported_ = true;
-  const double seconds = static_cast<double>(uv_hrtime() - started_ns_) / 1e9;
+  const double seconds = static_cast<double>(now_ns() - started_ns_) / 1e9;
   const char* reason = ok ? "ok" : failure_name(engine_->failure());
   if (metrics_) metrics_->handshake(side_, reason, seconds);
   if (ok) return;
