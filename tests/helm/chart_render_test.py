@@ -536,13 +536,19 @@ def case_sasl_secret_mounted(ctx):
         plain = one(ctx.manifests(ctx.chart, []), "Deployment")["spec"]["template"]["spec"]
         check("epochgate-sasl" not in {v["name"] for v in plain["volumes"]},
               "a Secret volume without sasl.existingSecret")
-        # The gateway's pod has an fsGroup: the password file is 0440
-        # (owner and that group), not world-readable 0644.
-        spec = one(renders[0][0], "Deployment")["spec"]["template"]["spec"]
-        vol = {v["name"]: v for v in spec["volumes"]}["epochgate-sasl"]["secret"]
-        check(vol.get("defaultMode") == 0o440 and spec["securityContext"].get("fsGroup"),
-              f"gateway SASL Secret mode {vol.get('defaultMode')}, fsGroup "
-              f"{spec['securityContext'].get('fsGroup')}")
+        # Every pod mounting the password has an fsGroup: the file is 0440
+        # (owner and that group), not world-readable 0644. A sidecar's pod
+        # without one gets epochgate's runAsGroup; one with its own keeps it.
+        own = values("own-group.yaml", "fsGroup: 2000\n")
+        renders.append((ctx.manifests(ctx.client_chart, [sidecar, own], release="shop"),
+                        "app-creds", "/var/run/kafka-sasl"))
+        for (docs, _, _), group in zip(renders, (None, 10001, 10001, 2000)):
+            spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+            vol = {v["name"]: v for v in spec["volumes"]}["epochgate-sasl"]["secret"]
+            fs_group = spec["securityContext"].get("fsGroup")
+            check(vol.get("defaultMode") == 0o440 and fs_group and group in (None, fs_group),
+                  f"SASL Secret mode {vol.get('defaultMode')}, fsGroup {fs_group} (want 0440, "
+                  f"{group or 'any'})")
 
 
 def _tls_mounts(spec):
@@ -647,6 +653,12 @@ def case_tls_secrets_mounted(ctx):
             check(_in_mount(u["ca_file"], mounts, "kafka-cluster-ca", "ca.crt") and
                   _in_mount(u["key_file"], mounts, "app-user", "tls.key"), f"sidecar: {u}")
             check("tls" not in cfg, "client-facing TLS rendered without tls.existingSecret")
+            # The keys are readable by the pod's fsGroup only, never 0644.
+            modes = {v["name"]: v["secret"].get("defaultMode") for v in spec["volumes"]
+                     if "secret" in v}
+            check(set(modes.values()) == {0o440} and spec["securityContext"].get("fsGroup"),
+                  f"sidecar TLS Secret modes {modes}, fsGroup "
+                  f"{spec['securityContext'].get('fsGroup')}")
 
     docs = ctx.manifests(ctx.chart, [])
     spec = one(docs, "Deployment")["spec"]["template"]["spec"]
