@@ -1,7 +1,11 @@
 """A loopback broker whose SASL listener asks for SCRAM-SHA-512 with an
 iteration count and salt the test picks, so a test can make epochgate's
 salted-password derivation (RFC 5802 Hi(), PBKDF2) slow and uncached, and
-see, from the broker's side, when each login's client-final message comes.
+see, from the broker's side, whether each login's client-final message was
+sent: with `hold` set, a connection that got a new-salt server-first is
+not read again until the test sets the event, so its socket's receive
+buffer shows (client_finals_sent()) what epochgate has written by then,
+whatever the threads' scheduling.
 It answers ApiVersions v0-2, Metadata v0-1 (itself as node 1, no topics),
 SaslHandshake v1 and SaslAuthenticate v1 (RFC 5802 server side, checking
 the client proof); every other request gets no answer.
@@ -12,6 +16,7 @@ import base64
 import hashlib
 import hmac
 import os
+import select
 import socket
 import struct
 import threading
@@ -34,6 +39,8 @@ class ScramBroker:
     def __init__(self, user, password, iterations=100000):
         self.user, self._password, self.iterations = user, password.encode(), iterations
         self.fresh_salts = False
+        self.hold = None  # threading.Event: set, held connections are read again
+        self._held = []
         self._fixed_salt = os.urandom(16)
         self._lock = threading.Lock()
         self.events = []  # (monotonic time, kind, connection number)
@@ -53,6 +60,14 @@ class ScramBroker:
     def mark(self):
         with self._lock:
             return len(self.events)
+
+    def client_finals_sent(self):
+        """How many held connections have bytes waiting: the client-final
+        messages epochgate has written on them."""
+        with self._lock:
+            held = list(self._held)
+        readable, _, _ = select.select(held, [], [], 0) if held else ([], [], [])
+        return len(readable)
 
     def _event(self, kind, n):
         with self._lock:
@@ -105,7 +120,7 @@ class ScramBroker:
         state["first"] = "r=%s,s=%s,i=%d" % (nonce, base64.b64encode(salt).decode(),
                                               self.iterations)
         state["bare"], state["salt"], state["user"] = bare, salt, attrs["n"]
-        self._event("server_first", n)
+        state["held"] = self.fresh_salts and self.hold is not None
         return self._auth_answer(0, state["first"].encode())
 
     def _server_final(self, token, state, n):
@@ -143,8 +158,15 @@ class ScramBroker:
                         continue
                     payload = struct.pack(">i", kw.frame_correlation_id(f, True)) + body
                     c.sendall(struct.pack(">i", len(payload)) + payload)
-        except (OSError, ValueError, KeyError):
-            pass
+                    if key == API_SASL_AUTHENTICATE and "first" in state and "final" not in state:
+                        state["final"] = True  # the next SaslAuthenticate is the client-final
+                        self._event("server_first", n)
+                        if state.pop("held", False):
+                            with self._lock:
+                                self._held.append(c)
+                            self.hold.wait(60)
+        except (OSError, ValueError, KeyError, kw.WireError):
+            pass  # the peer or close() ended the connection
         finally:
             c.close()
 
