@@ -387,7 +387,15 @@ def case_gateway_monitoring(ctx):
     used = {re.sub(r"_(bucket|sum|count)$", "", m) for e in exprs for m in re.findall(r"epochgate_[a-z_]+", e)}
     for required in ("epochgate_requests_total", "epochgate_fenced_partitions_total", "epochgate_hints_total",
                      "epochgate_upstream_latency_seconds", "epochgate_proxy_latency_seconds",
-                     "epochgate_connections_active", "epochgate_metadata_refreshes_total"):
+                     "epochgate_connections_active", "epochgate_metadata_refreshes_total",
+                     # what a first deployment is watched by: readiness, why
+                     # connections close, upstream failures, reroutes, TLS
+                     # and SASL failures, certificate expiry
+                     "epochgate_ready", "epochgate_connections_closed_total",
+                     "epochgate_upstream_connect_failures_total", "epochgate_upstream_unanswered_total",
+                     "epochgate_reroutes_total", "epochgate_tls_handshakes_total",
+                     "epochgate_sasl_authentications_total",
+                     "epochgate_tls_certificate_expiry_seconds"):
         check(required in used, f"dashboard has no panel on {required}")
     check(any("histogram_quantile(0.99" in e and "upstream_latency" in e for e in exprs), "no upstream p99 panel")
     check(any("histogram_quantile(0.99" in e and "proxy_latency" in e for e in exprs), "no proxy p99 panel")
