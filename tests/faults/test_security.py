@@ -12,12 +12,16 @@
 - SASL frames cross byte-identical and their bytes never reach the log, even
   at trace level;
 - no client-chosen value grows the number of metric series;
+- a setting that weakens security is warned about at start and listed in
+  /debug/config;
 - in sidecar mode a SCRAM login's salted-password derivation (PBKDF2, up
   to 100000 iterations) runs off the worker's loop: other clients on the
   worker are served while it is pending."""
 
 import base64
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -469,6 +473,27 @@ def test_scram_derivation_never_stalls_other_connections(h):
         api_versions_ok(c, corr=100 + i, timeout=30)
     h.note("a logged-in client answered while %d of 6 SCRAM derivations (100000 iterations, "
            "SHA-512) were still pending" % pending)
+
+
+def test_security_warnings_at_start_and_in_debug_config(h):
+    # A setting that weakens security (here upstream_sasl PLAIN without
+    # upstream_tls: the password crosses in cleartext) is said at start in
+    # the log and listed in /debug/config, not only by --check-config.
+    broker = ScramBroker("alice", "alice-secret", iterations=4096)
+    h.on_close(broker.close)
+    pw = os.path.join(h.workdir, "password")
+    with open(pw, "w") as f:
+        f.write("alice-secret\n")
+    gate = start_gate(h, broker.bootstrap, extra_yaml=(
+        "upstream_sasl:\n  mechanism: PLAIN\n  username: alice\n  password_file: %s\n" % pw))
+    status, body = gate.http_get("/debug/config")
+    assert status == 200, status
+    warnings = json.loads(body).get("security_warnings")
+    assert warnings and any("cleartext" in w for w in warnings), warnings
+    with open(gate.proc.log_path, errors="replace") as f:
+        log = f.read()
+    assert re.search(r"warn.*security: .*cleartext", log), log[-1500:]
+    h.note("/debug/config security_warnings: %s" % warnings)
 
 
 if __name__ == "__main__":
