@@ -82,7 +82,7 @@ class Ctx:
             cmd = [self.helm, "template", release, chart, "-n", namespace, "--kube-version", kube]
         # The chart needs an image repository; each case's files come after.
         # (The client chart names it in its own values.)
-        if chart == self.chart:
+        if chart == self.chart or chart.endswith(".tgz"):
             cmd += ["-f", self.value_file("image.yaml")]
         for v in values:
             cmd += ["-f", v]
@@ -795,6 +795,27 @@ def case_versions_match(ctx):
     check(meta["appVersion"] == project.group(1) == vals["image"]["tag"],
           f"appVersion {meta['appVersion']}, image.tag {vals['image']['tag']} and CMake VERSION "
           f"{project.group(1)} must agree")
+
+
+def case_packaged_chart_installs(ctx):
+    """`helm package` makes the chart archive an operator pushes to a chart
+    repository; installing that archive (not the folder) renders the same
+    gateway, valid by the Kubernetes schemas."""
+    with tempfile.TemporaryDirectory() as tmp:
+        r = ctx.run([ctx.helm, "package", ctx.chart, "-d", tmp])
+        check(r.returncode == 0, f"helm package failed: {r.stderr.strip()}")
+        archives = [f for f in os.listdir(tmp) if f.endswith(".tgz")]
+        vals = chart_values(ctx)
+        check(len(archives) == 1, f"helm package made {archives}")
+        with open(os.path.join(ctx.chart, "Chart.yaml"), encoding="utf-8") as f:
+            version = yaml.safe_load(f)["version"]
+        check(archives[0] == f"epochgate-{version}.tgz", f"archive {archives[0]}, chart version {version}")
+        packaged = os.path.join(tmp, archives[0])
+        docs = ctx.manifests(packaged)
+        check_gateway(ctx, docs, vals)
+        r = ctx.render(packaged, notes=True)
+        check(r.returncode == 0 and "\nNOTES:\n" in r.stdout,
+              f"helm install --dry-run=client of the archive: {r.stderr.strip()}")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
