@@ -138,6 +138,27 @@ void KafkaClient::apply_login_step(SaslLoginStep step) {
       conn_->queue(step.frame.data(), step.frame.size());
       conn_->flush();
       return;
+    case SaslLoginStep::Kind::kDerive: {
+      // PBKDF2 on the thread pool, bounded by the login deadline; the
+      // loop serves everything else meanwhile.
+      login_deadline_ms_ = now_ms() + options_.login_timeout_ms;
+      arm_timer();
+      std::string error;
+      login_derivation_ = ScramDerivation::start(
+          loop_, std::move(step.salted),
+          [this, gen](std::unique_ptr<ScramSaltedPassword> ready) {
+            login_derivation_.reset();
+            if (gen != generation_ || !login_) return;
+            apply_login_step(login_->on_derived(std::move(ready), next_correlation()));
+          },
+          error);
+      if (login_derivation_) return;
+      SaslLoginStep failed;
+      failed.kind = SaslLoginStep::Kind::kFailed;
+      failed.error = error;
+      apply_login_step(std::move(failed));
+      return;
+    }
     case SaslLoginStep::Kind::kDone: {
       bool again = logged_in_;
       logged_in_ = true;
@@ -328,6 +349,7 @@ void KafkaClient::fail_all(ClientError error, const std::string& why) {
     conn_->close();
     closing_.push_back(std::move(conn_));
   }
+  login_derivation_.reset();
   login_.reset();
   logged_in_ = false;
   relogin_at_ms_ = session_ends_ms_ = login_deadline_ms_ = 0;

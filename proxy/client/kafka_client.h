@@ -32,6 +32,7 @@
 #include "codec/messages/api_traits.h"
 #include "config/config.h"
 #include "proxy/client/sasl_login.h"
+#include "proxy/client/scram_derivation.h"
 #include "proxy/client/upstream_dialer.h"
 #include "proxy/net/buffer_pool.h"
 #include "proxy/net/clock.h"
@@ -323,6 +324,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   std::deque<int32_t> posted_;
   static constexpr size_t kPostedKept = 1024;
   std::unique_ptr<SaslLogin> login_;
+  std::unique_ptr<ScramDerivation> login_derivation_;  // its salted password, off the loop
   uint64_t login_deadline_ms_ = 0;
   bool logged_in_ = false;  // on the current connection
   uint64_t relogin_at_ms_ = 0;

@@ -187,6 +187,7 @@ SaslLoginStep SaslLogin::on_response(const uint8_t* frame, size_t size, int32_t 
     wipe(secret_);  // the SCRAM client holds (and wipes) the only copy from here
     return authenticate(scram_->client_first(), correlation_id);
   }
+  if (stage_ == Stage::kDeriving) return failed("an answer before the SCRAM client-final request");
   if (stage_ != Stage::kAuthenticate) return failed("answer after the login ended");
   int16_t error_code = r.int16();
   std::optional<std::string> message = r.nullable_string(false);
@@ -198,9 +199,15 @@ SaslLoginStep SaslLogin::on_response(const uint8_t* frame, size_t size, int32_t 
                                                : "SaslAuthenticate error " + std::to_string(error_code));
   std::string challenge(auth.view());
   if (scram_ && rounds_ == 1) {
-    std::string final_message, error;
-    if (!scram_->client_final(challenge, final_message, error)) return failed(error);
-    return authenticate(final_message, correlation_id);
+    auto need = std::make_unique<ScramSaltedPassword>();
+    std::string error;
+    if (!scram_->begin_final(challenge, *need, error)) return failed(error);
+    if (!need->salted.empty()) return authenticate(scram_->finish_final(*need), correlation_id);
+    stage_ = Stage::kDeriving;
+    SaslLoginStep s;
+    s.kind = SaslLoginStep::Kind::kDerive;
+    s.salted = std::move(need);
+    return s;
   }
   if (scram_) {
     std::string error;
@@ -216,6 +223,14 @@ SaslLoginStep SaslLogin::on_response(const uint8_t* frame, size_t size, int32_t 
   s.kind = SaslLoginStep::Kind::kDone;
   s.session_lifetime_ms = lifetime_ms;
   return s;
+}
+
+SaslLoginStep SaslLogin::on_derived(std::unique_ptr<ScramSaltedPassword> ready,
+                                    int32_t correlation_id) {
+  if (stage_ != Stage::kDeriving || !scram_) return failed("a SCRAM derivation nobody waits for");
+  if (!ready || ready->salted.empty()) return failed("PBKDF2 failed");
+  stage_ = Stage::kAuthenticate;
+  return authenticate(scram_->finish_final(*ready), correlation_id);
 }
 
 }  // namespace epochgate::proxy

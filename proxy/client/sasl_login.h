@@ -23,6 +23,7 @@ namespace epochgate::proxy {
 struct SaslLoginStep {
   enum class Kind {
     kSend,    ///< write `frame` (size-prefixed request) and feed the answer back
+    kDerive,  ///< run `salted` off the loop (ScramDerivation), then on_derived()
     kDone,    ///< logged in; `session_lifetime_ms` 0 means no expiry
     kFailed   ///< `error` says why (the broker's own message when it sent one)
   };
@@ -36,6 +37,7 @@ struct SaslLoginStep {
   std::vector<uint8_t> frame;
   int64_t session_lifetime_ms = 0;
   std::string error;
+  std::unique_ptr<ScramSaltedPassword> salted;  ///< kDerive: what to derive
 };
 
 /// One login. Create one per attempt; start(), then on_response() for every
@@ -52,13 +54,20 @@ class SaslLogin {
   SaslLoginStep start(int32_t correlation_id);
   /// Feeds the broker's answer (frame without its size prefix) to the
   /// request of the last kSend; the next request uses `correlation_id`.
+  /// A SCRAM server-first message whose salted password this process has
+  /// not derived yet gives kDerive: the caller derives it off the loop and
+  /// hands the result to on_derived(); an answer meanwhile fails the login.
   SaslLoginStep on_response(const uint8_t* frame, size_t size, int32_t correlation_id);
+  /// Continues a login after kDerive with the derived salted password
+  /// (`salted` empty: PBKDF2 failed, kFailed); the client-final request
+  /// uses `correlation_id`.
+  SaslLoginStep on_derived(std::unique_ptr<ScramSaltedPassword> ready, int32_t correlation_id);
   /// Correlation id the next answer must carry.
   int32_t awaiting_correlation() const { return awaiting_; }
   const std::string& mechanism() const { return config_.mechanism; }
 
  private:
-  enum class Stage { kHandshake, kAuthenticate, kDone };
+  enum class Stage { kHandshake, kAuthenticate, kDeriving, kDone };
   SaslLoginStep authenticate(const std::string& token, int32_t correlation_id);
   SaslLoginStep failed(std::string why);
 

@@ -180,8 +180,46 @@ std::string ScramClient::client_first() const {
   return "n,,n=" + escape_username(username_) + ",r=" + nonce_;
 }
 
+ScramSaltedPassword::~ScramSaltedPassword() {
+  OPENSSL_cleanse(password.data(), password.size());
+  OPENSSL_cleanse(salted.data(), salted.size());
+}
+
+bool ScramSaltedPassword::from_cache() {
+  key = cache_key(digest_of(hash), password, salt, iterations);
+  return !key.empty() && SaltedCache::instance().find(key, salted);
+}
+
+bool ScramSaltedPassword::derive() {
+  const EVP_MD* md = digest_of(hash);
+  salted.assign(static_cast<size_t>(EVP_MD_get_size(md)), '\0');
+  SaltedCache::instance().count_run();
+  if (PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
+                        reinterpret_cast<const unsigned char*>(salt.data()),
+                        static_cast<int>(salt.size()), iterations, md,
+                        static_cast<int>(salted.size()),
+                        reinterpret_cast<unsigned char*>(salted.data())) != 1) {
+    salted.clear();
+    return false;
+  }
+  if (!key.empty()) SaltedCache::instance().put(key, salted);
+  return true;
+}
+
 bool ScramClient::client_final(std::string_view server_first, std::string& out,
                                std::string& error) {
+  ScramSaltedPassword need;
+  if (!begin_final(server_first, need, error)) return false;
+  if (need.salted.empty() && !need.derive()) {
+    error = "PBKDF2 failed";
+    return false;
+  }
+  out = finish_final(need);
+  return true;
+}
+
+bool ScramClient::begin_final(std::string_view server_first, ScramSaltedPassword& need,
+                              std::string& error) {
   std::string_view nonce, salt_b64, iterations_text, ignored;
   if (attribute(server_first, 'm', ignored)) {
     error = "server requires an unsupported SCRAM extension";
@@ -209,37 +247,31 @@ bool ScramClient::client_final(std::string_view server_first, std::string& out,
     error = "iteration count " + std::string(iterations_text) + " outside 4096..100000";
     return false;
   }
+  server_first_ = std::string(server_first);
+  server_nonce_ = std::string(nonce);
+  need.hash = hash_;
+  need.password = password_;
+  need.salt = std::move(salt);
+  need.iterations = iterations;
+  need.salted.clear();
+  need.from_cache();
+  return true;
+}
+
+std::string ScramClient::finish_final(const ScramSaltedPassword& ready) {
   const EVP_MD* md = digest_of(hash_);
-  std::string salted;
-  const std::string key = cache_key(md, password_, salt, iterations);
-  if (key.empty() || !SaltedCache::instance().find(key, salted)) {
-    salted.assign(static_cast<size_t>(EVP_MD_get_size(md)), '\0');
-    SaltedCache::instance().count_run();
-    if (PKCS5_PBKDF2_HMAC(password_.data(), static_cast<int>(password_.size()),
-                          reinterpret_cast<const unsigned char*>(salt.data()),
-                          static_cast<int>(salt.size()), iterations, md,
-                          static_cast<int>(salted.size()),
-                          reinterpret_cast<unsigned char*>(salted.data())) != 1) {
-      error = "PBKDF2 failed";
-      return false;
-    }
-    if (!key.empty()) SaltedCache::instance().put(key, salted);
-  }
-  std::string client_key = hmac(md, salted, "Client Key");
+  std::string client_key = hmac(md, ready.salted, "Client Key");
   std::string stored_key = hash(md, client_key);
   // "biws" is base64("n,,"): no channel binding, no authorization id.
-  std::string without_proof = "c=biws,r=" + std::string(nonce);
+  std::string without_proof = "c=biws,r=" + server_nonce_;
   std::string client_first_bare = client_first().substr(3);
-  std::string auth_message =
-      client_first_bare + "," + std::string(server_first) + "," + without_proof;
+  std::string auth_message = client_first_bare + "," + server_first_ + "," + without_proof;
   std::string signature = hmac(md, stored_key, auth_message);
   std::string proof = client_key;
   for (size_t i = 0; i < proof.size(); ++i) proof[i] = static_cast<char>(proof[i] ^ signature[i]);
-  expected_server_signature_ = hmac(md, hmac(md, salted, "Server Key"), auth_message);
-  OPENSSL_cleanse(salted.data(), salted.size());
+  expected_server_signature_ = hmac(md, hmac(md, ready.salted, "Server Key"), auth_message);
   OPENSSL_cleanse(client_key.data(), client_key.size());
-  out = without_proof + ",p=" + base64_encode(proof);
-  return true;
+  return without_proof + ",p=" + base64_encode(proof);
 }
 
 bool ScramClient::verify_server_final(std::string_view server_final, std::string& error) const {

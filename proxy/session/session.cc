@@ -220,6 +220,7 @@ void Session::close(const char* reason) {
   if (state_ == State::kClosing) return;
   bool was_open = upstream_open_;
   state_ = State::kClosing;
+  own_derivation_.reset();  // a pending SCRAM derivation's answer finds nobody
   if (counter_) counter_->fetch_sub(1);
   count_client_login(sasl_.on_connection_closed());
   if (ctx_.metrics) {

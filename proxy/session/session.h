@@ -19,6 +19,7 @@
 
 #include "codec/header.h"
 #include "proxy/client/sasl_login.h"
+#include "proxy/client/scram_derivation.h"
 #include "proxy/core/dialer.h"
 #include "proxy/core/in_flight_queue.h"
 #include "proxy/core/worker_context.h"
@@ -180,6 +181,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   RequestPath requests_;
   ResponsePath responses_;
   std::unique_ptr<SaslLogin> own_login_;  // epochgate's login on the upstream, under way
+  std::unique_ptr<ScramDerivation> own_derivation_;  // its salted password, off the loop
   int32_t own_correlation_ = 0x45470100;  // epochgate's own ids, never a client's
   uint64_t own_relogin_at_ns_ = 0;        // 0: no session lifetime
   bool own_logged_in_ = false;

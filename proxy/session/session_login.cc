@@ -27,6 +27,24 @@ bool Session::apply_own_login_step(SaslLoginStep step) {
       upstream_->queue(step.frame.data(), step.frame.size());
       upstream_->flush();
       return true;
+    case SaslLoginStep::Kind::kDerive: {
+      // PBKDF2 on the thread pool: the loop keeps serving other sessions;
+      // client frames stay held (own_login_ is set) until the login ends.
+      std::string error;
+      own_derivation_ = ScramDerivation::start(
+          ctx_.loop, std::move(step.salted),
+          [this](std::unique_ptr<ScramSaltedPassword> ready) {
+            own_derivation_.reset();
+            if (state_ != State::kOpen || !own_login_) return;
+            apply_own_login_step(own_login_->on_derived(std::move(ready), own_correlation_++));
+          },
+          error);
+      if (own_derivation_) return true;
+      SaslLoginStep failed;
+      failed.kind = SaslLoginStep::Kind::kFailed;
+      failed.error = error;
+      return apply_own_login_step(std::move(failed));
+    }
     case SaslLoginStep::Kind::kDone:
       own_login_.reset();
       if (ctx_.metrics) ctx_.metrics->sasl_authentication("on_behalf", mechanism, true, own_logged_in_);

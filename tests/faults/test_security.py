@@ -11,10 +11,17 @@
   in a browser on the node cannot read the config or the metadata view);
 - SASL frames cross byte-identical and their bytes never reach the log, even
   at trace level;
-- no client-chosen value grows the number of metric series."""
+- no client-chosen value grows the number of metric series;
+- a setting that weakens security is warned about at start and listed in
+  /debug/config;
+- in sidecar mode a SCRAM login's salted-password derivation (PBKDF2, up
+  to 100000 iterations) runs off the worker's loop: other clients on the
+  worker are served while it is pending."""
 
 import base64
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -26,6 +33,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults_common import (api_versions_ok, bootstrap_address, connect, harness, kw,  # noqa: E402
                            node_addresses, samples, start_gate)
+from scram_broker import ScramBroker  # noqa: E402
 
 TOPIC = "secure"
 
@@ -406,6 +414,86 @@ def test_debug_refuses_foreign_host_names(h):
     # The operational endpoints stay reachable under any name (probes, scrapers).
     assert _get(admin, "/metrics", "attacker.example")[0] == 200
     assert _get(admin, "/healthz", "attacker.example")[0] == 200
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out after %.0fs waiting for %s" % (timeout, what)
+        time.sleep(0.005)
+
+
+def test_scram_derivation_never_stalls_other_connections(h):
+    # A broker asking for the most iterations epochgate accepts (100000,
+    # SHA-512) with a new salt per login: every login of the sidecar needs
+    # its own PBKDF2. With one libuv pool thread the derivations queue up;
+    # a logged-in client's request on the same worker must be answered
+    # while they are still pending.
+    broker = ScramBroker("alice", "alice-secret", iterations=100000)
+    h.on_close(broker.close)
+    pw = os.path.join(h.workdir, "password")
+    with open(pw, "w") as f:
+        f.write("alice-secret\n")
+    yaml = ("workers: 1\nupstream_sasl:\n  mechanism: SCRAM-SHA-512\n  username: alice\n"
+            "  password_file: %s\n  on_behalf_of_clients: true\n" % pw)
+    old = os.environ.get("UV_THREADPOOL_SIZE")
+    os.environ["UV_THREADPOOL_SIZE"] = "1"
+    try:
+        gate = start_gate(h, broker.bootstrap, extra_yaml=yaml)
+    finally:
+        if old is None:
+            del os.environ["UV_THREADPOOL_SIZE"]
+        else:
+            os.environ["UV_THREADPOOL_SIZE"] = old
+    first = connect(bootstrap_address(gate))
+    h.on_close(first.close)
+    api_versions_ok(first, corr=1)  # logged in (one derivation, then cached)
+    broker.hold = threading.Event()
+    h.on_close(broker.hold.set)
+    broker.fresh_salts = True
+    mark = broker.mark()
+    slow = []
+    for i in range(6):
+        c = connect(bootstrap_address(gate))
+        h.on_close(c.close)
+        c.send(kw.api_versions_request(100 + i, 0))
+        slow.append(c)
+    _wait(lambda: broker.count("server_first", mark) >= len(slow), 30,
+          "the broker's server-first message on 6 new logins")
+    first.send(kw.api_versions_request(2, 0))
+    frame = first.recv_frame(timeout=10)
+    # What epochgate had written when the answer came: on the loop, each
+    # derivation's client-final goes out before the next event is read.
+    pending = len(slow) - broker.client_finals_sent()
+    assert kw.frame_correlation_id(frame, False) == 2
+    assert pending > 0, ("the logged-in client was answered only after all 6 SCRAM "
+                         "derivations had finished: they ran on the worker's loop")
+    broker.hold.set()
+    for i, c in enumerate(slow):  # and the queued logins all complete
+        api_versions_ok(c, corr=100 + i, timeout=30)
+    h.note("a logged-in client answered while %d of 6 SCRAM derivations (100000 iterations, "
+           "SHA-512) were still pending" % pending)
+
+
+def test_security_warnings_at_start_and_in_debug_config(h):
+    # A setting that weakens security (here upstream_sasl PLAIN without
+    # upstream_tls: the password crosses in cleartext) is said at start in
+    # the log and listed in /debug/config, not only by --check-config.
+    broker = ScramBroker("alice", "alice-secret", iterations=4096)
+    h.on_close(broker.close)
+    pw = os.path.join(h.workdir, "password")
+    with open(pw, "w") as f:
+        f.write("alice-secret\n")
+    gate = start_gate(h, broker.bootstrap, extra_yaml=(
+        "upstream_sasl:\n  mechanism: PLAIN\n  username: alice\n  password_file: %s\n" % pw))
+    status, body = gate.http_get("/debug/config")
+    assert status == 200, status
+    warnings = json.loads(body).get("security_warnings")
+    assert warnings and any("cleartext" in w for w in warnings), warnings
+    with open(gate.proc.log_path, errors="replace") as f:
+        log = f.read()
+    assert re.search(r"warn.*security: .*cleartext", log), log[-1500:]
+    h.note("/debug/config security_warnings: %s" % warnings)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ Must never bind anything but 127.0.0.1 or wait without a deadline."""
 import json
 import os
 import select
-import shutil
 import socket
 import struct
 import subprocess
@@ -33,6 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults_common import (api_versions_ok, bootstrap_address, connect, harness,  # noqa: E402
                            kw, metric_of, node_addresses, start_gate, wait_metric)
+import clients_lib  # noqa: E402  (tests/integration, on the path through faults_common)
 
 TOPIC = "dialer"
 TIMEOUT_MS = 1500
@@ -154,18 +154,11 @@ def test_unanswered_upstream_closes_client_within_connect_timeout(h):
 
 
 def _kafka_go_peer(h):
-    go = shutil.which("go")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kafka_go_dial")
-    if go is None or not os.path.isdir("/usr/share/gocode/src/github.com/segmentio/kafka-go"):
+    # Built by tests/integration/clients/build.sh (tools/setup.sh, and the
+    # client_peers fixture before this test): here only found in its cache.
+    if not os.path.isdir("/usr/share/gocode/src/github.com/segmentio/kafka-go"):
         raise harness.Skip("Debian's golang-go and golang-github-segmentio-kafka-go-dev needed")
-    out = os.path.join(h.build_dir, "tests", "faults", "kafka_go_dial")
-    if not os.access(out, os.X_OK) or os.path.getmtime(out) < os.path.getmtime(
-            os.path.join(src, "main.go")):
-        env = dict(os.environ, GOPATH="/usr/share/gocode", GO111MODULE="off", GOFLAGS="")
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        subprocess.run([go, "build", "-o", out, "."], cwd=src, env=env, check=True,
-                       timeout=300)
-    return out
+    return clients_lib.peers()["kafkagodial"]
 
 
 def _kafka_go(h, peer, address, limit=20.0):

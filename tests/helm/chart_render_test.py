@@ -82,7 +82,7 @@ class Ctx:
             cmd = [self.helm, "template", release, chart, "-n", namespace, "--kube-version", kube]
         # The chart needs an image repository; each case's files come after.
         # (The client chart names it in its own values.)
-        if chart == self.chart:
+        if chart == self.chart or chart.endswith(".tgz"):
             cmd += ["-f", self.value_file("image.yaml")]
         for v in values:
             cmd += ["-f", v]
@@ -387,7 +387,15 @@ def case_gateway_monitoring(ctx):
     used = {re.sub(r"_(bucket|sum|count)$", "", m) for e in exprs for m in re.findall(r"epochgate_[a-z_]+", e)}
     for required in ("epochgate_requests_total", "epochgate_fenced_partitions_total", "epochgate_hints_total",
                      "epochgate_upstream_latency_seconds", "epochgate_proxy_latency_seconds",
-                     "epochgate_connections_active", "epochgate_metadata_refreshes_total"):
+                     "epochgate_connections_active", "epochgate_metadata_refreshes_total",
+                     # what a first deployment is watched by: readiness, why
+                     # connections close, upstream failures, reroutes, TLS
+                     # and SASL failures, certificate expiry
+                     "epochgate_ready", "epochgate_connections_closed_total",
+                     "epochgate_upstream_connect_failures_total", "epochgate_upstream_unanswered_total",
+                     "epochgate_reroutes_total", "epochgate_tls_handshakes_total",
+                     "epochgate_sasl_authentications_total",
+                     "epochgate_tls_certificate_expiry_seconds"):
         check(required in used, f"dashboard has no panel on {required}")
     check(any("histogram_quantile(0.99" in e and "upstream_latency" in e for e in exprs), "no upstream p99 panel")
     check(any("histogram_quantile(0.99" in e and "proxy_latency" in e for e in exprs), "no proxy p99 panel")
@@ -536,13 +544,19 @@ def case_sasl_secret_mounted(ctx):
         plain = one(ctx.manifests(ctx.chart, []), "Deployment")["spec"]["template"]["spec"]
         check("epochgate-sasl" not in {v["name"] for v in plain["volumes"]},
               "a Secret volume without sasl.existingSecret")
-        # The gateway's pod has an fsGroup: the password file is 0440
-        # (owner and that group), not world-readable 0644.
-        spec = one(renders[0][0], "Deployment")["spec"]["template"]["spec"]
-        vol = {v["name"]: v for v in spec["volumes"]}["epochgate-sasl"]["secret"]
-        check(vol.get("defaultMode") == 0o440 and spec["securityContext"].get("fsGroup"),
-              f"gateway SASL Secret mode {vol.get('defaultMode')}, fsGroup "
-              f"{spec['securityContext'].get('fsGroup')}")
+        # Every pod mounting the password has an fsGroup: the file is 0440
+        # (owner and that group), not world-readable 0644. A sidecar's pod
+        # without one gets epochgate's runAsGroup; one with its own keeps it.
+        own = values("own-group.yaml", "fsGroup: 2000\n")
+        renders.append((ctx.manifests(ctx.client_chart, [sidecar, own], release="shop"),
+                        "app-creds", "/var/run/kafka-sasl"))
+        for (docs, _, _), group in zip(renders, (None, 10001, 10001, 2000)):
+            spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+            vol = {v["name"]: v for v in spec["volumes"]}["epochgate-sasl"]["secret"]
+            fs_group = spec["securityContext"].get("fsGroup")
+            check(vol.get("defaultMode") == 0o440 and fs_group and group in (None, fs_group),
+                  f"SASL Secret mode {vol.get('defaultMode')}, fsGroup {fs_group} (want 0440, "
+                  f"{group or 'any'})")
 
 
 def _tls_mounts(spec):
@@ -647,6 +661,12 @@ def case_tls_secrets_mounted(ctx):
             check(_in_mount(u["ca_file"], mounts, "kafka-cluster-ca", "ca.crt") and
                   _in_mount(u["key_file"], mounts, "app-user", "tls.key"), f"sidecar: {u}")
             check("tls" not in cfg, "client-facing TLS rendered without tls.existingSecret")
+            # The keys are readable by the pod's fsGroup only, never 0644.
+            modes = {v["name"]: v["secret"].get("defaultMode") for v in spec["volumes"]
+                     if "secret" in v}
+            check(set(modes.values()) == {0o440} and spec["securityContext"].get("fsGroup"),
+                  f"sidecar TLS Secret modes {modes}, fsGroup "
+                  f"{spec['securityContext'].get('fsGroup')}")
 
     docs = ctx.manifests(ctx.chart, [])
     spec = one(docs, "Deployment")["spec"]["template"]["spec"]
@@ -775,6 +795,27 @@ def case_versions_match(ctx):
     check(meta["appVersion"] == project.group(1) == vals["image"]["tag"],
           f"appVersion {meta['appVersion']}, image.tag {vals['image']['tag']} and CMake VERSION "
           f"{project.group(1)} must agree")
+
+
+def case_packaged_chart_installs(ctx):
+    """`helm package` makes the chart archive an operator pushes to a chart
+    repository; installing that archive (not the folder) renders the same
+    gateway, valid by the Kubernetes schemas."""
+    with tempfile.TemporaryDirectory() as tmp:
+        r = ctx.run([ctx.helm, "package", ctx.chart, "-d", tmp])
+        check(r.returncode == 0, f"helm package failed: {r.stderr.strip()}")
+        archives = [f for f in os.listdir(tmp) if f.endswith(".tgz")]
+        vals = chart_values(ctx)
+        check(len(archives) == 1, f"helm package made {archives}")
+        with open(os.path.join(ctx.chart, "Chart.yaml"), encoding="utf-8") as f:
+            version = yaml.safe_load(f)["version"]
+        check(archives[0] == f"epochgate-{version}.tgz", f"archive {archives[0]}, chart version {version}")
+        packaged = os.path.join(tmp, archives[0])
+        docs = ctx.manifests(packaged)
+        check_gateway(ctx, docs, vals)
+        r = ctx.render(packaged, notes=True)
+        check(r.returncode == 0 and "\nNOTES:\n" in r.stdout,
+              f"helm install --dry-run=client of the archive: {r.stderr.strip()}")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

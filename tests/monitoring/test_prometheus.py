@@ -33,6 +33,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -90,9 +91,9 @@ def rendered_monitoring(h):
     return sm, services[0], board, rules
 
 
-def scrape_config(sm, svc, admin):
+def scrape_config(sm, svc, admins):
     """The scrape job the Prometheus Operator builds from the ServiceMonitor's
-    first endpoint, with the pod's admin address as the only target."""
+    first endpoint, with the pods' admin addresses as the targets."""
     ep = sm["spec"]["endpoints"][0]
     ns = sm["metadata"]["namespace"]
 
@@ -106,7 +107,7 @@ def scrape_config(sm, svc, admin):
             "scheme": ep["scheme"],
             "scrape_interval": ep["interval"],
             "scrape_timeout": ep["scrapeTimeout"],
-            "static_configs": [{"targets": [admin]}],
+            "static_configs": [{"targets": list(admins)}],
             "relabel_configs": [fixed("namespace", ns), fixed("service", svc["metadata"]["name"]),
                                 fixed("endpoint", ep["port"]), fixed("job", svc["metadata"]["name"])],
         }],
@@ -214,6 +215,77 @@ def generate_traffic(h, cluster, gate, config_path):
     return s
 
 
+class SilentBroker:
+    """A loopback listener whose connections are accepted by the kernel and
+    never read: epochgate's ApiVersions on them goes unanswered."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind((harness.LOOPBACK, 0))
+        self.sock.listen(16)
+        self.address = "%s:%d" % self.sock.getsockname()
+
+    def close(self):
+        self.sock.close()
+
+
+def start_failing_gate(h):
+    """A second pod of the same job whose first deployment goes wrong the
+    ways the dashboard's failure panels show: client TLS with a certificate
+    (its expiry), a plaintext client on the TLS port, a bootstrap list
+    whose first broker never answers and second refuses, and a third that
+    refuses its SCRAM login (a wrong password)."""
+    sys.path.insert(0, os.path.join(REPO, "tools", "tls"))
+    sys.path.insert(0, os.path.join(REPO, "tests", "faults"))
+    import tls_rig  # noqa: E402
+    from scram_broker import ScramBroker  # noqa: E402
+    sasl = ScramBroker("app", "the-right-password", iterations=4096)
+    h.on_close(sasl.close)
+    certs = tls_rig.make_certs(os.path.join(h.workdir, "certs"))
+    silent = SilentBroker()
+    h.on_close(silent.close)
+    refused = socket.socket()  # bound, never listening: connects are refused
+    refused.bind((harness.LOOPBACK, 0))
+    h.on_close(refused.close)
+    password = os.path.join(h.workdir, "password")
+    fd = os.open(password, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, b"not-a-kafka-password\n")
+    os.close(fd)
+    config = sl.write_config(h, (
+        "tls:\n  cert_file: %s\n  key_file: %s\n"
+        "upstream_sasl:\n  mechanism: SCRAM-SHA-512\n  username: app\n  password_file: %s\n"
+        "limits:\n  upstream_connect_timeout_ms: 1000\n"
+        % (certs.path("server", "crt"), certs.path("server", "key"), password)), "failing.yaml")
+    bootstrap = "%s,%s:%d,%s" % (silent.address, harness.LOOPBACK, refused.getsockname()[1],
+                                 sasl.bootstrap)
+    gate = h.start_gate(bootstrap, ["--config", config])
+    gate.certs = certs
+    return gate
+
+
+def generate_failures(h, gate):
+    """A plaintext client on the TLS listener, and TLS clients whose
+    sessions dial the unanswering and the refusing broker first."""
+    bad = socket.create_connection(gate.bootstrap_address, timeout=5)
+    bad.sendall(kw.api_versions_request(1, 0))
+    bad.settimeout(5)
+    try:
+        bad.recv(1)
+    except OSError:
+        pass
+    bad.close()
+    ctx = ssl.create_default_context(cafile=gate.certs.ca)
+    ctx.check_hostname = False
+    for i in range(2):
+        conn = sl.connect(gate.bootstrap_address, timeout=15, tls=ctx)
+        h.on_close(conn.close)
+        conn.send(kw.api_versions_request(10 + i, 0))
+        try:
+            conn.recv_frame(timeout=15)
+        except Exception:  # noqa: BLE001  (only the dials are wanted here)
+            pass
+
+
 def test_dashboard_queries_return_data_in_real_prometheus(h):
     sm, svc, board, rules = rendered_monitoring(h)
     assert len(rules) == 1, "expected the chart's PrometheusRule, got %d" % len(rules)
@@ -225,14 +297,20 @@ def test_dashboard_queries_return_data_in_real_prometheus(h):
     cluster = h.start_cluster(3, ["%s:3:3" % TOPIC])
     # Periodic refreshes every second (default 30 s, longer than the traffic)
     # so the refresh panel has increments inside the test's time range.
+    # Rerouting on the topic, so the leader move reroutes stale Produce
+    # partitions for the reroute panel.
     config_path = sl.write_config(h, "limits:\n  max_in_flight_per_connection: 4\n"
-                                     "refresher:\n  interval_ms: 1000\n")
+                                     "refresher:\n  interval_ms: 1000\n"
+                                     "policy:\n  rules:\n    - topics: \"%s\"\n"
+                                     "      mode: enforce\n      reroute: true\n" % TOPIC)
     gate = sl.start_gate(h, cluster, args=["--config", config_path])
 
     r = h.run(["promtool", "check", "metrics"], input=gate.metrics().encode(), check=False)
     assert r.returncode == 0, "promtool check metrics:\n%s%s" % (r.stdout, r.stderr)
 
-    prom_config = scrape_config(sm, svc, gate.admin)
+    failing = start_failing_gate(h)
+
+    prom_config = scrape_config(sm, svc, [gate.admin, failing.admin])
     prom_config["rule_files"] = [rules_path]
     prom = Prometheus(h, prom_config)
     harness.wait_until(lambda: prom.api("targets")["activeTargets"]
@@ -240,6 +318,7 @@ def test_dashboard_queries_return_data_in_real_prometheus(h):
                        20, what="the epochgate target up")
     started = time.time()
     summary = generate_traffic(h, cluster, gate, config_path)
+    generate_failures(h, failing)
     # Three more scrapes, so every rate window ends after the traffic.
     time.sleep(3 * SCRAPE_S + 1)
     ended = time.time()

@@ -122,6 +122,48 @@ def example_names_every_key(repo):
             for k in sorted(want - have)]
 
 
+def compatibility_versions(repo):
+    """docs/compatibility.md names the versions the tests pin: the build
+    scripts' and Debian's installed packages'."""
+    with open(os.path.join(repo, "docs", "compatibility.md")) as f:
+        page = f.read()
+
+    def pinned(path, pattern):
+        with open(os.path.join(repo, path)) as f:
+            m = re.search(pattern, f.read(), re.M)
+        return m.group(1) if m else None
+
+    def debian(package):
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True,
+                           text=True)
+        m = re.match(r"(?:\d+:)?([0-9][0-9.]*\d)", r.stdout) if r.returncode == 0 else None
+        return m.group(1) if m else None
+    rows = {
+        "Apache Kafka (KRaft, 1 controller + 3 brokers)": pinned("tools/kafka/fetch.sh",
+                                                                r"^version=\$\{1:-([0-9.]+)\}"),
+        "Apache Kafka (KRaft, before KIP-951)": pinned("tests/realkafka/test_pre_kip951.py",
+                                                      r'^rk\.VERSION = "([0-9.]+)"'),
+        "librdkafka's mock cluster": pinned("tools/build-librdkafka.sh", r"^version=([0-9.]+)"),
+        "librdkafka (`tools/rdkafka_check`)": pinned("tools/build-librdkafka.sh", r"^version=([0-9.]+)"),
+        "KafkaJS": pinned("tests/integration/clients/build.sh", r"^kafkajs_version=([0-9.]+)"),
+        "kcat": debian("kcat"),
+        "librdkafka (Debian)": debian("librdkafka1"),
+        "kafka-python": debian("python3-kafka"),
+        "confluent-kafka (Python)": debian("python3-confluent-kafka"),
+        "sarama": debian("golang-github-shopify-sarama-dev"),
+        "kafka-go": debian("golang-github-segmentio-kafka-go-dev"),
+    }
+    failures = []
+    for name, version in rows.items():
+        m = re.search(r"^\| %s \| ([^|]+) \|" % re.escape(name), page, re.M)
+        if version is None:
+            failures.append("docs/compatibility.md: cannot tell which %s version the tests use" % name)
+        elif not m or m.group(1).strip() != version:
+            failures.append("docs/compatibility.md: %s is %s in the table, %s in the tests"
+                            % (name, m.group(1).strip() if m else "missing", version))
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", required=True)
@@ -171,6 +213,7 @@ def main():
         else:
             counts["other yaml"] += 1
     failures += example_names_every_key(ctx.repo)
+    failures += compatibility_versions(ctx.repo)
     for f in failures:
         print("FAIL " + f)
     print("docs: %d config blocks checked by epochgate, %d values blocks rendered by helm, "

@@ -132,6 +132,80 @@ def test_plaintext_never_served_over_the_limit_two_workers(h):
 test_plaintext_never_served_over_the_limit_two_workers.timeout = 120
 
 
+def _open_fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def _tcp_sockets(pid):
+    """(local port, remote port) of each TCP socket process `pid` holds."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    out = []
+    for table in ("tcp", "tcp6"):
+        with open("/proc/%d/net/%s" % (pid, table)) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                if cols[9] in inodes:
+                    out.append((int(cols[1].rsplit(":", 1)[1], 16),
+                                int(cols[2].rsplit(":", 1)[1], 16)))
+    return out
+
+
+def test_pending_handshakes_hold_bounded_descriptors(h):
+    # 40 connections that never start TLS against limits.max_connections 4:
+    # four become pending handshakes, each holding one descriptor and
+    # dialling nothing; the rest are closed as max_connections. So the
+    # descriptors epochgate holds for a peer's connections are bounded by
+    # the limit whatever the peer opens, and the process stays within the
+    # budget it states (epochgate_fds_needed).
+    limit, opened = 4, 40
+    c = tls_lib.certs(h)
+    cluster = h.start_cluster(1, ["t:1:1"])
+    args = tls_lib.write_gate_config(
+        h, c, upstream_tls=False,
+        extra={"limits": {"max_connections": limit}, "tls": {"handshake_timeout_ms": 60000},
+               "workers": 2})
+    gate = h.start_gate(cluster.bootstrap, args)
+    pid = gate.proc.proc.pid
+    port = gate.bootstrap_address[1]
+
+    def held():
+        return sum(1 for lp, rp in _tcp_sockets(pid) if lp == port and rp != 0)
+    idle = []
+    for _ in range(opened):
+        s = socket.create_connection((harness.LOOPBACK, port), timeout=5)
+        h.on_close(s.close)
+        idle.append(s)
+    harness.wait_until(lambda: tls_lib.metrics_value(
+        gate, "epochgate_connections_closed_total", reason="max_connections") >= opened - limit,
+        15, what="%d connections refused as max_connections" % (opened - limit))
+    harness.wait_until(lambda: held() <= limit, 5,
+                       what="the refused connections' descriptors closed")
+    time.sleep(0.5)  # nothing more is accepted or closed
+    clients = held()
+    needed = tls_lib.metrics_value(gate, "epochgate_fds_needed")
+    assert clients == limit, ("%d connections without TLS (limit %d): epochgate holds %d of them"
+                              % (opened, limit, clients))
+    upstream = tls_lib.metrics_value(gate, "epochgate_connections_active", side="upstream")
+    assert upstream == 0, "pending handshakes dialled brokers: %d upstream connections" % upstream
+    assert _open_fds(pid) <= needed, (_open_fds(pid), needed)
+    refused = tls_lib.metrics_value(gate, "epochgate_connections_closed_total",
+                                    reason="max_connections")
+    assert refused == opened - limit, "refused %d of %d (limit %d)" % (refused, opened, limit)
+    h.note("%d connections without TLS, limit %d: %d refused, %d held (one descriptor each), "
+           "no upstream connection; %d descriptors open, budget %d"
+           % (opened, limit, refused, clients, _open_fds(pid), needed))
+
+
+test_pending_handshakes_hold_bounded_descriptors.timeout = 90
+
+
 def _s_client_cipher(h, port, c, cipher):
     hs = tls_lib.s_client(h, port, ca=c.ca, extra=("-tls1_2", "-cipher", cipher), linger_s=0.5)
     m = re.search(r"Cipher is (\S+)", hs.out)

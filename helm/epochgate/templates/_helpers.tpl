@@ -258,12 +258,16 @@ subPath: only then does the kubelet update the files on rotation). */}}
 
 {{/*
 File mode of mounted Secrets (keys, passwords): 0440 (288), readable by
-the pod's fsGroup only, where the chart runs the pod (gateway mode) with an
-fsGroup; empty otherwise (a sidecar lives in the application's pod, whose
-fsGroup the chart does not know, so Kubernetes' default 0644 stays).
+the pod's fsGroup only, where the pod has one: the gateway's pod (the
+chart's podSecurityContext), or a sidecar's when the client chart names its
+pod's fsGroup (.podFsGroup; "epochgate.sidecar.pod" does, setting one if
+needed); empty otherwise (Kubernetes' default 0644 stays, as epochgate's
+user could not read a 0440 file owned by root:root).
 */}}
 {{- define "epochgate.secretMode" -}}
-{{- if and (ne .Values.mode "sidecar") (.Values.podSecurityContext | default dict).fsGroup -}}
+{{- if eq .Values.mode "sidecar" -}}
+{{- if .podFsGroup }}288{{ end -}}
+{{- else if (.Values.podSecurityContext | default dict).fsGroup -}}
 288
 {{- end -}}
 {{- end -}}

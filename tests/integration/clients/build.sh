@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds the client peers of tests/integration/test_client_ecosystems_*.py
-# into a cache outside the clone and prints where each one is:
-#   sarama=PATH  kafkago=PATH  kafkajs=PATH (peer.js)  node=PATH
+# Builds the client peers of tests/integration/test_clients_*.py and the
+# kafka-go dial peer of tests/faults/test_upstream_dialer.py into a cache
+# outside the clone (tools/setup.sh runs this, so tests only run the peers)
+# and prints where each one is:
+#   sarama=PATH  kafkago=PATH  kafkagodial=PATH  kafkajs=PATH (peer.js)  node=PATH
 # one per line on stdout; everything else goes to stderr.
 #
 # sarama and kafka-go are Debian's packages, built with Debian's Go in GOPATH
 # mode (GO111MODULE=off, GOPATH=/usr/share/gocode): no module proxy is used.
 # KafkaJS comes from the npm registry with `npm install`, pinned below.
 # Cache: ${EPOCHGATE_CACHE:-$HOME/.cache/epochgate}/client-peers/
-#   go-<hash of sources, Go version, package versions>/{sarama,kafkago}
+#   go-<hash of sources, Go version, package versions>/{sarama,kafkago,kafkagodial}
 #   gocache/  (Go's build cache)
 #   kafkajs-<version>/node_modules/kafkajs  (a .complete marker when done)
 # Idempotent: a second run only checks the cache. Exits non-zero with a
@@ -31,7 +33,7 @@ pkgver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo unknown; }
 key=$( { go version
          pkgver golang-github-shopify-sarama-dev
          pkgver golang-github-segmentio-kafka-go-dev
-         cd "$here" && find peerledger sarama kafkago -name '*.go' | sort | xargs sha256sum
+         cd "$here" && find peerledger sarama kafkago kafkagodial -name '*.go' | sort | xargs sha256sum
        } | sha256sum | cut -c1-16)
 out=$cache/go-$key
 if [ ! -f "$out/.complete" ]; then
@@ -40,7 +42,7 @@ if [ ! -f "$out/.complete" ]; then
   # A GOPATH of our own in front of Debian's, whose `epochgate` package
   # folder is this directory, so the peers import epochgate/peerledger.
   ln -s "$here" "$out/gopath/src/epochgate"
-  for peer in sarama kafkago; do
+  for peer in sarama kafkago kafkagodial; do
     echo "client peers: building $peer with $(go version | cut -d' ' -f3) (GOPATH mode)" >&2
     GO111MODULE=off GOPATH="$out/gopath:$gocode" GOCACHE="$cache/gocache" GOFLAGS= \
       GOPROXY=off nice go build -o "$out/$peer" "epochgate/$peer" >&2 \
@@ -69,6 +71,7 @@ fi
 
 echo "sarama=$out/sarama"
 echo "kafkago=$out/kafkago"
+echo "kafkagodial=$out/kafkagodial"
 echo "kafkajs_modules=$js/node_modules"
 echo "kafkajs_version=$kafkajs_version"
 echo "kafkajs=$here/kafkajs/peer.js"

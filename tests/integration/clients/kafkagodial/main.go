@@ -1,8 +1,8 @@
-// tests/faults/kafka_go_dial: the kafka-go (Debian 0.2.1) client as a test
+// tests/integration/clients/kafkagodial: the kafka-go (Debian 0.2.1) client as a test
 // peer: dials a broker the way kafka-go does (a dial deadline, then no
 // deadline on the connection) and reads partitions of one topic. Prints one
 // JSON line: {"dial_ms":..,"dial_error":"..","read_ms":..,"read_error":"..","partitions":N}.
-// Used by test_upstream_dialer.py to show what a client without read
+// Used by tests/faults/test_upstream_dialer.py (built by ../build.sh) to show what a client without read
 // deadlines sees through epochgate and directly. Never retries, never sets a
 // read deadline of its own (that is the behaviour under test).
 package main
