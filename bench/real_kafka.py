@@ -178,6 +178,12 @@ def report(tp, mv, o, c):
                 ", ".join("%.0f" % r["first_new_ack_ms"] for r in rs),
                 "%.0f" % med([r["first_new_fetch_ms"] for r in rs]) if client == "Java" else "-",
                 med([r["max_latency_ms"] for r in rs]), sum(r["errors"] for r in rs)))
+    print("\nJava, the first record written under the new epoch (ms after the move): sent / acknowledged / "
+          "fetched, per move:")
+    for path in ("direct", "epochgate"):
+        print("- %s: %s" % (path, "; ".join("%.0f / %.0f / %.0f (election done at %.0f)" % (
+            r["first_new_sent_ms"], r["first_new_ack_ms"], r["first_new_fetch_ms"], r["move_ms"])
+            for r in mv[("Java", path)])))
     for client in ("Java", "librdkafka"):
         ratio = med([r["first_new_ack_ms"] for r in mv[(client, "epochgate")]]) / max(
             1e-9, med([r["first_new_ack_ms"] for r in mv[(client, "direct")]]))
@@ -218,6 +224,9 @@ def main():
         if tp is None:
             tp = {(w, p): [{"mb_s": float("nan"), "records_s": float("nan"), "avg_ms": float("nan"),
                             "p99_ms": float("nan")}] for w in ("produce", "consume") for p in ("direct", "epochgate")}
+        with open(os.path.join(demo.workdir, "results.json"), "w") as f:
+            json.dump({"throughput": {"%s/%s" % k: v for k, v in tp.items()},
+                       "moves": {"%s/%s" % k: v for k, v in mv.items()}}, f, indent=1)
         report(tp, mv, o, c)
         print("\nCommand: /usr/bin/python3 bench/real_kafka.py --build-dir %s --rounds %d --records %d "
               "--record-size %d --moves %d --rate %d" % (o.build_dir, o.rounds, o.records, o.record_size,
