@@ -79,7 +79,8 @@ public class EgDriver {
         try {
           results[k] = produceConsume(o);
         } catch (Exception e) {
-          results[k] = "{\"props\":" + KafkaQuote.q(f[0]) + ",\"exception\":" + KafkaQuote.q(String.valueOf(e)) + "}";
+          results[k] = "{\"topic\":" + KafkaQuote.q(f[1]) + ",\"props\":" + KafkaQuote.q(f[0]) +
+                       ",\"exception\":" + KafkaQuote.q(String.valueOf(e)) + "}";
         }
       });
       t.start();
