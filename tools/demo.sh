@@ -9,7 +9,9 @@
 # on both sides (Debian's HAProxy as the brokers' TLS listeners, certificates
 # from tools/tls/make-certs.sh). --real (make demo KAFKA=real) tells it on a
 # real Apache Kafka 4.4.0 cluster (tools/kafka/, about a minute, most of it
-# the cluster's start; logs in <build-dir>/demo-real/). Logs go to
+# the cluster's start; logs in <build-dir>/demo-real/); --real --tls (make demo
+# KAFKA=real TLS=1) runs it on the brokers' SASL_SSL listeners with TLS and
+# SASL on both sides of epochgate. Logs go to
 # <build-dir>/demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -123,6 +123,11 @@ std::vector<config::HostPort> App::bootstrap() const {
   return config_->bootstrap_servers;
 }
 
+bool App::clients_log_in_upstream() const {
+  if (upstream_sasl_mode_ != 0) return upstream_sasl_mode_ == 1;
+  return refresher_ && refresher_->closed_at_metadata_seen();
+}
+
 void App::request_refresh(const char* trigger) {
   if (refresher_) refresher_->request_urgent({}, trigger);
 }
@@ -267,6 +272,12 @@ bool App::start(std::string& error) {
   // Nodes with explicit ports are bound up front so their addresses exist
   // even before metadata names them (a restarted proxy, clients reconnecting).
   if (!tls_->sni_mode() && !listeners_->bind_pinned(error)) return false;
+  // upstream_sasl applies at restart only, so workers read this copy unlocked;
+  // sessions exist only once the control loop runs hand_off(), after start(),
+  // so refresher_ below is set before any session asks.
+  upstream_sasl_mode_ = !config_->upstream_sasl.enabled()                 ? 0
+                        : config_->upstream_sasl.on_behalf_of_clients ? 2
+                                                                      : 1;
   for (auto& w : workers_) w->start();
   listeners_bound_ = true;
   uv_timer_init(&loop_, &listener_timer_);

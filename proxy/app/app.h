@@ -75,6 +75,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::optional<config::HostPort> upstream_of(int32_t node_id) const override;
   std::vector<config::HostPort> bootstrap() const override;
   void request_refresh(const char* trigger) override;
+  bool clients_log_in_upstream() const override;
   // policy::EndpointResolver: epochgate's address for a node a hint names,
   // or nullopt when that node has no listener. A pure lookup: no bind, no log.
   std::optional<policy::AdvertisedEndpoint> advertised(int32_t node_id) const override;
@@ -125,6 +126,9 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   BufferBudget budget_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<Refresher> refresher_;
+  /// upstream_sasl as set at start: 0 none, 1 epochgate's own login (clients
+  /// log in themselves), 2 lent to clients (sidecar credential mode).
+  int upstream_sasl_mode_ = 0;
   std::unique_ptr<metrics::AdminServer> admin_;
   std::unique_ptr<config::ConfigWatcher> watcher_;
   std::string config_path_;

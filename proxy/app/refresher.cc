@@ -220,6 +220,7 @@ void Refresher::connect_next() {
     // SASL; not once a view loaded without it (then something else did).
     const bool sasl_hint = closed_at_metadata_ > 0 && !config_->upstream_sasl.enabled() &&
                            !loaded_.load();
+    if (sasl_hint) closed_at_metadata_seen_.store(true);
     std::string why;
     if (!login_error_.empty()) {
       why = "SASL login (" + config_->upstream_sasl.mechanism + ") failed: " + login_error_;

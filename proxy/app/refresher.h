@@ -70,6 +70,11 @@ class Refresher : public RefreshRequests, private KafkaClientObserver {
   bool reachable() const { return reachable_.load(); }
   /// True once a Metadata response from any broker was learned.
   bool loaded() const { return loaded_.load(); }
+  /// True once a round ended with brokers that answered ApiVersions and then
+  /// closed the connection at the Metadata request, before any view loaded:
+  /// what a Kafka SASL listener does to a client that has not logged in.
+  /// Any thread.
+  bool closed_at_metadata_seen() const { return closed_at_metadata_seen_.load(); }
   /// Broker that answered last ("host:port"), for logs and /readyz.
   std::string last_broker() const;
   /// Why the last refresh round failed ("SASL login (PLAIN) failed: ...",
@@ -156,6 +161,7 @@ class Refresher : public RefreshRequests, private KafkaClientObserver {
   std::string last_failure_;
   const char* trigger_ = "startup";
   std::atomic<bool> loaded_{false};
+  std::atomic<bool> closed_at_metadata_seen_{false};
   std::atomic<bool> reachable_{true};
   std::atomic<uint64_t> last_completed_ms_{0};
   std::mutex mu_;                       // guards the urgent set (any thread)

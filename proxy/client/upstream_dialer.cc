@@ -171,9 +171,22 @@ void UpstreamDialer::on_connected(uv_connect_t* req, int status) {
     return;
   }
   d->attempt_->tcp->connected();
+  if (!d->probe_) {
+    // With upstream_tls the handshake runs under the owner's first write.
+    d->hand_over(ApiVersionRanges{});
+    return;
+  }
   d->attempt_->stage = Stage::kAnswer;
   d->attempt_->conn->start_reading();
   d->send_probe();
+}
+
+void UpstreamDialer::hand_over(const ApiVersionRanges& versions) {
+  attempt_->conn->stop_reading();
+  uv_timer_stop(&timer_);
+  std::unique_ptr<Connection> conn = std::move(attempt_->conn);
+  attempt_.reset();
+  owner_.on_dialed(std::move(conn), index_, versions);
 }
 
 void UpstreamDialer::send_probe() {
@@ -217,12 +230,7 @@ void UpstreamDialer::on_readable(Connection& c) {
   for (const auto& k : r.api_keys) versions.set(k.api_key, k.min_version, k.max_version);
   in.consume(4 + s.size);
   c.clear_pending_frame();
-  c.stop_reading();
-  uv_timer_stop(&timer_);
-  std::unique_ptr<Connection> conn = std::move(attempt_->conn);
-  attempt_.reset();
-  size_t index = index_;
-  owner_.on_dialed(std::move(conn), index, versions);
+  hand_over(versions);
 }
 
 void UpstreamDialer::on_read_error(Connection& c, int status) {

@@ -59,6 +59,7 @@ class UpstreamDialer : public Dialer, public ConnectionOwner {
   /// and everything after it go through it. Unset: the TcpTransport itself.
   using TransportWrapper = Dialer::TransportWrapper;
   void set_transport_wrapper(TransportWrapper wrap) override { wrap_ = std::move(wrap); }
+  void set_probe(bool probe) override { probe_ = probe; }
   /// Stops dialing; the current attempt's socket closes.
   void cancel() override;
   /// Cancels and closes the timer; on_dialer_closed() follows once every
@@ -84,6 +85,8 @@ class UpstreamDialer : public Dialer, public ConnectionOwner {
   static void on_connected(uv_connect_t* req, int status);
   static void on_timeout(uv_timer_t* t);
   void send_probe();
+  /// Gives the current attempt's connection to the owner (reading stopped).
+  void hand_over(const ApiVersionRanges& versions);
   /// Ends the current attempt as failed and moves on.
   void attempt_failed(Stage stage, int status);
   /// Retires the current attempt's socket (closing) and forgets the attempt.
@@ -92,6 +95,7 @@ class UpstreamDialer : public Dialer, public ConnectionOwner {
 
   uv_loop_t* loop_;
   TransportWrapper wrap_;
+  bool probe_ = true;
   BufferPool& pool_;
   Owner& owner_;
   tls::TlsServices tls_;

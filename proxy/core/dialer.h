@@ -21,7 +21,7 @@ enum class DialStage {
   kResolve,  ///< getaddrinfo failed or timed out
   kConnect,  ///< TCP connect refused, failed or timed out
   kTls,      ///< connected, but the TLS handshake failed or timed out (upstream_tls)
-  kAnswer,   ///< connected, but no (valid) answer to ApiVersions in time
+  kAnswer,   ///< connected, but no (valid) answer to ApiVersions in time (probing dials)
 };
 
 /// One failed attempt: target `index` of the list, uv error (UV_ETIMEDOUT
@@ -68,6 +68,14 @@ class Dialer {
       std::function<std::unique_ptr<Transport>(std::unique_ptr<TcpTransport>, const config::HostPort&)>;
   /// Sets the wrapper for every later attempt. Unset: the TcpTransport itself.
   virtual void set_transport_wrapper(TransportWrapper wrap) = 0;
+  /// true (the default): a connected target must answer epochgate's own
+  /// ApiVersions before it is handed over, so a broker that accepts but
+  /// never answers fails the attempt. false: handed over as soon as TCP
+  /// connects, with empty `versions`. A Kafka SASL listener takes exactly one
+  /// ApiVersions before SaslHandshake (KIP-43, KIP-152) and closes the
+  /// connection at a second, so a connection whose client logs in itself
+  /// must carry the client's ApiVersions as its first. For later dials.
+  virtual void set_probe(bool probe) { (void)probe; }
   /// Stops dialing; the current attempt's connection closes.
   virtual void cancel() = 0;
   /// Cancels and releases everything; on_dialer_closed() follows. Idempotent.

@@ -40,6 +40,13 @@ class UpstreamDirectory {
   virtual std::vector<config::HostPort> bootstrap() const = 0;
   /// Asks for an urgent metadata refresh (node address unknown).
   virtual void request_refresh(const char* trigger) = 0;
+  /// True when clients log in to the brokers with SASL themselves, through
+  /// epochgate: `upstream_sasl` is set for epochgate's own connections and
+  /// not lent to clients, or, without it, the refresher saw the brokers
+  /// close the connection at its Metadata request as SASL listeners do.
+  /// Such a client's ApiVersions must be the first request on its upstream
+  /// connection (Dialer::set_probe). Any thread.
+  virtual bool clients_log_in_upstream() const { return false; }
 };
 
 /// Per-worker shared state. Sessions hold a reference; it outlives them.

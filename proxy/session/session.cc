@@ -86,6 +86,10 @@ void Session::dial() {
   // The client's requests stay unread (in its socket) until the broker has
   // answered epochgate's own ApiVersions: nothing of the client's is sent to
   // a broker that might never answer, and no correlation id is shared.
+  // Except when clients log in to the brokers with SASL themselves: a
+  // broker's SASL listener takes one ApiVersions before SaslHandshake and
+  // closes the connection at a second, so the client's own must be the first.
+  dialer_->set_probe(!ctx_.upstreams->clients_log_in_upstream());
   dialer_->dial(targets_, ctx_.config->limits.upstream_connect_timeout_ms, "epochgate");
 }
 

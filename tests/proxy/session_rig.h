@@ -35,10 +35,13 @@ class FakeDialer final : public Dialer {
   }
   // Kept, never applied: the fake builds no TcpTransport for it to wrap.
   void set_transport_wrapper(TransportWrapper wrap) override { wrap_ = std::move(wrap); }
+  void set_probe(bool probe) override { probe_ = probe; }
   void cancel() override { dialing_ = false; }
   void close() override { closing_ = true; }
 
   bool dialing() const { return dialing_; }
+  /// What the session asked for its last dial: epochgate's ApiVersions probe or not.
+  bool probe() const { return probe_; }
   /// The dial succeeds: returns the broker side's transport.
   FakeTransport* connect(BufferPool& pool) {
     auto t = std::make_unique<FakeTransport>();
@@ -70,6 +73,7 @@ class FakeDialer final : public Dialer {
   TransportWrapper wrap_;
   bool dialing_ = false;
   bool closing_ = false;
+  bool probe_ = true;
 };
 
 /// Every node's broker is "broker:9092"; nothing to refresh.
@@ -80,7 +84,9 @@ class FixedDirectory final : public UpstreamDirectory {
   }
   std::vector<config::HostPort> bootstrap() const override { return {{"broker", 9092}}; }
   void request_refresh(const char*) override { ++refreshes; }
+  bool clients_log_in_upstream() const override { return clients_log_in; }
   int refreshes = 0;
+  bool clients_log_in = false;  ///< clients log in to the brokers with SASL themselves
 };
 
 /// A request frame (size prefix included), request header v1 with a null client id.
@@ -132,8 +138,10 @@ inline std::string produce_v7(int32_t corr, int16_t acks) {
 class SessionRig {
  public:
   /// `budget`: the process-wide buffer budget the session reports to (null: none).
+  /// `clients_log_in`: the directory says clients log in with SASL themselves.
   explicit SessionRig(config::Config cfg = {}, FencingHooks* fencing = nullptr,
-                      BufferBudget* budget = nullptr) {
+                      BufferBudget* budget = nullptr, bool clients_log_in = false) {
+    directory_.clients_log_in = clients_log_in;
     uv_loop_init(&loop_);
     ctx_.loop = &loop_;
     ctx_.budget = budget;
@@ -190,6 +198,8 @@ class SessionRig {
     return done();
   }
   bool alive() const { return list_.size() > 0; }
+  /// The session's dial asks for epochgate's ApiVersions probe (dialing()).
+  bool dial_probes() const { return dialer_ != nullptr && dialer_->probe(); }
   /// The client side closed (the session closed its connection).
   bool client_closed() const { return client_closed_ || !alive(); }
   WorkerContext& ctx() { return ctx_; }

@@ -6,6 +6,12 @@
 // config the tests pass, NetworkClient's connection lines to a file).
 //
 //   produce-consume --bootstrap B --topic T --count N --group G --protocol classic|consumer
+//                   [--props F]  (client properties for every client: security.protocol, sasl.*, ssl.*)
+//                   [--mover D]  (moves partition 0's leader through D, the cluster's own
+//                                 PLAINTEXT listener, after half the records were sent)
+//   stories         --bootstrap B --count N --stories F1@T1@G1,F2@T2@G2,... [--mover D]
+//                   produce-consume for each (props file, topic, group) at once,
+//                   one thread each, in one JVM: {"stories":[...]}
 //   txn             --bootstrap B --topic T --txn-id X
 //   admin           --bootstrap B --topic T --group G
 //   share           --bootstrap B --topic T --group G --count N --release K
@@ -31,7 +37,8 @@ public class EgDriver {
     for (int i = 1; i + 1 < args.length; i += 2) opt.put(args[i].replaceFirst("^--", ""), args[i + 1]);
     String out;
     switch (args[0]) {
-      case "produce-consume": out = produceConsume(); break;
+      case "produce-consume": out = produceConsume(opt); break;
+      case "stories": out = stories(); break;
       case "txn": out = txn(); break;
       case "admin": out = admin(); break;
       case "share": out = share(); break;
@@ -47,6 +54,40 @@ public class EgDriver {
     p.put("bootstrap.servers", opt.get("bootstrap"));
     p.put("request.timeout.ms", "15000");
     return p;
+  }
+
+  // Client properties from a file (security settings), or none.
+  static Properties fileProps(String path) throws Exception {
+    Properties p = new Properties();
+    if (path != null) try (java.io.FileReader r = new java.io.FileReader(path)) { p.load(r); }
+    return p;
+  }
+
+  // -- several produce-consume stories at once, one thread each
+  static String stories() throws Exception {
+    List<Thread> threads = new ArrayList<>();
+    String[] specs = opt.get("stories").split(",");
+    String[] results = new String[specs.length];
+    for (int i = 0; i < specs.length; i++) {
+      String[] f = specs[i].split("@");
+      Map<String, String> o = new HashMap<>(opt);
+      o.put("props", f[0]);
+      o.put("topic", f[1]);
+      o.put("group", f[2]);
+      final int k = i;
+      Thread t = new Thread(() -> {
+        try {
+          results[k] = produceConsume(o);
+        } catch (Exception e) {
+          results[k] = "{\"topic\":" + KafkaQuote.q(f[1]) + ",\"props\":" + KafkaQuote.q(f[0]) +
+                       ",\"exception\":" + KafkaQuote.q(String.valueOf(e)) + "}";
+        }
+      });
+      t.start();
+      threads.add(t);
+    }
+    for (Thread t : threads) t.join();
+    return "{\"stories\":[" + String.join(",", results) + "]}";
   }
 
   static KafkaProducer<String, String> producer(Properties extra) {
@@ -73,15 +114,22 @@ public class EgDriver {
   }
 
   // -- idempotent producer (acks=all) + a consumer group
-  static String produceConsume() throws Exception {
-    String topic = opt.get("topic");
-    int n = Integer.parseInt(opt.get("count"));
+  static String produceConsume(Map<String, String> o) throws Exception {
+    String topic = o.get("topic");
+    int n = Integer.parseInt(o.get("count"));
+    Properties sec = fileProps(o.get("props"));
     long t0 = System.currentTimeMillis();
     Map<String, Long> acked = new HashMap<>();  // value -> partition<<40 | offset
     List<Exception> errors = Collections.synchronizedList(new ArrayList<>());
-    try (KafkaProducer<String, String> pr = producer(new Properties())) {
+    String moveResult = "none";
+    try (KafkaProducer<String, String> pr = producer(sec)) {
       for (int i = 0; i < n; i++) {
         String v = "v" + i;
+        if (o.containsKey("mover") && i == n / 2) {
+          pr.flush();  // the first half acknowledged by the old leader
+          int leader = leaderOf(o.get("mover"), new TopicPartition(topic, 0));
+          moveResult = move(o.get("mover"), new TopicPartition(topic, 0), 1 + leader % 3);
+        }
         pr.send(new ProducerRecord<>(topic, "k" + (i % 17), v), (md, e) -> {
           if (e != null) errors.add(e);
           else synchronized (acked) { acked.put(v, ((long) md.partition() << 40) | md.offset()); }
@@ -95,7 +143,9 @@ public class EgDriver {
     Map<Integer, Long> lastOffset = new HashMap<>();
     long t1 = System.currentTimeMillis();
     Set<String> assignedOnce = new HashSet<>();
-    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps(opt.get("group"), opt.get("protocol")))) {
+    Properties cp = consumerProps(o.get("group"), o.get("protocol"));
+    cp.putAll(sec);
+    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
       c.subscribe(List.of(topic));
       while (seen.size() < acked.size() && System.currentTimeMillis() - t1 < DEADLINE_MS) {
         for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
@@ -113,10 +163,12 @@ public class EgDriver {
       if (s == null) missing++;
       else if (!s.equals(e.getValue())) moved++;
     }
-    return String.format("{\"acked\":%d,\"errors\":%d,\"consumed\":%d,\"duplicates\":%d,\"missing\":%d," +
-        "\"offset_mismatch\":%d,\"out_of_order\":%d,\"partitions_assigned\":%d,\"produce_ms\":%d,\"consume_ms\":%d}",
-        acked.size(), errors.size(), seen.size(), dups, missing, moved, disorder, assignedOnce.size(),
-        produceMs, System.currentTimeMillis() - t1);
+    return String.format("{\"topic\":%s,\"acked\":%d,\"errors\":%d,\"consumed\":%d,\"duplicates\":%d,\"missing\":%d," +
+        "\"offset_mismatch\":%d,\"out_of_order\":%d,\"partitions_assigned\":%d,\"produce_ms\":%d,\"consume_ms\":%d," +
+        "\"move\":%s,\"first_error\":%s}",
+        KafkaQuote.q(topic), acked.size(), errors.size(), seen.size(), dups, missing, moved, disorder, assignedOnce.size(),
+        produceMs, System.currentTimeMillis() - t1, KafkaQuote.q(moveResult),
+        KafkaQuote.q(errors.isEmpty() ? "" : String.valueOf(errors.get(0))));
   }
 
   // -- transactions: commit, abort, commit; read_committed sees only commits
@@ -297,6 +349,17 @@ public class EgDriver {
         redelivered, dupAccepted, errors, moveResult, System.currentTimeMillis() - t0);
   }
 
+  // The current leader of `tp` as the cluster (`bootstrap`) describes it.
+  static int leaderOf(String bootstrap, TopicPartition tp) throws Exception {
+    Properties p = new Properties();
+    p.put("bootstrap.servers", bootstrap);
+    p.put("client.id", "eg-mover");
+    try (Admin ad = Admin.create(p)) {
+      return ad.describeTopics(List.of(tp.topic())).allTopicNames().get().get(tp.topic())
+          .partitions().get(tp.partition()).leader().id();
+    }
+  }
+
   // Reorder replicas with `target` first, then a PREFERRED election.
   static String move(String bootstrap, TopicPartition tp, int target) throws Exception {
     Properties p = new Properties();
@@ -320,5 +383,18 @@ public class EgDriver {
         return e.getCause().getClass().getSimpleName();
       }
     }
+  }
+}
+
+// JSON string quoting for the one-line results.
+class KafkaQuote {
+  static String q(String s) {
+    StringBuilder b = new StringBuilder("\"");
+    for (char c : s.toCharArray()) {
+      if (c == '"' || c == '\\') b.append('\\').append(c);
+      else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+      else b.append(c);
+    }
+    return b.append('"').toString();
   }
 }

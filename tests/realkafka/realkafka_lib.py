@@ -35,6 +35,9 @@ _cluster = None
 # The brokers' line for this module's cluster; a file about older brokers
 # sets it before its first test. The clients stay kafka-clients 4.4.0.
 VERSION = kafka_cluster.DEFAULT_VERSION
+# True: the module's cluster also has SASL_PLAINTEXT and SASL_SSL listeners
+# (sasl_cases.py); a module sets it before its first test.
+SECURITY = False
 
 
 def _end_leftovers(directory):
@@ -61,7 +64,7 @@ def cluster(h):
     if _cluster is None:
         directory = os.path.join(h.build_dir, "tests", "realkafka", "cluster-" + h.options.file_stem)
         _end_leftovers(directory)
-        c = kafka_cluster.KafkaCluster(directory, version=VERSION)
+        c = kafka_cluster.KafkaCluster(directory, version=VERSION, security=SECURITY)
         try:
             c.start()
         except FileNotFoundError as e:

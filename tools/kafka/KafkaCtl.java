@@ -13,6 +13,8 @@
 //   reassign TOPIC PARTITION R1,R2,...   waits until the reassignment is done
 //   elect TOPIC PARTITION   PREFERRED election of replicas[0]
 //   delete TOPIC
+//   scram MECHANISM USER PASSWORD   alterUserScramCredentials (KIP-554), 4096 iterations
+//   scram-describe USER     the SCRAM mechanisms USER has credentials for
 //   quit
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -133,6 +135,17 @@ public class KafkaCtl {
       case "delete":
         admin.deleteTopics(List.of(a[1])).all().get();
         return "{\"ok\":true}";
+      case "scram": {
+        ScramCredentialInfo info = new ScramCredentialInfo(ScramMechanism.fromMechanismName(a[1]), 4096);
+        admin.alterUserScramCredentials(List.of(new UserScramCredentialUpsertion(a[2], info, a[3]))).all().get();
+        return "{\"ok\":true,\"ms\":" + ms(t0) + "}";
+      }
+      case "scram-describe": {
+        List<String> mechs = new ArrayList<>();
+        for (ScramCredentialInfo i : admin.describeUserScramCredentials(List.of(a[1])).description(a[1]).get().credentialInfos())
+          mechs.add(q(i.mechanism().mechanismName()));
+        return "{\"ok\":true,\"mechanisms\":" + mechs + "}";
+      }
       default:
         throw new IllegalArgumentException("unknown command " + a[0]);
     }

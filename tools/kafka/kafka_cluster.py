@@ -21,6 +21,15 @@ test run), one GC thread, two network and two I/O threads, internal topics
 with 3 partitions, no JMX MBeans. Fast fencing of a killed broker: heartbeat
 500 ms, session 3 s.
 
+Security (`security=True`): each broker also gets a SASL_PLAINTEXT and a
+SASL_SSL listener (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512), with a
+certificate from tools/tls/make-certs.sh (the openssl command line) loaded
+as a PEM keystore. The PLAINTEXT listener stays for the brokers' own
+replication and the operator's helper, so moving leaders never depends on
+the security under test. PLAIN users live in the listeners' JAAS config;
+SCRAM users are created through the Admin API (alterUserScramCredentials)
+before start() returns, once describeUserScramCredentials lists them.
+
 Used as a module (tests/realkafka) or from the command line:
     /usr/bin/python3 tools/kafka/kafka_cluster.py up --dir DIR
 starts a cluster, prints its bootstrap, start time and RSS, and stops it on
@@ -42,6 +51,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_VERSION = "4.4.0"
 LOOPBACK = "127.0.0.1"
 BROKERS = (1, 2, 3)
+# The security listeners' users: a client principal and epochgate's own
+# (upstream_sasl). Each can log in with PLAIN, SCRAM-SHA-256 and -512.
+SASL_USERS = {"alice": "alice-secret", "epochgate": "epochgate-secret"}
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 CONTROLLER = 0
 READY_TIMEOUT = 90.0
 
@@ -259,7 +272,7 @@ class KafkaCluster:
     """1 controller + 3 brokers, formatted fresh in `directory`."""
 
     def __init__(self, directory, version=DEFAULT_VERSION, broker_heap="384m", controller_heap="256m",
-                 extra_config=None):
+                 extra_config=None, security=False):
         self.dir = os.path.abspath(directory)
         self.version = version
         self.broker_heap = broker_heap
@@ -269,6 +282,8 @@ class KafkaCluster:
         self.nodes = {}
         self.ctl = None
         self.start_seconds = None
+        self.security = security
+        self.tls_dir = os.path.join(self.dir, "tls") if security else None
 
     # -- addresses
     @property
@@ -277,6 +292,63 @@ class KafkaCluster:
 
     def broker_address(self, broker_id):
         return (LOOPBACK, self.ports[broker_id])
+
+    def listener_bootstrap(self, protocol):
+        """Bootstrap of the SASL_PLAINTEXT or SASL_SSL listeners (security=True)."""
+        ports = self.sasl_ports[protocol]
+        return ",".join("%s:%d" % (LOOPBACK, ports[b]) for b in BROKERS)
+
+    def listener_ports(self, protocol):
+        return [self.sasl_ports[protocol][b] for b in BROKERS]
+
+    @property
+    def ca_file(self):
+        """The CA that signed the brokers' certificate (security=True)."""
+        return os.path.join(self.tls_dir, "ca.crt")
+
+    def _security_props(self, node_id):
+        """Listener, keystore and JAAS properties of broker `node_id`."""
+        plain_users = " ".join('user_%s="%s"' % (u, p) for u, p in SASL_USERS.items())
+        listeners = ["PLAINTEXT://%s:%d" % (LOOPBACK, self.ports[node_id])]
+        for proto in ("SASL_PLAINTEXT", "SASL_SSL"):
+            listeners.append("%s://%s:%d" % (proto, LOOPBACK, self.sasl_ports[proto][node_id]))
+        props = {
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(listeners),
+            "listener.security.protocol.map":
+                "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
+            # A PEM keystore (KIP-651): the leaf chain and its unencrypted
+            # PKCS#8 key in one file, as make-certs.sh writes it.
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": os.path.join(self.tls_dir, "server.pem"),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": self.ca_file,
+        }
+        for proto in ("sasl_plaintext", "sasl_ssl"):
+            props["listener.name.%s.plain.sasl.jaas.config" % proto] = (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required %s;" % plain_users)
+            for mech in ("scram-sha-256", "scram-sha-512"):
+                props["listener.name.%s.%s.sasl.jaas.config" % (proto, mech)] = (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+        return props
+
+    def _create_scram_users(self, timeout=READY_TIMEOUT):
+        """Creates every SASL user for both SCRAM mechanisms through the Admin
+        API, then waits until describeUserScramCredentials lists
+        them."""
+        for user, password in SASL_USERS.items():
+            for mech in SASL_MECHANISMS[1:]:
+                self.ctl("scram %s %s %s" % (mech, user, password))
+        deadline = time.monotonic() + timeout
+        for user in SASL_USERS:
+            while True:
+                r = self.ctl("scram-describe %s" % user, check=False)
+                if r.get("ok") and set(r.get("mechanisms", [])) >= set(SASL_MECHANISMS[1:]):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError("SCRAM users not visible within %.0fs: %s" % (timeout, r))
+                time.sleep(0.1)
 
     @property
     def broker_ports(self):
@@ -328,6 +400,8 @@ class KafkaCluster:
                 addr = "PLAINTEXT://%s:%d" % (LOOPBACK, self.ports[node_id])
                 props["listeners"] = addr
                 props["advertised.listeners"] = addr
+                if self.security:
+                    props.update(self._security_props(node_id))
             with open(os.path.join(self.dir, "node%d.properties" % node_id), "w") as f:
                 for k, v in props.items():
                     f.write("%s=%s\n" % (k, v))
@@ -348,9 +422,14 @@ class KafkaCluster:
         self.prefix = fetch(self.version)
         subprocess.run(["rm", "-rf", self.dir])
         os.makedirs(self.dir)
-        ports = free_ports(4)
+        ports = free_ports(10 if self.security else 4)
         self.controller_port = ports[0]
         self.ports = {b: ports[b] for b in BROKERS}
+        if self.security:
+            self.sasl_ports = {"SASL_PLAINTEXT": {b: ports[3 + b] for b in BROKERS},
+                               "SASL_SSL": {b: ports[6 + b] for b in BROKERS}}
+            subprocess.run([os.path.join(HERE, "..", "tls", "make-certs.sh"), "set", self.tls_dir],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120, check=True)
         self._write_configs()
         self.nodes = {n: Node(self, n) for n in (CONTROLLER,) + BROKERS}
         # One JVM formats all four directories would need a new tool; the
@@ -374,6 +453,8 @@ class KafkaCluster:
                 node.wait_started()
             self.ctl = KafkaCtl(self)
             self.wait_brokers(set(BROKERS))
+            if self.security:
+                self._create_scram_users()
         except BaseException:
             self.stop()
             raise
@@ -437,11 +518,13 @@ def _main(argv):
     ap.add_argument("command", choices=["up", "fetch"])
     ap.add_argument("--dir", default=os.path.join(cache_root(), "run", "kafka-cluster"))
     ap.add_argument("--version", default=DEFAULT_VERSION)
+    ap.add_argument("--security", action="store_true",
+                    help="also SASL_PLAINTEXT and SASL_SSL listeners (PLAIN, SCRAM-SHA-256/512)")
     o = ap.parse_args(argv)
     if o.command == "fetch":
         print(fetch(o.version))
         return 0
-    c = KafkaCluster(o.dir, version=o.version)
+    c = KafkaCluster(o.dir, version=o.version, security=o.security)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -449,10 +532,15 @@ def _main(argv):
     try:
         time.sleep(2)
         rss = c.rss_mib()
-        print(json.dumps({"bootstrap": c.bootstrap, "dir": c.dir, "start_seconds": round(c.start_seconds, 1),
+        extra = {}
+        if c.security:
+            extra = {"sasl_plaintext_bootstrap": c.listener_bootstrap("SASL_PLAINTEXT"),
+                     "sasl_ssl_bootstrap": c.listener_bootstrap("SASL_SSL"), "ca_file": c.ca_file,
+                     "users": SASL_USERS}
+        print(json.dumps(dict({"bootstrap": c.bootstrap, "dir": c.dir, "start_seconds": round(c.start_seconds, 1),
                           "format_seconds": round(c.format_seconds, 1),
                           "rss_mib": {str(k): round(v) for k, v in rss.items()},
-                          "rss_total_mib": round(sum(rss.values()))}), flush=True)
+                          "rss_total_mib": round(sum(rss.values()))}, **extra)), flush=True)
         threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
         stop.wait()
     finally:
