@@ -24,6 +24,9 @@ packages=(
   # tests/tls: Debian's HAProxy is the TLS listener of each mock broker (and
   # the bench's TLS comparison); openssl's CLI makes the certificates.
   haproxy openssl
+  # tests/faults test_security: gcore dumps a running epochgate to show its
+  # secrets were wiped.
+  gdb
   # tools/fetch-k8s-tools.sh unpacks Helm and kubectl from an npm package's zip.
   unzip
   # tools/ci-extra.sh: libFuzzer targets and the sanitizer runtimes.
