@@ -33,9 +33,13 @@ TEST(ScramDerivation, LoginsNeedingOneSaltedPasswordShareOneDerivation) {
   std::vector<std::string> got;
   std::string error;
   std::vector<std::unique_ptr<ScramDerivation>> waits;
+  // Every login looked in the cache before any derivation started: a pool
+  // thread may finish one (and fill the cache) before the next start().
+  std::vector<std::unique_ptr<ScramSaltedPassword>> needs;
+  for (int i = 0; i < 3; ++i) needs.push_back(need("shared-salt-1"));
   for (int i = 0; i < 3; ++i) {
     waits.push_back(ScramDerivation::start(
-        &loop, need("shared-salt-1"),
+        &loop, std::move(needs[i]),
         [&got](std::unique_ptr<ScramSaltedPassword> r) { got.push_back(r->salted); }, error));
     ASSERT_TRUE(waits.back()) << error;
   }
@@ -56,10 +60,12 @@ TEST(ScramDerivation, ADroppedWaitIsNeverCalledBack) {
   ASSERT_EQ(uv_loop_init(&loop), 0);
   int called = 0;
   std::string error;
+  auto first = need("dropped-salt-1");
+  auto second = need("dropped-salt-1");  // before the first can fill the cache
   auto kept = ScramDerivation::start(
-      &loop, need("dropped-salt-1"), [&called](auto) { ++called; }, error);
+      &loop, std::move(first), [&called](auto) { ++called; }, error);
   auto dropped = ScramDerivation::start(
-      &loop, need("dropped-salt-1"), [&called](auto) { called += 100; }, error);
+      &loop, std::move(second), [&called](auto) { called += 100; }, error);
   ASSERT_TRUE(kept && dropped);
   dropped.reset();
   uv_run(&loop, UV_RUN_DEFAULT);
