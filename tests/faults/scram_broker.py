@@ -17,12 +17,12 @@ import hashlib
 import hmac
 import os
 import select
-import socket
 import struct
 import threading
 import time
 
 import kafka_wire as kw
+from loopback_listener import LoopbackListener
 
 API_METADATA = 3
 API_SASL_HANDSHAKE = 17
@@ -31,7 +31,7 @@ API_SASL_AUTHENTICATE = 36
 ERR_SASL_AUTHENTICATION_FAILED = 58
 
 
-class ScramBroker:
+class ScramBroker(LoopbackListener):
     """`fresh_salts`: False gives every login one fixed salt (a Kafka
     broker's per-credential salt: one derivation serves every login);
     True gives each login a new one (each needs its own derivation)."""
@@ -44,13 +44,7 @@ class ScramBroker:
         self._fixed_salt = os.urandom(16)
         self._lock = threading.Lock()
         self.events = []  # (monotonic time, kind, connection number)
-        self._conns = []
-        self._closed = False
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.bootstrap = "127.0.0.1:%d" % self.port
+        self._listen(64)
         threading.Thread(target=self._accept, daemon=True).start()
 
     def count(self, kind, since=0):
@@ -169,14 +163,3 @@ class ScramBroker:
             pass  # the peer or close() ended the connection
         finally:
             c.close()
-
-    def close(self):
-        self._closed = True
-        with self._lock:
-            conns = list(self._conns)
-        for s in [self.sock] + conns:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()

@@ -8,31 +8,24 @@ Must never bind anything but 127.0.0.1, hold more than max_connections
 (64 unless the test says) connections, or outlive close().
 """
 
-import socket
 import struct
 import threading
 
 import kafka_wire as kw
+from loopback_listener import LoopbackListener
 
 API_METADATA = 3
 API_VERSIONS = 18
 MAX_CONNECTIONS = 64
 
 
-class ScriptedBroker:
+class ScriptedBroker(LoopbackListener):
     def __init__(self, node_ids, max_connections=MAX_CONNECTIONS):
         self.max_connections = max_connections
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(256)
-        self.port = self.sock.getsockname()[1]
-        self.bootstrap = "127.0.0.1:%d" % self.port
         self._lock = threading.Lock()
         self._node_ids = list(node_ids)
         self.metadata_answers = 0
-        self._conns = []
-        self._closed = False
+        self._listen(256)
         threading.Thread(target=self._accept, daemon=True).start()
 
     def set_nodes(self, node_ids):
@@ -102,14 +95,3 @@ class ScriptedBroker:
                 if c in self._conns:
                     self._conns.remove(c)
             c.close()
-
-    def close(self):
-        self._closed = True
-        with self._lock:
-            conns = list(self._conns)
-        for s in [self.sock] + conns:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
