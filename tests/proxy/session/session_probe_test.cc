@@ -1,4 +1,4 @@
-// tests/proxy/session_probe_test.cc: whether a session's upstream
+// tests/proxy/session/session_probe_test.cc: whether a session's upstream
 // connection starts with epochgate's own ApiVersions probe. A Kafka SASL
 // listener takes exactly one ApiVersions before SaslHandshake and closes the
 // connection at a second, so when clients log in to the brokers themselves
