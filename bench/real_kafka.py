@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
 """Benchmarks on a real Apache Kafka 4.4.0 cluster (tools/kafka/, 1 KRaft
-controller + 3 brokers on loopback), straight at the brokers and through
-epochgate in the same run, reported as ratios. Not a test: run by hand, then
-copy the printed Markdown into bench/RESULTS.md.
+controller + 3 brokers on loopback), straight at the brokers, through HAProxy
+and through epochgate in the same run, reported as ratios. Not a test: run by
+hand, then copy the printed Markdown into bench/RESULTS.md.
+
+HAProxy (Debian's, `mode tcp`, default threads) has one frontend per broker
+on the port that broker advertises on its extra HAPROXY listener
+(KafkaCluster(proxy_listener=True)), forwarding to the port the listener
+binds, plus a bootstrap frontend over all three. Clients bootstrapped there
+see only HAProxy's ports, in Metadata and in the brokers' own KIP-951 hints.
 
 1. Throughput: Kafka's own ProducerPerformance (acks=all) and
-   ConsumerPerformance, direct and through epochgate, alternating, --rounds
-   times each; medians and the epochgate/direct ratio.
+   ConsumerPerformance, on each path, alternating (order rotated per round),
+   --rounds times each; medians and the ratios epochgate/direct and
+   epochgate/haproxy.
 2. A leader move (replica reorder + PREFERRED election through the
    controller) under a steady producer, --moves times per client and path:
    - the Java client (kafka-clients 4.4.0, MoveTimeline.java): ms from the
@@ -18,7 +25,8 @@ copy the printed Markdown into bench/RESULTS.md.
    With --timeline-dir the Java client's per-message timeline of each move
    is kept (send, ack and fetch times relative to the move).
 
-    /usr/bin/python3 bench/real_kafka.py --build-dir build [--rounds 3] [--moves 3]
+    /usr/bin/python3 bench/real_kafka.py --build-dir build [--work-dir DIR] [--rounds 3] [--moves 3]
+        [--paths direct,haproxy,epochgate]
 
 epochgate runs with its defaults plus `refresher.interval_ms: 2000` and an
 enforce rule with rerouting on the move topics (as the demo). The machine is
@@ -29,6 +37,8 @@ import argparse
 import json
 import os
 import re
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -44,6 +54,70 @@ from demo import Demo  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PERF_RESULT = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
                          r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th")
+
+
+class HAProxy:
+    """Debian's HAProxy in TCP mode in front of the brokers' HAPROXY
+    listeners: frontend i on the port broker i advertises, to the port it
+    binds; a bootstrap frontend round-robin over the three."""
+
+    def __init__(self, workdir, routes):
+        self.routes = list(routes)  # (advertised, bound) per broker
+        self.bootstrap_port = kafka_cluster.free_ports(1)[0]
+        self.cfg_path = os.path.join(workdir, "haproxy.cfg")
+        self.log_path = os.path.join(workdir, "haproxy.log")
+        self.proc = None
+
+    @property
+    def bootstrap(self):
+        return "%s:%d" % (kafka_cluster.LOOPBACK, self.bootstrap_port)
+
+    def _config(self):
+        lo = kafka_cluster.LOOPBACK
+        lines = ["global", "  log stderr format raw local0 info",
+                 "defaults", "  mode tcp", "  log global", "  option tcplog",
+                 "  timeout connect 5s",
+                 # Kafka clients keep connections idle for minutes between
+                 # metadata refreshes; an hour keeps HAProxy from cutting them.
+                 "  timeout client 1h", "  timeout server 1h"]
+        for i, (adv, bound) in enumerate(self.routes):
+            lines += ["frontend b%d" % i, "  bind %s:%d" % (lo, adv), "  default_backend b%d_up" % i,
+                      "backend b%d_up" % i, "  server s0 %s:%d" % (lo, bound)]
+        lines += ["frontend bootstrap", "  bind %s:%d" % (lo, self.bootstrap_port),
+                  "  default_backend bootstrap_up", "backend bootstrap_up", "  balance roundrobin"]
+        lines += ["  server s%d %s:%d" % (i, lo, bound) for i, (_, bound) in enumerate(self.routes)]
+        return "\n".join(lines) + "\n"
+
+    def start(self, timeout=15.0):
+        haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        with open(self.cfg_path, "w") as f:
+            f.write(self._config())
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([haproxy, "-db", "-f", self.cfg_path], stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        for port in [a for a, _ in self.routes] + [self.bootstrap_port]:
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("haproxy exited %s, see %s" % (self.proc.returncode, self.log_path))
+                try:
+                    socket.create_connection((kafka_cluster.LOOPBACK, port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("haproxy not listening on %d after %.0fs" % (port, timeout))
+                    time.sleep(0.1)
+        return self
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
 
 
 def java(prefix, main, args, timeout=600, classes=None):
@@ -80,11 +154,14 @@ def consumer_perf(prefix, bootstrap, topic, records, group):
     return {"mb_s": float(f[3]), "records_s": float(f[5])}
 
 
-def throughput(demo, c, gate, prefix, o):
-    rows = {("produce", p): [] for p in ("direct", "epochgate")}
-    rows.update({("consume", p): [] for p in ("direct", "epochgate")})
+def throughput(demo, c, boots, prefix, o):
+    rows = {(wl, p): [] for wl in ("produce", "consume") for p in o.paths}
     for r in range(o.rounds):
-        for path, bootstrap in (("direct", c.bootstrap), ("epochgate", gate.bootstrap)):
+        # Rotated order per round, so neither a path's position nor a burst
+        # of the shared machine's noise favours one path.
+        order = o.paths[r % len(o.paths):] + o.paths[:r % len(o.paths)]
+        for path in order:
+            bootstrap = boots[path]
             topic = rk.create_topic(c, "perf-%s-%d" % (path, r))
             rows[("produce", path)].append(producer_perf(prefix, bootstrap, topic, o.records, o.record_size))
             rows[("consume", path)].append(consumer_perf(prefix, bootstrap, topic, o.records,
@@ -94,7 +171,7 @@ def throughput(demo, c, gate, prefix, o):
     return rows
 
 
-def java_move(c, gate, prefix, classes, bootstrap, topic, o, timeline):
+def java_move(c, prefix, classes, bootstrap, topic, o, timeline):
     args = ["--bootstrap", bootstrap, "--mover", c.bootstrap, "--topic", topic, "--rate", str(o.rate),
             "--seconds", "8", "--move-at-ms", "3000"]
     if timeline:
@@ -120,14 +197,15 @@ def rdkafka_move(demo, c, bootstrap, topic, o, name):
             "errors": s["failed"], "acked": s["acked"]}
 
 
-def moves(demo, c, gate, prefix, o):
+def moves(demo, c, boots, prefix, o):
     classes = kafka_cluster.compile_java(prefix, [os.path.join(HERE, "real_kafka", "MoveTimeline.java")])
     out = {}
     for i in range(o.moves):
-        for path, bootstrap in (("direct", c.bootstrap), ("epochgate", gate.bootstrap)):
+        for path in o.paths[i % len(o.paths):] + o.paths[:i % len(o.paths)]:
+            bootstrap = boots[path]
             topic = rk.create_topic(c, "mv-java-%s-%d" % (path, i), partitions=1)
             tl = os.path.join(o.timeline_dir, "java-%s-%d.csv" % (path, i)) if o.timeline_dir else None
-            r = java_move(c, gate, prefix, classes, bootstrap, topic, o, tl)
+            r = java_move(c, prefix, classes, bootstrap, topic, o, tl)
             out.setdefault(("Java", path), []).append(r)
             demo.say("Java %s move %d: %s" % (path, i + 1, r))
             topic = rk.create_topic(c, "mv-rd-%s-%d" % (path, i), partitions=1)
@@ -142,25 +220,34 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+# The ratios printed when both paths ran: epochgate against the bare cluster
+# and against a proxy that only copies bytes; HAProxy's own cost beside them.
+RATIOS = (("epochgate", "direct"), ("epochgate", "haproxy"), ("haproxy", "direct"))
+
+
 def report(tp, mv, o, c):
     print("\n### Real Apache Kafka %s: throughput (Kafka's ProducerPerformance / ConsumerPerformance)\n"
           % kafka_cluster.DEFAULT_VERSION)
     print("%d records of %d bytes per run, acks=all, linger.ms=5, batch.size=131072; topic of 3 partitions "
-          "(RF 3, min.insync.replicas=2); %d runs per path, alternating; medians.\n" % (
+          "(RF 3, min.insync.replicas=2); %d runs per path, alternating (order rotated per round); medians.\n" % (
               o.records, o.record_size, o.rounds))
     print("| Workload | Path | MB/s (runs) | records/s | latency avg / p99 (ms) |")
     print("|---|---|---|---|---|")
     for wl in ("produce", "consume"):
-        for path in ("direct", "epochgate"):
+        for path in o.paths:
             rs = tp[(wl, path)]
             lat = ("%.1f / %.0f" % (med([r["avg_ms"] for r in rs]), med([r["p99_ms"] for r in rs]))
                    if wl == "produce" else "-")
             print("| %s | %s | %.1f (%s) | %.0f | %s |" % (
                 wl, path, med([r["mb_s"] for r in rs]), ", ".join("%.1f" % r["mb_s"] for r in rs),
                 med([r["records_s"] for r in rs]), lat))
-    for wl in ("produce", "consume"):
-        ratio = med([r["mb_s"] for r in tp[(wl, "epochgate")]]) / med([r["mb_s"] for r in tp[(wl, "direct")]])
-        print("\n%s throughput epochgate/direct: **%.3f**" % (wl.capitalize(), ratio), end="")
+    def mb(wl, path):
+        return med([r["mb_s"] for r in tp[(wl, path)]])
+    for num, den in RATIOS:
+        if num in o.paths and den in o.paths:
+            print("\nThroughput %s/%s: produce **%.3f**, consume **%.3f**" % (
+                num, den, mb("produce", num) / mb("produce", den), mb("consume", num) / mb("consume", den)),
+                end="")
     print("\n\n### Real Apache Kafka %s: recovery from a leader move\n" % kafka_cluster.DEFAULT_VERSION)
     print("One partition (RF 3), an idempotent producer (acks=all) at %d msg/s; 3 s in, the leader moves "
           "(reorder + PREFERRED election through the controller, epoch +1); %d moves per client and path, "
@@ -171,7 +258,7 @@ def report(tp, mv, o, c):
           "longest delivery: median (ms) | errors |")
     print("|---|---|---|---|---|---|")
     for client in ("Java", "librdkafka"):
-        for path in ("direct", "epochgate"):
+        for path in o.paths:
             rs = mv[(client, path)]
             print("| %s | %s | %.0f [%s] | %s | %.0f | %d |" % (
                 client, path, med([r["first_new_ack_ms"] for r in rs]),
@@ -180,20 +267,26 @@ def report(tp, mv, o, c):
                 med([r["max_latency_ms"] for r in rs]), sum(r["errors"] for r in rs)))
     print("\nJava, the first record written under the new epoch (ms after the move): sent / acknowledged / "
           "fetched, per move:")
-    for path in ("direct", "epochgate"):
+    for path in o.paths:
         print("- %s: %s" % (path, "; ".join("%.0f / %.0f / %.0f (election done at %.0f)" % (
             r["first_new_sent_ms"], r["first_new_ack_ms"], r["first_new_fetch_ms"], r["move_ms"])
             for r in mv[("Java", path)])))
     for client in ("Java", "librdkafka"):
-        ratio = med([r["first_new_ack_ms"] for r in mv[(client, "epochgate")]]) / max(
-            1e-9, med([r["first_new_ack_ms"] for r in mv[(client, "direct")]]))
-        print("\n%s first ack after the move, epochgate/direct: **%.2f**" % (client, ratio), end="")
+        for num, den in RATIOS:
+            if num in o.paths and den in o.paths:
+                ratio = med([r["first_new_ack_ms"] for r in mv[(client, num)]]) / max(
+                    1e-9, med([r["first_new_ack_ms"] for r in mv[(client, den)]]))
+                print("\n%s first ack after the move, %s/%s: **%.2f**" % (client, num, den, ratio), end="")
     print()
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--work-dir", default="",
+                    help="where the cluster, logs and results go (default BUILD_DIR/bench-real-kafka)")
+    ap.add_argument("--paths", default="direct,haproxy,epochgate",
+                    help="comma-separated subset of direct, haproxy, epochgate")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--records", type=int, default=200000)
     ap.add_argument("--record-size", type=int, default=1024)
@@ -202,13 +295,17 @@ def main():
     ap.add_argument("--timeline-dir", default="")
     ap.add_argument("--skip-throughput", action="store_true")
     o = ap.parse_args()
-    demo = Demo(o.build_dir)
-    demo.workdir = os.path.join(demo.build_dir, "bench-real-kafka")
-    os.makedirs(demo.workdir, exist_ok=True)
+    o.paths = o.paths.split(",")
+    if not o.paths or set(o.paths) - {"direct", "haproxy", "epochgate"}:
+        ap.error("--paths: a subset of direct, haproxy, epochgate")
+    demo = Demo(o.build_dir, o.work_dir or os.path.join(o.build_dir, "bench-real-kafka"))
     if o.timeline_dir:
         os.makedirs(o.timeline_dir, exist_ok=True)
     try:
-        c = kafka_cluster.KafkaCluster(os.path.join(demo.workdir, "kafka"))
+        # The HAPROXY listener only when HAProxy is a path: without it the
+        # cluster is exactly the tests' one.
+        c = kafka_cluster.KafkaCluster(os.path.join(demo.workdir, "kafka"),
+                                       proxy_listener="haproxy" in o.paths)
         demo.on_close(c.stop)
         c.start()
         demo.say("cluster ready in %.1f s" % c.start_seconds)
@@ -216,21 +313,31 @@ def main():
         with open(cfg, "w") as f:
             f.write("refresher:\n  interval_ms: 2000\npolicy:\n  rules:\n"
                     "    - topics: \"mv-*\"\n      mode: enforce\n      reroute: true\n")
-        gate = harness.Epochgate(demo, c.bootstrap, ["--config", cfg])
-        demo.on_close(gate.stop)
+        boots = {"direct": c.bootstrap}
+        if "epochgate" in o.paths:
+            gate = harness.Epochgate(demo, c.bootstrap, ["--config", cfg])
+            demo.on_close(gate.stop)
+            boots["epochgate"] = gate.bootstrap
+        if "haproxy" in o.paths:
+            hap = HAProxy(demo.workdir, c.proxy_routes())
+            demo.on_close(hap.stop)
+            hap.start()
+            boots["haproxy"] = hap.bootstrap
+            demo.say("haproxy: bootstrap %s, brokers %s" % (hap.bootstrap, c.proxy_routes()))
         prefix = c.prefix
-        tp = None if o.skip_throughput else throughput(demo, c, gate, prefix, o)
-        mv = moves(demo, c, gate, prefix, o)
+        tp = None if o.skip_throughput else throughput(demo, c, boots, prefix, o)
+        mv = moves(demo, c, boots, prefix, o)
         if tp is None:
             tp = {(w, p): [{"mb_s": float("nan"), "records_s": float("nan"), "avg_ms": float("nan"),
-                            "p99_ms": float("nan")}] for w in ("produce", "consume") for p in ("direct", "epochgate")}
+                            "p99_ms": float("nan")}] for w in ("produce", "consume") for p in o.paths}
         with open(os.path.join(demo.workdir, "results.json"), "w") as f:
             json.dump({"throughput": {"%s/%s" % k: v for k, v in tp.items()},
                        "moves": {"%s/%s" % k: v for k, v in mv.items()}}, f, indent=1)
         report(tp, mv, o, c)
         print("\nCommand: /usr/bin/python3 bench/real_kafka.py --build-dir %s --rounds %d --records %d "
-              "--record-size %d --moves %d --rate %d" % (o.build_dir, o.rounds, o.records, o.record_size,
-                                                          o.moves, o.rate))
+              "--record-size %d --moves %d --rate %d --paths %s" % (o.build_dir, o.rounds, o.records,
+                                                                    o.record_size, o.moves, o.rate,
+                                                                    ",".join(o.paths)))
     finally:
         demo.close()
     return 0

@@ -33,9 +33,11 @@ class Demo:
     """What the harness classes need from a test fixture: tool paths, a work
     directory, close hooks."""
 
-    def __init__(self, build_dir):
+    def __init__(self, build_dir, workdir=None):
         self.build_dir = os.path.abspath(build_dir)
-        self.workdir = os.path.join(self.build_dir, "demo")
+        # A separate work directory lets a bench use another tree's build
+        # without writing into it.
+        self.workdir = os.path.abspath(workdir) if workdir else os.path.join(self.build_dir, "demo")
         os.makedirs(self.workdir, exist_ok=True)
         for name in os.listdir(self.workdir):
             if name.endswith((".log", ".stdout", ".csv")):

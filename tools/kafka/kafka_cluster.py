@@ -30,6 +30,15 @@ the security under test. PLAIN users live in the listeners' JAAS config;
 SCRAM users are created through the Admin API (alterUserScramCredentials)
 before start() returns, once describeUserScramCredentials lists them.
 
+TCP proxy in front (`proxy_listener=True`, off by default so the tests keep
+their exact cluster): each broker also gets a plaintext HAPROXY listener
+whose advertised port is not the one it binds. A TCP proxy (bench/
+real_kafka.py runs HAProxy) listens on the advertised ports and forwards to
+the bound ones, so clients that bootstrap through it get Metadata, and the
+brokers' own KIP-951 hints, naming the proxy's ports and stay on it. The
+brokers only reserve the advertised ports (`proxy_routes`); whoever runs
+the proxy binds them.
+
 Used as a module (tests/realkafka) or from the command line:
     /usr/bin/python3 tools/kafka/kafka_cluster.py up --dir DIR
 starts a cluster, prints its bootstrap, start time and RSS, and stops it on
@@ -272,7 +281,7 @@ class KafkaCluster:
     """1 controller + 3 brokers, formatted fresh in `directory`."""
 
     def __init__(self, directory, version=DEFAULT_VERSION, broker_heap="384m", controller_heap="256m",
-                 extra_config=None, security=False):
+                 extra_config=None, security=False, proxy_listener=False):
         self.dir = os.path.abspath(directory)
         self.version = version
         self.broker_heap = broker_heap
@@ -284,6 +293,8 @@ class KafkaCluster:
         self.start_seconds = None
         self.security = security
         self.tls_dir = os.path.join(self.dir, "tls") if security else None
+        self.proxy_listener = proxy_listener
+        self.proxy_ports = {}  # broker -> (bound, advertised), proxy_listener=True
 
     # -- addresses
     @property
@@ -297,6 +308,12 @@ class KafkaCluster:
         """Bootstrap of the SASL_PLAINTEXT or SASL_SSL listeners (security=True)."""
         ports = self.sasl_ports[protocol]
         return ",".join("%s:%d" % (LOOPBACK, ports[b]) for b in BROKERS)
+
+    def proxy_routes(self):
+        """(advertised port, bound port) of each broker's HAPROXY listener,
+        in broker order (proxy_listener=True): the proxy listens on the
+        first and forwards to the second."""
+        return [(self.proxy_ports[b][1], self.proxy_ports[b][0]) for b in BROKERS]
 
     def listener_ports(self, protocol):
         return [self.sasl_ports[protocol][b] for b in BROKERS]
@@ -402,6 +419,13 @@ class KafkaCluster:
                 props["advertised.listeners"] = addr
                 if self.security:
                     props.update(self._security_props(node_id))
+                if self.proxy_listener:
+                    # Appended after the security listeners (which replace
+                    # both lists), so the two options combine.
+                    bound, adv = self.proxy_ports[node_id]
+                    props["listeners"] += ",HAPROXY://%s:%d" % (LOOPBACK, bound)
+                    props["advertised.listeners"] += ",HAPROXY://%s:%d" % (LOOPBACK, adv)
+                    props["listener.security.protocol.map"] += ",HAPROXY:PLAINTEXT"
             with open(os.path.join(self.dir, "node%d.properties" % node_id), "w") as f:
                 for k, v in props.items():
                     f.write("%s=%s\n" % (k, v))
@@ -422,7 +446,9 @@ class KafkaCluster:
         self.prefix = fetch(self.version)
         subprocess.run(["rm", "-rf", self.dir])
         os.makedirs(self.dir)
-        ports = free_ports(10 if self.security else 4)
+        base = 10 if self.security else 4
+        # One call for every port, so none is handed out twice.
+        ports = free_ports(base + (6 if self.proxy_listener else 0))
         self.controller_port = ports[0]
         self.ports = {b: ports[b] for b in BROKERS}
         if self.security:
@@ -430,6 +456,8 @@ class KafkaCluster:
                                "SASL_SSL": {b: ports[6 + b] for b in BROKERS}}
             subprocess.run([os.path.join(HERE, "..", "tls", "make-certs.sh"), "set", self.tls_dir],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120, check=True)
+        if self.proxy_listener:
+            self.proxy_ports = {b: (ports[base + b - 1], ports[base + 2 + b]) for b in BROKERS}
         self._write_configs()
         self.nodes = {n: Node(self, n) for n in (CONTROLLER,) + BROKERS}
         # One JVM formats all four directories would need a new tool; the
@@ -520,11 +548,13 @@ def _main(argv):
     ap.add_argument("--version", default=DEFAULT_VERSION)
     ap.add_argument("--security", action="store_true",
                     help="also SASL_PLAINTEXT and SASL_SSL listeners (PLAIN, SCRAM-SHA-256/512)")
+    ap.add_argument("--proxy-listener", action="store_true",
+                    help="also a HAPROXY listener per broker advertising a port for a TCP proxy to bind")
     o = ap.parse_args(argv)
     if o.command == "fetch":
         print(fetch(o.version))
         return 0
-    c = KafkaCluster(o.dir, version=o.version, security=o.security)
+    c = KafkaCluster(o.dir, version=o.version, security=o.security, proxy_listener=o.proxy_listener)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -537,6 +567,8 @@ def _main(argv):
             extra = {"sasl_plaintext_bootstrap": c.listener_bootstrap("SASL_PLAINTEXT"),
                      "sasl_ssl_bootstrap": c.listener_bootstrap("SASL_SSL"), "ca_file": c.ca_file,
                      "users": SASL_USERS}
+        if c.proxy_listener:
+            extra["proxy_routes"] = c.proxy_routes()
         print(json.dumps(dict({"bootstrap": c.bootstrap, "dir": c.dir, "start_seconds": round(c.start_seconds, 1),
                           "format_seconds": round(c.format_seconds, 1),
                           "rss_mib": {str(k): round(v) for k, v in rss.items()},
