@@ -233,6 +233,8 @@ def start_failing_gate(h):
     """A second pod of the same job whose first deployment goes wrong the
     ways the dashboard's failure panels show: client TLS with a certificate
     (its expiry), a plaintext client on the TLS port, a bootstrap list
+    (its sessions log in with the sidecar credential, so each one probes its
+    broker first, as sessions whose clients log in themselves no longer do)
     whose first broker never answers and second refuses, and a third that
     refuses its SCRAM login (a wrong password)."""
     sys.path.insert(0, os.path.join(REPO, "tools", "tls"))
@@ -254,6 +256,7 @@ def start_failing_gate(h):
     config = sl.write_config(h, (
         "tls:\n  cert_file: %s\n  key_file: %s\n"
         "upstream_sasl:\n  mechanism: SCRAM-SHA-512\n  username: app\n  password_file: %s\n"
+        "  on_behalf_of_clients: true\n"
         "limits:\n  upstream_connect_timeout_ms: 1000\n"
         % (certs.path("server", "crt"), certs.path("server", "key"), password)), "failing.yaml")
     bootstrap = "%s,%s:%d,%s" % (silent.address, harness.LOOPBACK, refused.getsockname()[1],
