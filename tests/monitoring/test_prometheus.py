@@ -233,10 +233,10 @@ def start_failing_gate(h):
     """A second pod of the same job whose first deployment goes wrong the
     ways the dashboard's failure panels show: client TLS with a certificate
     (its expiry), a plaintext client on the TLS port, a bootstrap list
-    (its sessions log in with the sidecar credential, so each one probes its
-    broker first, as sessions whose clients log in themselves no longer do)
     whose first broker never answers and second refuses, and a third that
-    refuses its SCRAM login (a wrong password)."""
+    refuses its SCRAM login (a wrong password). Its sessions log in with the
+    sidecar credential, so each probes its broker first (sessions whose
+    clients log in themselves no longer do)."""
     sys.path.insert(0, os.path.join(REPO, "tools", "tls"))
     sys.path.insert(0, os.path.join(REPO, "tests", "faults"))
     import tls_rig  # noqa: E402
