@@ -3,7 +3,10 @@
 close() that ends them all, so a test's broker never outlives the test."""
 
 import socket
+import struct
 import threading
+
+import kafka_wire as kw
 
 
 class LoopbackListener:
@@ -22,6 +25,25 @@ class LoopbackListener:
         self.sock.listen(backlog)
         self.port = self.sock.getsockname()[1]
         self.bootstrap = "127.0.0.1:%d" % self.port
+
+    @staticmethod
+    def frames(conn):
+        """Yields each size-prefixed request frame `conn` sends, until the
+        peer closes; reads more only when asked for the next frame."""
+        buf = b""
+        while True:
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                return
+            buf += chunk
+            frames, buf = kw.split_frames(buf)
+            yield from frames
+
+    @staticmethod
+    def answer(conn, correlation_id, body):
+        """Writes a response (header v0: the correlation id, then `body`)."""
+        payload = struct.pack(">i", correlation_id) + body
+        conn.sendall(struct.pack(">i", len(payload)) + payload)
 
     def close(self):
         """Stops accepting and shuts every accepted connection down."""

@@ -137,28 +137,21 @@ class ScramBroker(LoopbackListener):
         return kw.Writer().int16(error).string(message).bytes_(data).int64(0).getvalue()
 
     def _serve(self, c, n):
-        buf, state = b"", {}
+        state = {}
         try:
-            while True:
-                chunk = c.recv(1 << 16)
-                if not chunk:
-                    return
-                buf += chunk
-                frames, buf = kw.split_frames(buf)
-                for f in frames:
-                    key, version = struct.unpack_from(">hh", f, 4)
-                    body = self._body(key, version, f[4:], state, n)
-                    if body is None:
-                        continue
-                    payload = struct.pack(">i", kw.frame_correlation_id(f, True)) + body
-                    c.sendall(struct.pack(">i", len(payload)) + payload)
-                    if key == API_SASL_AUTHENTICATE and "first" in state and "final" not in state:
-                        state["final"] = True  # the next SaslAuthenticate is the client-final
-                        self._event("server_first", n)
-                        if state.pop("held", False):
-                            with self._lock:
-                                self._held.append(c)
-                            self.hold.wait(60)
+            for f in self.frames(c):
+                key, version = struct.unpack_from(">hh", f, 4)
+                body = self._body(key, version, f[4:], state, n)
+                if body is None:
+                    continue
+                self.answer(c, kw.frame_correlation_id(f, True), body)
+                if key == API_SASL_AUTHENTICATE and "first" in state and "final" not in state:
+                    state["final"] = True  # the next SaslAuthenticate is the client-final
+                    self._event("server_first", n)
+                    if state.pop("held", False):
+                        with self._lock:
+                            self._held.append(c)
+                        self.hold.wait(60)
         except (OSError, ValueError, KeyError, kw.WireError):
             pass  # the peer or close() ended the connection
         finally:

@@ -68,26 +68,18 @@ class ScriptedBroker(LoopbackListener):
             threading.Thread(target=self._serve, args=(c,), daemon=True).start()
 
     def _serve(self, c):
-        buf = b""
         try:
-            while True:
-                chunk = c.recv(1 << 16)
-                if not chunk:
-                    return
-                buf += chunk
-                frames, buf = kw.split_frames(buf)
-                for f in frames:
-                    key, version = struct.unpack_from(">hh", f, 4)
-                    corr = kw.frame_correlation_id(f, True)
-                    if key == API_VERSIONS and version <= 2:
-                        body = self._api_versions_body(version)
-                    elif key == API_METADATA and version <= 1:
-                        body = self._metadata_body(version)
-                        self.metadata_answers += 1
-                    else:
-                        continue
-                    payload = struct.pack(">i", corr) + body
-                    c.sendall(struct.pack(">i", len(payload)) + payload)
+            for f in self.frames(c):
+                key, version = struct.unpack_from(">hh", f, 4)
+                corr = kw.frame_correlation_id(f, True)
+                if key == API_VERSIONS and version <= 2:
+                    body = self._api_versions_body(version)
+                elif key == API_METADATA and version <= 1:
+                    body = self._metadata_body(version)
+                    self.metadata_answers += 1
+                else:
+                    continue
+                self.answer(c, corr, body)
         except OSError:
             pass
         finally:
