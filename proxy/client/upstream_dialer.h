@@ -4,7 +4,10 @@
 // broker has answered epochgate's own ApiVersions request on it. A socket the
 // kernel established but the broker never accepted (a full listen backlog, a
 // hung broker) answers nothing; without the answer a client would wait on it
-// with no deadline of its own (docs/architecture.md invariant 9).
+// with no deadline of its own (docs/architecture.md invariant 9). The probe
+// is off (set_probe) for sessions whose clients log in with SASL themselves:
+// a Kafka SASL listener takes one ApiVersions before SaslHandshake, and that
+// one is the client's; their connection counts as up once TCP (and TLS) is.
 // Owns the attempts' sockets until one is handed over. Never reads or writes a
 // client's bytes and never hands its probe's answer to anyone as a response.
 #pragma once
