@@ -11,25 +11,9 @@
 
 namespace epochgate::proxy {
 
-namespace {
-
-// Post connections of one worker: one per leader node; more fall back.
-constexpr size_t kMaxLeaders = 256;
-
-KafkaClientOptions post_options(const config::Config& c) {
-  KafkaClientOptions o;
-  o.connect_timeout_ms = c.limits.upstream_connect_timeout_ms;
-  o.login_timeout_ms = c.refresher.request_timeout_ms;
-  // The identity rule as for acks>=1 reroutes (proxy/reroute/rerouter.cc).
-  if (c.upstream_sasl.on_behalf_of_clients) o.sasl = c.upstream_sasl;
-  o.max_outstanding = std::max<size_t>(64, c.reroute.max_in_flight);
-  return o;
-}
-
-}  // namespace
-
 ReroutePoster::ReroutePoster(WorkerContext& ctx)
-    : ctx_(ctx), pool_(ctx.loop, ctx.pool, post_options(*ctx.config), kMaxLeaders, this) {
+    : ctx_(ctx),
+      pool_(ctx.loop, ctx.pool, reroute_client_options(*ctx.config), kMaxRerouteLeaders, this) {
   pool_.set_tls(ctx.tls);
 }
 

@@ -22,29 +22,9 @@
 
 namespace epochgate::proxy {
 
-namespace {
-
-// Internal clients of one worker: one per leader node; more nodes than this
-// fall back (upstream_failed) rather than grow without bound.
-constexpr size_t kMaxLeaders = 256;
-
-KafkaClientOptions base_options(const config::Config& c) {
-  KafkaClientOptions o;
-  o.connect_timeout_ms = c.limits.upstream_connect_timeout_ms;
-  o.login_timeout_ms = c.refresher.request_timeout_ms;
-  // Sidecar credential mode: every client session logs in as epochgate, so
-  // epochgate's own login is the client's principal. Otherwise the client
-  // did not authenticate (the request path refuses any that did).
-  if (c.upstream_sasl.on_behalf_of_clients) o.sasl = c.upstream_sasl;
-  o.max_outstanding = std::max<size_t>(64, c.reroute.max_in_flight);
-  return o;
-}
-
-}  // namespace
-
 Rerouter::Rerouter(WorkerContext& ctx)
     : ctx_(ctx),
-      pool_(ctx.loop, ctx.pool, base_options(*ctx.config), kMaxLeaders),
+      pool_(ctx.loop, ctx.pool, reroute_client_options(*ctx.config), kMaxRerouteLeaders),
       guard_(ctx.config->reroute.max_in_flight),
       poster_(ctx) {
   pool_.set_tls(ctx.tls);
