@@ -234,7 +234,7 @@ public class EgDriver {
       o.append("\"node_ids\":").append(ids).append(",\"node_ports\":").append(ports);
       o.append(",\"controller_port\":").append(dc.controller().get().port());
       ad.createTopics(List.of(new NewTopic(topic, 3, (short) 3).configs(Map.of("min.insync.replicas", "2")))).all().get();
-      o.append(",\"listed\":").append(ad.listTopics().names().get().contains(topic));
+      o.append(",\"listed\":").append(waitListed(ad, topic));
       TopicDescription td = waitDescribed(ad, topic);
       List<Integer> leaderPorts = new ArrayList<>();
       for (TopicPartitionInfo p : td.partitions()) leaderPorts.add(p.leader().port());
@@ -284,6 +284,19 @@ public class EgDriver {
       o.append(",\"deleted\":true");
     }
     return o.append("}").toString();
+  }
+
+  // A created topic reaches each broker's metadata cache a little after
+  // createTopics completes (KRaft propagates it asynchronously), and
+  // listTopics asks whichever broker is least loaded: poll, as an Admin
+  // user must, until it is listed or the deadline passes.
+  static boolean waitListed(Admin ad, String topic) throws Exception {
+    long t0 = System.currentTimeMillis();
+    while (!ad.listTopics().names().get().contains(topic)) {
+      if (System.currentTimeMillis() - t0 > DEADLINE_MS) return false;
+      Thread.sleep(50);
+    }
+    return true;
   }
 
   static TopicDescription waitDescribed(Admin ad, String topic) throws Exception {
