@@ -162,6 +162,15 @@ class GateClient:
             self.conns[node] = c
         return self.conns[node]
 
+    def ready_conn(self, node=None):
+        """conn(node) once epochgate has answered an ApiVersions on it: its
+        session has dialled and probed the broker, so a test that slows the
+        broker afterwards (the mock's rtt) slows only the requests it sends."""
+        c = self.conn(node)
+        c.send(kw.api_versions_request(self.next_corr()))
+        c.recv_frame(timeout=10.0)
+        return c
+
     def exchange(self, frame, node=None, timeout=10.0):
         c = self.conn(node)
         c.send(frame)

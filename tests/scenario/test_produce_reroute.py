@@ -149,8 +149,10 @@ def test_order_hazard_earlier_write_in_flight_falls_back(h):
     (NOT_LEADER_OR_FOLLOWER plus hint, the client resends it after A).
     scenario.reroute_old_clients has the hold that ends in time."""
     cluster, gate, gc = _setup(h)
-    x = gc.conn(HERE_BROKER)
-    gc.conn(OTHER)
+    # Both sessions up before broker 1 turns slow: a probe still unanswered
+    # then would hold A for the 5 s too.
+    x = gc.ready_conn(HERE_BROKER)
+    gc.ready_conn(OTHER)
     start = sl.end_offset(cluster, TOPIC, 0)
     before = sl.scrape(gate)
     # The epoch the move makes, read before broker 1 turns slow (the mock's
