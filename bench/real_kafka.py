@@ -121,9 +121,16 @@ class HAProxy:
                 self.proc.wait(timeout=10)
 
 
+# --java-log-config: a log4j2 properties file for the Java clients instead of
+# the tools' default (e.g. DEBUG for the consumer's fetch and validation).
+JAVA_LOG_CONFIG = ""
+
+
 def java(prefix, main, args, timeout=600, classes=None):
     cp = kafka_cluster.classpath(prefix, *([classes] if classes else []))
-    r = subprocess.run(["java", "-Xmx512m", kafka_cluster.log_option(prefix, tools=True), "-cp", cp, main] + args,
+    log = ("-Dlog4j2.configurationFile=" + JAVA_LOG_CONFIG if JAVA_LOG_CONFIG
+           else kafka_cluster.log_option(prefix, tools=True))
+    r = subprocess.run(["java", "-Xmx512m", log, "-cp", cp, main] + args,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     if r.returncode != 0:
         raise RuntimeError("%s failed: %s" % (main, r.stderr.decode(errors="replace")[-2000:]))
@@ -328,7 +335,11 @@ def main():
     ap.add_argument("--rate", type=int, default=200)
     ap.add_argument("--timeline-dir", default="")
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--java-log-config", default="",
+                    help="log4j2 properties file for the Java clients (default: the tools' own)")
     o = ap.parse_args()
+    global JAVA_LOG_CONFIG
+    JAVA_LOG_CONFIG = o.java_log_config
     o.paths = o.paths.split(",")
     if not o.paths or set(o.paths) - {"direct", "haproxy", "epochgate"}:
         ap.error("--paths: a subset of direct, haproxy, epochgate")
