@@ -489,15 +489,17 @@ def run_case(args, tmp, client, path, capped):
         if args.consumer:
             # Started first and reading from the beginning: it follows the
             # producer's records across every move.
-            cenv = dict(os.environ, LD_LIBRARY_PATH=RDK_2151)
+            kp = args.consumer_client == "kafka-python"
+            cenv = dict(os.environ) if kp else dict(os.environ, LD_LIBRARY_PATH=RDK_2151)
             cconf, clog = dict(args.consumer_conf), subprocess.DEVNULL
-            if args.debug_dir:
+            if args.debug_dir and not kp:
                 # What the consumer waits on across a move: the fenced
                 # fetch, the leader it takes, its offset validation.
                 cconf.setdefault("debug", "fetch,topic,metadata,broker,protocol")
                 clog = open(os.path.join(tmp, "consumer.log"), "w")
             consumer = subprocess.Popen(
-                [PY, "-c", lmc.CONSUMER, bootstrap, json.dumps(cconf),
+                [PY, "-c", lmc.KAFKA_PYTHON_CONSUMER if kp else lmc.CONSUMER, bootstrap,
+                 json.dumps(cconf),
                  str(seconds + 3), consumer_out], stdout=subprocess.PIPE,
                 stderr=clog, text=True, env=cenv)
             if not consumer.stdout.readline().startswith("ready"):
@@ -627,7 +629,7 @@ def learned_cell(r):
 
 
 def table(results, command, rounds, interval, load, skipped_note="", floor_step=50,
-          consumer_conf=None):
+          consumer_conf=None, consumer_client="librdkafka 2.15.1 (python3-confluent-kafka)"):
     bracket = max((max(r["move_command_ms"]) for r in results if r.get("move_command_ms")),
                   default=0.0)
     lines = [
@@ -709,7 +711,7 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
             f"{fm if (fm := r.get('first_message_ms')) is None else round(fm, 1)} | "
             f"{r['sent']} | {errs} | {r['lost']} | {r['duplicated']} | {r['out_of_order']} | "
             f"{reroute_cell(r)} | {learned_cell(r)} |")
-    lines.extend(lmc.table_lines(results, consumer_conf))
+    lines.extend(lmc.table_lines(results, consumer_conf, consumer_client))
     lines.append("<!-- leader-move-clients:end -->")
     return "\n".join(lines) + "\n"
 
@@ -768,6 +770,8 @@ def main():
                     "(bench/kafka_load/leader_move_consumer.py)")
     ap.add_argument("--consumer-conf", default=json.dumps(lmc.DEFAULT_CONF),
                     help="the consumer's librdkafka settings as JSON (default %(default)s)")
+    ap.add_argument("--consumer-client", default="librdkafka", choices=("librdkafka", "kafka-python"),
+                    help="the --consumer's client: librdkafka 2.15.1 or Debian's kafka-python 2.0.2")
     args = ap.parse_args()
     args.consumer_conf = json.loads(args.consumer_conf)
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
@@ -825,7 +829,9 @@ def main():
         note = (" The reroute rows were skipped: this build has no rerouting (epochgate "
                 f"refused its config: {unsupported}).")
     block = table(results, command, args.rounds, args.interval, (load_start, load_end), note,
-                  args.floor_step, args.consumer_conf)
+                  args.floor_step, args.consumer_conf,
+                  "kafka-python 2.0.2 (Debian)" if args.consumer_client == "kafka-python"
+                  else "librdkafka 2.15.1 (python3-confluent-kafka)")
     print(block)
     if args.json:
         with open(args.json, "w") as fh:

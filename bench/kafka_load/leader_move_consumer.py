@@ -49,6 +49,30 @@ c.close()
 json.dump({'records': records, 'errors': errors}, open(out, 'w'))
 """
 
+# The same for Debian's kafka-python 2.0.2 (no KIP-951: it refreshes metadata
+# on a leader error); --consumer-client kafka-python. Its fetch wait is
+# fetch_max_wait_ms (set from fetch.wait.max.ms).
+KAFKA_PYTHON_CONSUMER = r"""
+import json, sys, time
+from kafka import KafkaConsumer, TopicPartition
+bootstrap, conf, seconds, out = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                  fetch_max_wait_ms=int(conf.get('fetch.wait.max.ms', 500)))
+tp = TopicPartition('m', 0)
+c.assign([tp])
+c.seek_to_beginning(tp)
+print('ready', flush=True)
+records, errors = [], []
+end = time.monotonic_ns() + int(seconds * 1e9)
+while time.monotonic_ns() < end:
+    for batch in c.poll(timeout_ms=5, max_records=500).values():
+        now = time.monotonic_ns()
+        for m in batch:
+            records.append((now, m.offset, int(m.value)))
+c.close()
+json.dump({'records': records, 'errors': errors}, open(out, 'w'))
+"""
+
 
 def longest_gaps(instants, arrivals, before_ms=100, after_ms=300):
     """For each (start_ns, end_ns) instant: the longest time (ms) between two
@@ -122,15 +146,15 @@ def summarize(path, moves, interval_s, stored, acks):
             "error_kinds": sorted({e[1] for e in data["errors"]})}
 
 
-def table_lines(results, conf):
+def table_lines(results, conf, client="librdkafka 2.15.1 (python3-confluent-kafka)"):
     """The consumer table under the producer one, for rows that ran a consumer."""
     rows = [r for r in results if r.get("consumer")]
     if not rows:
         return []
     lines = [
         "",
-        "Consumer across the same moves (`--consumer`): librdkafka 2.15.1 (python3-confluent-"
-        f"kafka) assigned partition 0 from the beginning, settings {json.dumps(conf)} "
+        f"Consumer across the same moves (`--consumer`): {client} assigned partition 0 from "
+        f"the beginning, settings {json.dumps(conf)} "
         "(the mock cluster answers a Fetch that finds nothing only after its MaxWait, so "
         "librdkafka's default 500 ms would show up as gaps whether or not anything moved). "
         "*longest gap* = per move, the longest time between two consecutive record arrivals "
