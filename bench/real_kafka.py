@@ -34,6 +34,7 @@ shared: the figures are ratios within one run, never absolute targets.
 """
 
 import argparse
+import csv
 import json
 import os
 import re
@@ -120,9 +121,16 @@ class HAProxy:
                 self.proc.wait(timeout=10)
 
 
+# --java-log-config: a log4j2 properties file for the Java clients instead of
+# the tools' default (e.g. DEBUG for the consumer's fetch and validation).
+JAVA_LOG_CONFIG = ""
+
+
 def java(prefix, main, args, timeout=600, classes=None):
     cp = kafka_cluster.classpath(prefix, *([classes] if classes else []))
-    r = subprocess.run(["java", "-Xmx512m", kafka_cluster.log_option(prefix, tools=True), "-cp", cp, main] + args,
+    log = ("-Dlog4j2.configurationFile=" + JAVA_LOG_CONFIG if JAVA_LOG_CONFIG
+           else kafka_cluster.log_option(prefix, tools=True))
+    r = subprocess.run(["java", "-Xmx512m", log, "-cp", cp, main] + args,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     if r.returncode != 0:
         raise RuntimeError("%s failed: %s" % (main, r.stderr.decode(errors="replace")[-2000:]))
@@ -197,6 +205,31 @@ def rdkafka_move(demo, c, bootstrap, topic, o, name):
             "errors": s["failed"], "acked": s["acked"]}
 
 
+def consumer_gaps(timeline):
+    """The Java consumer's side of one move, from MoveTimeline's per-record
+    CSV (ms after the move): the longest time between two consecutive
+    fetches from 100 ms before the move to 1 s after it (counting from the
+    last fetch before and to the first after), and the longest time from a
+    record's acknowledgement to its fetch among records acknowledged in that
+    window (the consumer's own part; the gap also holds the producer's),
+    each beside the same window 2 s earlier, where nothing moved."""
+    with open(timeline) as fh:
+        rows = [r for r in csv.DictReader(fh) if float(r["fetch_ms"]) != -1 and float(r["ack_ms"]) != -1]
+    fetched = sorted(float(r["fetch_ms"]) for r in rows)
+
+    def gap(lo, hi):
+        seg = ([t for t in fetched if t < lo][-1:] + [t for t in fetched if lo <= t <= hi]
+               + [t for t in fetched if t > hi][:1])
+        return max((b - a for a, b in zip(seg, seg[1:])), default=float("nan"))
+
+    def delay(lo, hi):
+        return max((float(r["fetch_ms"]) - float(r["ack_ms"]) for r in rows
+                    if lo <= float(r["ack_ms"]) <= hi), default=float("nan"))
+
+    return {"fetch_gap_ms": gap(-100, 1000), "fetch_gap_control_ms": gap(-2100, -1000),
+            "fetch_delay_ms": delay(-100, 1000), "fetch_delay_control_ms": delay(-2100, -1000)}
+
+
 def moves(demo, c, boots, prefix, o):
     classes = kafka_cluster.compile_java(prefix, [os.path.join(HERE, "real_kafka", "MoveTimeline.java")])
     out = {}
@@ -204,8 +237,9 @@ def moves(demo, c, boots, prefix, o):
         for path in o.paths[i % len(o.paths):] + o.paths[:i % len(o.paths)]:
             bootstrap = boots[path]
             topic = rk.create_topic(c, "mv-java-%s-%d" % (path, i), partitions=1)
-            tl = os.path.join(o.timeline_dir, "java-%s-%d.csv" % (path, i)) if o.timeline_dir else None
+            tl = os.path.join(o.timeline_dir or demo.workdir, "java-%s-%d.csv" % (path, i))
             r = java_move(c, prefix, classes, bootstrap, topic, o, tl)
+            r.update(consumer_gaps(tl))
             out.setdefault(("Java", path), []).append(r)
             demo.say("Java %s move %d: %s" % (path, i + 1, r))
             topic = rk.create_topic(c, "mv-rd-%s-%d" % (path, i), partitions=1)
@@ -271,6 +305,13 @@ def report(tp, mv, o, c):
         print("- %s: %s" % (path, "; ".join("%.0f / %.0f / %.0f (election done at %.0f)" % (
             r["first_new_sent_ms"], r["first_new_ack_ms"], r["first_new_fetch_ms"], r["move_ms"])
             for r in mv[("Java", path)])))
+    print("\nJava consumer across the move (ms; in brackets the same window 2 s earlier, nothing moving): "
+          "longest gap between consecutive fetched records from 100 ms before the move to 1 s after, and "
+          "the longest time from a record's acknowledgement to its fetch in that window, per move:")
+    for path in o.paths:
+        print("- %s: %s" % (path, "; ".join("gap %.0f (%.0f), ack to fetch %.0f (%.0f)" % (
+            r["fetch_gap_ms"], r["fetch_gap_control_ms"], r["fetch_delay_ms"], r["fetch_delay_control_ms"])
+            for r in mv[("Java", path)])))
     for client in ("Java", "librdkafka"):
         for num, den in RATIOS:
             if num in o.paths and den in o.paths:
@@ -294,7 +335,11 @@ def main():
     ap.add_argument("--rate", type=int, default=200)
     ap.add_argument("--timeline-dir", default="")
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--java-log-config", default="",
+                    help="log4j2 properties file for the Java clients (default: the tools' own)")
     o = ap.parse_args()
+    global JAVA_LOG_CONFIG
+    JAVA_LOG_CONFIG = o.java_log_config
     o.paths = o.paths.split(",")
     if not o.paths or set(o.paths) - {"direct", "haproxy", "epochgate"}:
         ap.error("--paths: a subset of direct, haproxy, epochgate")

@@ -103,6 +103,36 @@ def run(options):
         demo.close()
 
 
+def move_gaps(rows, moved_us, partition, before_us=100000, after_us=1000000,
+              control_us=2000000):
+    """(consumer gap, its control, producer latency, its control), ms: the
+    longest time between two consecutive first receipts of `partition`'s
+    records, counting from the last one before the window, and the longest
+    delivery latency of a message sent in the window, for the window around
+    `moved_us` and the same window `control_us` earlier. None without
+    consume stamps (an older epochgate-rdkafka-check)."""
+    got = sorted(r["consume_us"] for r in rows
+                 if r["partition"] == partition and r.get("consume_us", 0) > 0)
+    if not got:
+        return None
+
+    def window(at):
+        lo, hi = at - before_us, at + after_us
+        seg = [t for t in got if lo <= t <= hi]
+        prev = [t for t in got if t < lo]
+        nxt = [t for t in got if t > hi]
+        seg = prev[-1:] + seg + nxt[:1]
+        gap = max((b - a for a, b in zip(seg, seg[1:])), default=0) / 1000.0
+        lat = max((r["ack_us"] - r["send_us"] for r in rows
+                   if r["partition"] == partition and lo <= r["send_us"] <= hi
+                   and r["ack_us"] > 0), default=0) / 1000.0
+        return gap, lat
+
+    gap, lat = window(moved_us)
+    gap0, lat0 = window(moved_us - control_us)
+    return gap, gap0, lat, lat0
+
+
 def story(demo, options):
     print("epochgate demo: a partition leader moves under a running producer and consumer%s"
           % (", TLS on both sides" if options.tls else ""))
@@ -135,6 +165,11 @@ def story(demo, options):
         demo.tool("epochgate-rdkafka-check"), "--bootstrap", gate.bootstrap, "--topic", TOPIC,
         "--partitions-keyed", "--idempotent", "--acks", "all", "--duration-s", str(SECONDS),
         "--rate", str(RATE), "--concurrent", "--consume-group", "demo-group",
+        # The mock cluster answers a Fetch that finds nothing only after its
+        # MaxWait (new data does not wake it, as it would a Kafka broker):
+        # with librdkafka's 500 ms default every quiet moment would look like
+        # a half-second gap, and the consumer's gap would not show the move.
+        "-X", "fetch.wait.max.ms=10",
         "--timeline", timeline, "--debug", "broker,metadata,msg,fetch", "--log-file", log]
         + client_tls, "clients")
     demo.on_close(check.stop)
@@ -236,6 +271,13 @@ def story(demo, options):
     if fetched:
         print("  first records the consumer fetched from broker %d: %.1f ms after the move"
               % (new, (fetched * 1e6 - moved_us) / 1000.0))
+
+    gaps = move_gaps(rows, moved_us, 0)
+    if gaps:
+        print("  across the move (from 100 ms before it to 1 s after; in brackets the same "
+              "window 2 s earlier, nothing moving): consumer's longest gap between records of "
+              "%s[0] %.1f ms (%.1f ms); producer's longest delivery latency %.1f ms (%.1f ms)"
+              % (TOPIC, *gaps))
 
     ok = (summary.get("passed") and summary["missing"] == 0 and summary["duplicates"] == 0
           and sl.delta(after, before, sl.FENCED) >= 1)

@@ -73,6 +73,8 @@ import threading
 import time
 import urllib.request
 
+import leader_move_consumer as lmc
+
 RDK_2151 = os.path.expanduser("~/.cache/epochgate/librdkafka-2.15.1/lib")
 PY = "/usr/bin/python3"
 
@@ -442,7 +444,8 @@ def keep_logs(debug_dir, tmp, label, path, capped, moves):
     to find them in the logs."""
     os.makedirs(debug_dir, exist_ok=True)
     stem = re.sub(r"[^a-z0-9.]+", "-", f"{label} {path} {'capped' if capped else 'full'}".lower())
-    for name in ("client.log", "epochgate.log", "producer.json"):
+    for name in ("client.log", "epochgate.log", "producer.json", "consumer.log",
+                 "consumer.json"):
         src = os.path.join(tmp, name)
         if os.path.exists(src):
             with open(src) as fi, open(os.path.join(debug_dir, f"{stem}.{name}"), "w") as fo:
@@ -456,6 +459,7 @@ def run_case(args, tmp, client, path, capped):
     mock, direct = start_mock(args.build, "m:1:3")
     eg = None
     producer = None
+    consumer = None
     metrics = {}
     moves = []
     try:
@@ -481,6 +485,25 @@ def run_case(args, tmp, client, path, capped):
             env["LD_LIBRARY_PATH"] = libpath
         script = CONFLUENT_PRODUCER if runner == "confluent" else KAFKA_PYTHON_PRODUCER
         client_log = None
+        consumer_out = os.path.join(tmp, "consumer.json")
+        if args.consumer:
+            # Started first and reading from the beginning: it follows the
+            # producer's records across every move.
+            kp = args.consumer_client == "kafka-python"
+            cenv = dict(os.environ) if kp else dict(os.environ, LD_LIBRARY_PATH=RDK_2151)
+            cconf, clog = dict(args.consumer_conf), subprocess.DEVNULL
+            if args.debug_dir and not kp:
+                # What the consumer waits on across a move: the fenced
+                # fetch, the leader it takes, its offset validation.
+                cconf.setdefault("debug", "fetch,topic,metadata,broker,protocol")
+                clog = open(os.path.join(tmp, "consumer.log"), "w")
+            consumer = subprocess.Popen(
+                [PY, "-c", lmc.KAFKA_PYTHON_CONSUMER if kp else lmc.CONSUMER, bootstrap,
+                 json.dumps(cconf),
+                 str(seconds + 3), consumer_out], stdout=subprocess.PIPE,
+                stderr=clog, text=True, env=cenv)
+            if not consumer.stdout.readline().startswith("ready"):
+                raise RuntimeError("consumer did not start")
         if args.debug_dir:
             # librdkafka's debug contexts for a move: which request carried
             # which sequence, leader changes, idempotence state.
@@ -500,6 +523,8 @@ def run_case(args, tmp, client, path, capped):
             leader = leader % 3 + 1
             moves.append(move_leader(mock, "m", 0, leader))
         producer.wait(timeout=seconds + 90)
+        if consumer:
+            consumer.wait(timeout=60)
         with open(out) as fh:
             prod = json.load(fh)
         if eg:
@@ -508,6 +533,8 @@ def run_case(args, tmp, client, path, capped):
     finally:
         if producer and producer.poll() is None:
             producer.kill()
+        if consumer and consumer.poll() is None:
+            consumer.kill()
         if eg:
             eg.close()
         mock.close()
@@ -516,6 +543,8 @@ def run_case(args, tmp, client, path, capped):
 
     sent = prod["sent"]
     acks = {int(k): v for k, v in prod["acks"].items()}
+    consumed = (lmc.summarize(consumer_out, moves, args.interval, stored, acks)
+                if args.consumer else None)
     first_ack = first_ack_after(moves, sent, acks)
     longest = longest_latency_around(moves, sent, acks)
     # The same figure half way between moves, where nothing moved: the
@@ -569,7 +598,7 @@ def run_case(args, tmp, client, path, capped):
             "duplicated": dup, "out_of_order": ooo,
             "error_kinds": sorted({a[2] for a in acks.values() if not a[1]}),
             "client_errors": prod.get("client_errors", []),
-            "reroute": reroute_summary(metrics)}
+            "reroute": reroute_summary(metrics), "consumer": consumed}
 
 
 def reroute_cell(r):
@@ -599,7 +628,8 @@ def learned_cell(r):
     return f"{rr['hints_rewritten']} hints, {rr['refresh_urgent']} urgent refreshes"
 
 
-def table(results, command, rounds, interval, load, skipped_note="", floor_step=50):
+def table(results, command, rounds, interval, load, skipped_note="", floor_step=50,
+          consumer_conf=None, consumer_client="librdkafka 2.15.1 (python3-confluent-kafka)"):
     bracket = max((max(r["move_command_ms"]) for r in results if r.get("move_command_ms")),
                   default=0.0)
     lines = [
@@ -681,6 +711,7 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
             f"{fm if (fm := r.get('first_message_ms')) is None else round(fm, 1)} | "
             f"{r['sent']} | {errs} | {r['lost']} | {r['duplicated']} | {r['out_of_order']} | "
             f"{reroute_cell(r)} | {learned_cell(r)} |")
+    lines.extend(lmc.table_lines(results, consumer_conf, consumer_client))
     lines.append("<!-- leader-move-clients:end -->")
     return "\n".join(lines) + "\n"
 
@@ -733,7 +764,16 @@ def main():
     ap.add_argument("--client-debug", default="msg,protocol,broker,eos,topic",
                     help="librdkafka debug contexts with --debug-dir ('' for none: the "
                     "timing undisturbed, the stamps still kept)")
+    ap.add_argument("--consumer", action="store_true",
+                    help="run a librdkafka 2.15.1 consumer of the partition beside each "
+                    "producer and report its longest gap between records across each move "
+                    "(bench/kafka_load/leader_move_consumer.py)")
+    ap.add_argument("--consumer-conf", default=json.dumps(lmc.DEFAULT_CONF),
+                    help="the consumer's librdkafka settings as JSON (default %(default)s)")
+    ap.add_argument("--consumer-client", default="librdkafka", choices=("librdkafka", "kafka-python"),
+                    help="the --consumer's client: librdkafka 2.15.1 or Debian's kafka-python 2.0.2")
     args = ap.parse_args()
+    args.consumer_conf = json.loads(args.consumer_conf)
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     for p in paths:
         if p not in PATHS:
@@ -774,7 +814,14 @@ def main():
                                         statistics.median(r["control_ms"]), 2),
                                     "move_command_ms_max": round(max(r["move_command_ms"]), 2),
                                     "client_errors": len(r["client_errors"]),
-                                    "reroute": r["reroute"]}),
+                                    "reroute": r["reroute"],
+                                    "consumer_gap_ms": [round(x, 1) for x in
+                                                        (r["consumer"] or {}).get("gap_ms", [])],
+                                    "consumer": {k: v for k, v in (r["consumer"] or {}).items()
+                                                 if not k.endswith("_ms")},
+                                    "consumer_delay_ms": [round(x, 1) for x in
+                                                          (r["consumer"] or {}).get("delay_ms",
+                                                                                    [])]}),
                       flush=True)
     load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
     note = ""
@@ -782,7 +829,9 @@ def main():
         note = (" The reroute rows were skipped: this build has no rerouting (epochgate "
                 f"refused its config: {unsupported}).")
     block = table(results, command, args.rounds, args.interval, (load_start, load_end), note,
-                  args.floor_step)
+                  args.floor_step, args.consumer_conf,
+                  "kafka-python 2.0.2 (Debian)" if args.consumer_client == "kafka-python"
+                  else "librdkafka 2.15.1 (python3-confluent-kafka)")
     print(block)
     if args.json:
         with open(args.json, "w") as fh:

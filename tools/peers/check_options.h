@@ -30,7 +30,7 @@ struct CheckOptions {
   int message_size = 100;          ///< value size in bytes (at least the header)
   std::string debug;               ///< librdkafka debug contexts, e.g. "broker,topic,msg,metadata"
   std::string log_file;            ///< librdkafka logs go here (stderr when empty)
-  std::string timeline_file;       ///< per-message CSV: seq,partition,offset,broker,send_us,ack_us,error
+  std::string timeline_file;       ///< per-message CSV: seq,partition,offset,broker,send_us,ack_us,error,consume_us
   std::string client_id = "epochgate-rdkafka-check";
   std::vector<std::pair<std::string, std::string>> properties;  ///< -X key=value for every client
   /// --resolve NAME=ADDRESS: host names (NAME, or *.DOMAIN for every name

@@ -20,6 +20,7 @@ int64_t wall_us();
 struct SentMessage {
   int64_t send_us = 0;   ///< wall clock when handed to librdkafka
   int64_t ack_us = 0;    ///< wall clock of the delivery report (0: none yet)
+  int64_t consume_us = 0;  ///< wall clock a consumer first received it (0: never)
   int32_t partition = -1;
   int64_t offset = -1;   ///< -1 when unknown (acks=0)
   int32_t broker = -1;   ///< broker id that acknowledged, -1 if unknown
