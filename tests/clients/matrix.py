@@ -110,7 +110,7 @@ class Matrix:
         os.makedirs(workdir, exist_ok=True)
         self.clients = [c for c in reg["clients"] if not clients or c["name"] in clients]
         self.cells = [c for c in CELLS if not cells or c.name in cells]
-        self.ref = next(c for c in reg["clients"] if c["name"] == reg["reference"])
+        self.ref = next(c for c in reg["clients"] if c["name"] == reg["reference"][cluster.name])
         self.gate = h.start_gate(cluster.bootstrap)
         self.gate_ports = clusters.gate_ports(self.gate)
         self.log_lock = threading.Lock()
@@ -249,11 +249,12 @@ class Matrix:
         rows = []
         runnable = []
         for c in self.clients:
-            if missing and c["name"] in missing:
+            why = (missing or {}).get(c["name"]) or c.get("not_on", {}).get(self.cluster.name)
+            if why:
                 for cell in self.cells:
                     rows.append({"client": c["name"], "version": c["version"], "cell": cell.name, "op": cell.op,
-                                 "direct": {"status": "not-run", "error": missing[c["name"]]},
-                                 "epochgate": {"status": "not-run", "error": missing[c["name"]]}})
+                                 "direct": {"status": "not-run", "error": why},
+                                 "epochgate": {"status": "not-run", "error": why}})
             else:
                 runnable.append(c)
         with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:

@@ -248,7 +248,7 @@ public class MatrixDriver {
     String name = topic() + "-adm";
     List<String> steps = new ArrayList<>();
     try (Admin a = admin()) {
-      a.createTopics(List.of(new NewTopic(name, Optional.of(3), Optional.empty()))).all().get(20, TimeUnit.SECONDS);
+      a.createTopics(List.of(new NewTopic(name, 3, (short) 3))).all().get(20, TimeUnit.SECONDS);
       steps.add("create");
       for (int tries = 0; ; tries++) {
         try {

@@ -67,6 +67,9 @@ func Parse() Options {
 	return o
 }
 
+// Seeds is --bootstrap split at commas (a cluster's list, or epochgate's one address).
+func (o Options) Seeds() []string { return strings.Split(o.Bootstrap, ",") }
+
 // Context is bounded by --timeout-ms, a little short of it so the result
 // line is still printed before the harness gives up.
 func (o Options) Context() (context.Context, context.CancelFunc) {

@@ -77,7 +77,7 @@ func main() {
 }
 
 func client(o driver.Options, extra ...kgo.Opt) (*kgo.Client, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(o.Bootstrap), kgo.ClientID("eg-matrix-franz-go"),
+	opts := []kgo.Opt{kgo.SeedBrokers(o.Seeds()...), kgo.ClientID("eg-matrix-franz-go"),
 		kgo.MetadataMinAge(250 * time.Millisecond)}
 	return kgo.NewClient(append(opts, extra...)...)
 }
@@ -394,7 +394,7 @@ func admin(ctx context.Context, o driver.Options, r *driver.Result) error {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	name := o.Topic + "-adm"
-	if cr, err := adm.CreateTopic(ctx, 3, -1, nil, name); err != nil || cr.Err != nil {
+	if cr, err := adm.CreateTopic(ctx, 3, 3, nil, name); err != nil || cr.Err != nil {
 		return fmt.Errorf("create: %v %v", err, cr.Err)
 	}
 	steps := []string{"create"}

@@ -78,7 +78,7 @@ func main() {
 }
 
 func metadata(ctx context.Context, o driver.Options, r *driver.Result) error {
-	cl := &kafka.Client{Addr: kafka.TCP(o.Bootstrap)}
+	cl := &kafka.Client{Addr: kafka.TCP(o.Seeds()...)}
 	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{o.Topic}})
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func (byIndex) Balance(m kafka.Message, partitions ...int) int {
 }
 
 func produce(ctx context.Context, o driver.Options, r *driver.Result, tl *driver.Timeline) error {
-	w := &kafka.Writer{Addr: kafka.TCP(o.Bootstrap), Topic: o.Topic, Balancer: &kafka.Hash{},
+	w := &kafka.Writer{Addr: kafka.TCP(o.Seeds()...), Topic: o.Topic, Balancer: &kafka.Hash{},
 		BatchTimeout: 5 * time.Millisecond, BatchBytes: 4 << 20, MaxAttempts: 20,
 		WriteBackoffMin: 50 * time.Millisecond, WriteBackoffMax: 500 * time.Millisecond}
 	if o.Op == "many-partitions" {
@@ -178,6 +178,30 @@ func produce(ctx context.Context, o driver.Options, r *driver.Result, tl *driver
 // partition (kafka-go's way to consume without a group).
 func assign(ctx context.Context, o driver.Options, r *driver.Result) error {
 	n := o.Partitions
+	// With --records 0 (the harness's reference reader) every partition is
+	// read to its end offset, so duplicates show; --out gets every record.
+	if o.Records == 0 {
+		cl := &kafka.Client{Addr: kafka.TCP(o.Seeds()...)}
+		var reqs []kafka.OffsetRequest
+		for p := 0; p < n; p++ {
+			reqs = append(reqs, kafka.LastOffsetOf(p))
+		}
+		lo, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{o.Topic: reqs}})
+		if err != nil {
+			return err
+		}
+		for _, po := range lo.Topics[o.Topic] {
+			if po.Error != nil {
+				return po.Error
+			}
+			// Fresh topics without transactions: offsets 0..end-1 are records.
+			if po.LastOffset > 0 {
+				o.Records += int(po.LastOffset)
+			}
+		}
+	}
+	tl := driver.NewTimeline()
+	defer tl.Write(o.Out)
 	var mu sync.Mutex
 	check := driver.NewOffsetChecker()
 	var bad error
@@ -186,7 +210,7 @@ func assign(ctx context.Context, o driver.Options, r *driver.Result) error {
 	defer stop()
 	var wg sync.WaitGroup
 	for p := 0; p < n; p++ {
-		rd := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{o.Bootstrap}, Topic: o.Topic, Partition: p,
+		rd := kafka.NewReader(kafka.ReaderConfig{Brokers: o.Seeds(), Topic: o.Topic, Partition: p,
 			MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 200 * time.Millisecond})
 		rd.SetOffset(kafka.FirstOffset)
 		wg.Add(1)
@@ -200,6 +224,7 @@ func assign(ctx context.Context, o driver.Options, r *driver.Result) error {
 				}
 				mu.Lock()
 				got++
+				tl.Add(int32(m.Partition), m.Offset, driver.Index("", m.Value))
 				if err := check.See(int32(m.Partition), m.Offset); err != nil && bad == nil {
 					bad = err
 				}
@@ -229,7 +254,7 @@ func group(ctx context.Context, o driver.Options, r *driver.Result, tl *driver.T
 	if o.GroupProtocol == "consumer" {
 		return driver.Unsupported("kafka-go 0.4 has no KIP-848 consumer group protocol")
 	}
-	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{o.Bootstrap}, Topic: o.Topic, GroupID: o.Group,
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: o.Seeds(), Topic: o.Topic, GroupID: o.Group,
 		StartOffset: kafka.FirstOffset, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 200 * time.Millisecond,
 		HeartbeatInterval: time.Second, JoinGroupBackoff: 200 * time.Millisecond})
 	defer rd.Close()
@@ -260,7 +285,7 @@ func group(ctx context.Context, o driver.Options, r *driver.Result, tl *driver.T
 }
 
 func offsets(ctx context.Context, o driver.Options, r *driver.Result) error {
-	cl := &kafka.Client{Addr: kafka.TCP(o.Bootstrap)}
+	cl := &kafka.Client{Addr: kafka.TCP(o.Seeds()...)}
 	// A commit outside any generation (-1, no member): a standalone group.
 	cr, err := cl.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: o.Group, GenerationID: -1,
 		Topics: map[string][]kafka.OffsetCommit{o.Topic: {{Partition: 0, Offset: 5}}}})
@@ -289,10 +314,10 @@ func offsets(ctx context.Context, o driver.Options, r *driver.Result) error {
 }
 
 func admin(ctx context.Context, o driver.Options, r *driver.Result) error {
-	cl := &kafka.Client{Addr: kafka.TCP(o.Bootstrap)}
+	cl := &kafka.Client{Addr: kafka.TCP(o.Seeds()...)}
 	name := o.Topic + "-adm"
 	cr, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
-		{Topic: name, NumPartitions: 3, ReplicationFactor: -1}}})
+		{Topic: name, NumPartitions: 3, ReplicationFactor: 3}}})
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}

@@ -102,7 +102,7 @@ func config(o driver.Options) *sarama.Config {
 }
 
 func metadata(o driver.Options, r *driver.Result) error {
-	cl, err := sarama.NewClient([]string{o.Bootstrap}, config(o))
+	cl, err := sarama.NewClient(o.Seeds(), config(o))
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func produce(ctx context.Context, o driver.Options, r *driver.Result, idempotent
 	if o.Op == "many-partitions" {
 		c.Producer.Partitioner = sarama.NewManualPartitioner
 	}
-	p, err := sarama.NewAsyncProducer([]string{o.Bootstrap}, c)
+	p, err := sarama.NewAsyncProducer(o.Seeds(), c)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func transactions(ctx context.Context, o driver.Options, r *driver.Result) error
 	if c.Producer.Transaction.ID == "" {
 		c.Producer.Transaction.ID = "tx-" + o.Topic
 	}
-	p, err := sarama.NewSyncProducer([]string{o.Bootstrap}, c)
+	p, err := sarama.NewSyncProducer(o.Seeds(), c)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func transactions(ctx context.Context, o driver.Options, r *driver.Result) error
 // so, then `linger` more (to catch records that must not come).
 func readAll(ctx context.Context, o driver.Options, c *sarama.Config, done func(*sarama.ConsumerMessage) bool, linger time.Duration) error {
 	c.Consumer.Fetch.Max = 8 << 20
-	cons, err := sarama.NewConsumer([]string{o.Bootstrap}, c)
+	cons, err := sarama.NewConsumer(o.Seeds(), c)
 	if err != nil {
 		return err
 	}
@@ -372,7 +372,7 @@ func group(ctx context.Context, o driver.Options, r *driver.Result, tl *driver.T
 	c := config(o)
 	c.Consumer.Offsets.AutoCommit.Enable = false
 	c.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
-	g, err := sarama.NewConsumerGroup([]string{o.Bootstrap}, o.Group, c)
+	g, err := sarama.NewConsumerGroup(o.Seeds(), o.Group, c)
 	if err != nil {
 		return err
 	}
@@ -407,7 +407,7 @@ func group(ctx context.Context, o driver.Options, r *driver.Result, tl *driver.T
 }
 
 func offsets(o driver.Options, r *driver.Result) error {
-	cl, err := sarama.NewClient([]string{o.Bootstrap}, config(o))
+	cl, err := sarama.NewClient(o.Seeds(), config(o))
 	if err != nil {
 		return err
 	}
@@ -441,13 +441,13 @@ func offsets(o driver.Options, r *driver.Result) error {
 }
 
 func admin(o driver.Options, r *driver.Result) error {
-	adm, err := sarama.NewClusterAdmin([]string{o.Bootstrap}, config(o))
+	adm, err := sarama.NewClusterAdmin(o.Seeds(), config(o))
 	if err != nil {
 		return err
 	}
 	defer adm.Close()
 	name := o.Topic + "-adm"
-	if err := adm.CreateTopic(name, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: -1}, false); err != nil {
+	if err := adm.CreateTopic(name, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 3}, false); err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
 	steps := []string{"create"}
