@@ -177,7 +177,10 @@ func (c *OffsetChecker) See(p int32, off int64) error {
 }
 
 // Emit prints the result line and exits with the protocol's code.
+var emitted sync.Mutex
+
 func Emit(r Result, started time.Time) {
+	emitted.Lock() // never unlocked: one result line, then exit
 	r.ElapsedMs = float64(time.Since(started).Microseconds()) / 1000
 	if r.Status == "" {
 		r.Status = "ok"
@@ -195,6 +198,12 @@ func Run(client, version string, fn func(o Options, r *Result) error) {
 	o := Parse()
 	started := time.Now()
 	r := Result{Client: client, Version: version, Op: o.Op}
+	// A client call that ignores its context (a Close waiting on a broker)
+	// must not keep the process past --timeout-ms.
+	time.AfterFunc(time.Duration(o.TimeoutMs)*time.Millisecond, func() {
+		Emit(Result{Client: client, Version: version, Op: o.Op, Status: "failed",
+			Error: fmt.Sprintf("still running after --timeout-ms %d", o.TimeoutMs)}, started)
+	})
 	defer func() {
 		if p := recover(); p != nil {
 			r.Status, r.Error = "failed", fmt.Sprint("panic: ", p)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +20,9 @@ import (
 const version = "1.61.1"
 
 func main() {
+	if os.Getenv("EG_DRIVER_DEBUG") != "" {
+		sarama.Logger = log.New(os.Stderr, "[sarama] ", log.LstdFlags|log.Lmicroseconds)
+	}
 	driver.Run("sarama", version, func(o driver.Options, r *driver.Result) error {
 		ctx, cancel := o.Context()
 		defer cancel()
@@ -248,6 +253,7 @@ func transactions(ctx context.Context, o driver.Options, r *driver.Result) error
 // so, then `linger` more (to catch records that must not come).
 func readAll(ctx context.Context, o driver.Options, c *sarama.Config, done func(*sarama.ConsumerMessage) bool, linger time.Duration) error {
 	c.Consumer.Fetch.Max = 8 << 20
+	c.Consumer.MaxWaitTime = 100 * time.Millisecond
 	cons, err := sarama.NewConsumer(o.Seeds(), c)
 	if err != nil {
 		return err
@@ -261,11 +267,26 @@ func readAll(ctx context.Context, o driver.Options, c *sarama.Config, done func(
 	errs := make(chan error, len(parts))
 	stop := make(chan struct{})
 	defer close(stop)
-	for _, p := range parts {
-		pc, err := cons.ConsumePartition(o.Topic, p, sarama.OffsetOldest)
-		if err != nil {
-			return err
+	// ConsumePartition looks up the partition's offsets on the connection
+	// the running fetches long-poll on, so one at a time 200 partitions take
+	// 200 fetch waits: start them all at once.
+	pcs := make([]sarama.PartitionConsumer, len(parts))
+	perr := make([]error, len(parts))
+	var started sync.WaitGroup
+	for i, p := range parts {
+		started.Add(1)
+		go func() {
+			defer started.Done()
+			pcs[i], perr[i] = cons.ConsumePartition(o.Topic, p, sarama.OffsetOldest)
+		}()
+	}
+	started.Wait()
+	for i := range parts {
+		if perr[i] != nil {
+			return perr[i]
 		}
+	}
+	for _, pc := range pcs {
 		defer pc.AsyncClose()
 		go func() {
 			for {
