@@ -137,7 +137,8 @@ class Matrix:
             f.write("\n--- stdout (rc=%s, %.1fs)\n%s" % (rc, time.monotonic() - t0, stdout))
         lines = [l for l in stdout.splitlines() if l.strip().startswith("{")]
         if not lines:
-            return {"status": "failed", "error": "driver printed no result line (rc=%s, log %s)" % (rc, log)}
+            return {"status": "failed", "log": os.path.basename(log),
+                    "error": "driver printed no result line (exit %s)" % rc}
         try:
             res = json.loads(lines[-1])
         except ValueError:

@@ -14,6 +14,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -118,7 +119,8 @@ def load_differences():
 
 
 def _one_line(text, limit=160):
-    text = " ".join(str(text or "").split()).replace("|", "\\|")
+    # Work directories differ per machine; the page names none.
+    text = re.sub(r"/\S*/", "", " ".join(str(text or "").split())).replace("|", "\\|")
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
