@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 	"time"
@@ -49,7 +50,7 @@ func main() {
 			if err := produce(ctx, o, r, nil); err != nil {
 				return err
 			}
-			return assign(ctx, o, r)
+			return fetchEach(ctx, o, r)
 		case "admin":
 			return admin(ctx, o, r)
 		case "share-consume":
@@ -204,7 +205,7 @@ func assign(ctx context.Context, o driver.Options, r *driver.Result) error {
 	defer tl.Write(o.Out)
 	var mu sync.Mutex
 	check := driver.NewOffsetChecker()
-	var bad error
+	var bad, readErr error
 	got := 0
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -220,6 +221,13 @@ func assign(ctx context.Context, o driver.Options, r *driver.Result) error {
 			for {
 				m, err := rd.ReadMessage(rctx)
 				if err != nil {
+					if rctx.Err() == nil {
+						mu.Lock()
+						if readErr == nil {
+							readErr = fmt.Errorf("partition %d: %w", rd.Config().Partition, err)
+						}
+						mu.Unlock()
+					}
 					return
 				}
 				mu.Lock()
@@ -245,7 +253,7 @@ func assign(ctx context.Context, o driver.Options, r *driver.Result) error {
 	wg.Wait()
 	r.Records = got
 	if got < o.Records {
-		return fmt.Errorf("read %d of %d records: %v", got, o.Records, ctx.Err())
+		return fmt.Errorf("read %d of %d records: %v (first reader error: %v)", got, o.Records, ctx.Err(), readErr)
 	}
 	return bad
 }
@@ -363,5 +371,39 @@ func admin(ctx context.Context, o driver.Options, r *driver.Result) error {
 	sort.Strings(steps)
 	r.Extra = map[string]any{"steps": steps}
 	r.Records = len(steps)
+	return nil
+}
+
+// fetchEach reads partition p's one record with one Fetch per partition
+// (kafka.Client.Fetch). Two hundred Readers, one per partition, do not all
+// deliver within the bound: each runs its own connection and fetch loop,
+// and in a run some never return their record in time, on either path.
+func fetchEach(ctx context.Context, o driver.Options, r *driver.Result) error {
+	cl := &kafka.Client{Addr: kafka.TCP(o.Seeds()...)}
+	r.Records = 0
+	for p := 0; p < o.Partitions; p++ {
+		for {
+			res, err := cl.Fetch(ctx, &kafka.FetchRequest{Topic: o.Topic, Partition: p, Offset: 0,
+				MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 500 * time.Millisecond})
+			if err == nil && res.Error == nil {
+				rec, rerr := res.Records.ReadRecord()
+				if rerr == nil {
+					v, _ := io.ReadAll(rec.Value)
+					if driver.Index("", v) != p {
+						return fmt.Errorf("partition %d holds record %d", p, driver.Index("", v))
+					}
+					r.Records++
+					break
+				}
+				err = rerr
+			} else if err == nil {
+				err = res.Error
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("read %d of %d partitions' records: partition %d: %v", r.Records, o.Partitions, p, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	return nil
 }
