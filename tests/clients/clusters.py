@@ -33,6 +33,10 @@ class RealCluster:
         if config:
             cfg += " " + " ".join("%s=%s" % kv for kv in sorted(config.items()))
         rk.create_topic(self.c, topic, partitions=partitions, config=cfg)
+        # Every broker must know the topic and agree on its leaders before a
+        # client sees it: a client that asks a broker still behind gets
+        # UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER, straight or not.
+        rk.leaders(self.c, [topic], timeout=60)
 
     def leaders(self, topic):
         return {p: l for (t, p), (l, _) in rk.leaders(self.c, [topic]).items()}

@@ -263,7 +263,11 @@ public class MatrixDriver {
       DescribeClusterResult dc = a.describeCluster();
       result.put("brokers", nodes(dc.nodes().get(20, TimeUnit.SECONDS)));
       steps.add("describe-cluster");
-      if (!a.listTopics().names().get(20, TimeUnit.SECONDS).contains(name)) throw new Exception("list topics: no " + name);
+      // Any broker may answer; one that has not applied the create yet lists without the topic.
+      for (int tries = 0; !a.listTopics().names().get(20, TimeUnit.SECONDS).contains(name); tries++) {
+        if (tries > 100) throw new Exception("list topics: no " + name);
+        Thread.sleep(100);
+      }
       steps.add("list-topics");
       a.deleteTopics(List.of(name)).all().get(20, TimeUnit.SECONDS);
       steps.add("delete");

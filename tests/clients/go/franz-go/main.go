@@ -418,9 +418,17 @@ func admin(ctx context.Context, o driver.Options, r *driver.Result) error {
 		r.Brokers = append(r.Brokers, []any{b.Host, b.Port})
 	}
 	steps = append(steps, "describe-cluster")
-	topics, err := adm.ListTopics(ctx)
-	if err != nil || !topics.Has(name) {
-		return fmt.Errorf("list topics: %v (has %s: %v)", err, name, topics.Has(name))
+	// Any broker may answer; one that has not applied the create yet lists
+	// without the topic, so ask again within the bound.
+	for {
+		topics, err := adm.ListTopics(ctx)
+		if err == nil && topics.Has(name) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("list topics: %v (has %s: false)", err, name)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	steps = append(steps, "list-topics")
 	if dr, err := adm.DeleteTopic(ctx, name); err != nil || dr.Err != nil {

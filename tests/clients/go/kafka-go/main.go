@@ -349,15 +349,19 @@ func admin(ctx context.Context, o driver.Options, r *driver.Result) error {
 	}
 	// kafka-go has no DescribeCluster call; Metadata's broker list stands in.
 	steps = append(steps, "describe-topic")
-	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{})
-	found := false
-	if err == nil {
-		for _, t := range md.Topics {
-			found = found || t.Name == name
+	for found := false; !found; {
+		md, err := cl.Metadata(ctx, &kafka.MetadataRequest{})
+		if err == nil {
+			for _, t := range md.Topics {
+				found = found || t.Name == name
+			}
 		}
-	}
-	if !found {
-		return fmt.Errorf("list topics: %v (has %s: false)", err, name)
+		if !found && time.Now().After(deadline) {
+			return fmt.Errorf("list topics: %v (has %s: false)", err, name)
+		}
+		if !found {
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	steps = append(steps, "list-topics")
 	dr, err := cl.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{name}})

@@ -493,9 +493,17 @@ func admin(o driver.Options, r *driver.Result) error {
 		r.Brokers = append(r.Brokers, []any{host, port})
 	}
 	steps = append(steps, "describe-cluster")
-	topics, err := adm.ListTopics()
-	if _, ok := topics[name]; err != nil || !ok {
-		return fmt.Errorf("list topics: %v (has %s: %v)", err, name, ok)
+	// Any broker may answer; one that has not applied the create yet lists
+	// without the topic, so ask again within the bound.
+	for {
+		topics, err := adm.ListTopics()
+		if _, ok := topics[name]; err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("list topics: %v (has %s: false)", err, name)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	steps = append(steps, "list-topics")
 	if err := adm.DeleteTopic(name); err != nil {
