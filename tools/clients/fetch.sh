@@ -6,8 +6,8 @@
 #         GOCACHE under <cache>/go so nothing lands in the clone or ~/go;
 #   Java: the kafka-clients 4.4.0 driver compiled with javac against the jars
 #         tools/kafka/fetch.sh put in the cache -> <cache>/clients/java/;
-#   and the Python and JavaScript drivers through tools/clients/fetch-python.sh
-#   and fetch-node.sh when those exist.
+#   and the Python and JavaScript drivers through their own scripts beside
+#   this one (fetch-python.sh, fetch-node.sh) when those exist.
 # Idempotent: each part leaves a marker named by a hash of its sources, so a
 # second run only compares hashes.
 #   tools/clients/fetch.sh
