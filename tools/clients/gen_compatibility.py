@@ -125,7 +125,9 @@ def _one_line(text, limit=160):
 
 
 def _gap(res):
-    if res.get("status") != "ok" or "max_gap_ms" not in res:
+    # Also for a run that failed its loss/duplicate check: the client did
+    # recover, and how fast is still worth reading.
+    if "max_gap_ms" not in res or res.get("status") not in ("ok", "failed"):
         return "-"
     return "%.0f" % res["max_gap_ms"]
 
