@@ -83,3 +83,6 @@ cmake -S . -B "$build" -DEPOCHGATE_LIBRDKAFKA_PREFIX="$rdk" \
 cmake --build "$build" -j"$(nproc)"
 # The sarama and kafka-go peers and KafkaJS (npm, pinned), into the cache.
 tests/integration/clients/build.sh >/dev/null
+# Today's client libraries for the client matrix (tests/clients/): Go
+# modules, the Java driver, and the Python and JavaScript ones, into the cache.
+tools/clients/fetch.sh >/dev/null

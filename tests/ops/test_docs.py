@@ -552,7 +552,11 @@ def example_names_every_key(repo):
 
 def compatibility_versions(repo):
     """docs/compatibility.md names the versions the tests pin: the build
-    scripts' and Debian's installed packages'."""
+    scripts' and Debian's installed packages' (the kept clients' rows), and
+    for the client matrix (rendered from its results by
+    tools/clients/gen_compatibility.py, checked by ops.compatibility_doc) the
+    versions tests/clients/clients.json names are the ones go.mod and the
+    Java fetch pin, and each shows in the page's header as "name version"."""
     with open(os.path.join(repo, "docs", "compatibility.md")) as f:
         page = f.read()
 
@@ -573,13 +577,13 @@ def compatibility_versions(repo):
                                                       r'^rk\.VERSION = "([0-9.]+)"'),
         "librdkafka's mock cluster": pinned("tools/build-librdkafka.sh", r"^version=([0-9.]+)"),
         "librdkafka (`tools/rdkafka_check`)": pinned("tools/build-librdkafka.sh", r"^version=([0-9.]+)"),
-        "KafkaJS": pinned("tests/integration/clients/build.sh", r"^kafkajs_version=([0-9.]+)"),
+        "KafkaJS (integration peer)": pinned("tests/integration/clients/build.sh", r"^kafkajs_version=([0-9.]+)"),
         "kcat": debian("kcat"),
         "librdkafka (Debian)": debian("librdkafka1"),
-        "kafka-python": debian("python3-kafka"),
-        "confluent-kafka (Python)": debian("python3-confluent-kafka"),
-        "sarama": debian("golang-github-shopify-sarama-dev"),
-        "kafka-go": debian("golang-github-segmentio-kafka-go-dev"),
+        "kafka-python (Debian)": debian("python3-kafka"),
+        "confluent-kafka (Python, Debian)": debian("python3-confluent-kafka"),
+        "sarama (Debian)": debian("golang-github-shopify-sarama-dev"),
+        "kafka-go (Debian)": debian("golang-github-segmentio-kafka-go-dev"),
     }
     failures = []
     for name, version in rows.items():
@@ -589,6 +593,23 @@ def compatibility_versions(repo):
         elif not m or m.group(1).strip() != version:
             failures.append("docs/compatibility.md: %s is %s in the table, %s in the tests"
                             % (name, m.group(1).strip() if m else "missing", version))
+    import json
+    with open(os.path.join(repo, "tests", "clients", "clients.json")) as f:
+        matrix = {c["name"]: c["version"] for c in json.load(f)["clients"]}
+    gomod = os.path.join("tests", "clients", "go", "go.mod")
+    modules = {"franz-go": r"^\s*github\.com/twmb/franz-go v([0-9.]+)$",
+               "sarama": r"^\s*github\.com/IBM/sarama v([0-9.]+)$",
+               "kafka-go": r"^\s*github\.com/segmentio/kafka-go v([0-9.]+)$"}
+    for name, pattern in modules.items():
+        if matrix.get(name) != pinned(gomod, pattern):
+            failures.append("tests/clients/clients.json: %s %s, go.mod pins %s" % (
+                name, matrix.get(name), pinned(gomod, pattern)))
+    kafka = pinned("tools/kafka/fetch.sh", r"^version=\$\{1:-([0-9.]+)\}")
+    if "java" in matrix and matrix["java"] != kafka:
+        failures.append("tests/clients/clients.json: java %s, tools/kafka/fetch.sh pins %s" % (matrix["java"], kafka))
+    for name, version in matrix.items():
+        if "| %s %s " % (name, version) not in page and "| %s %s |" % (name, version) not in page:
+            failures.append("docs/compatibility.md: no matrix column for %s %s" % (name, version))
     return failures
 
 

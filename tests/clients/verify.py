@@ -1,0 +1,54 @@
+"""Checks of the leader-move ops from the --out files (one line per record:
+"<partition> <offset> <value-index> <ms-since-start>"): nothing lost,
+nothing duplicated, nothing reordered within a partition. Pure functions
+of the files; they decide nothing about which client ran."""
+
+
+def read_out(path):
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3:
+                    rows.append((int(parts[0]), int(parts[1]), int(parts[2]),
+                                 float(parts[3]) if len(parts) > 3 else 0.0))
+    except OSError:
+        pass
+    return rows
+
+
+def check(rows, expected):
+    """{lost, duplicates, reordered}: indices 0..expected-1 missing, indices
+    seen more than once, and partitions whose offsets or indices do not
+    increase in the order the rows were written."""
+    count = {}
+    for _, _, i, _ in rows:
+        count[i] = count.get(i, 0) + 1
+    lost = sorted(set(range(expected)) - set(count))
+    dups = sorted(i for i, n in count.items() if n > 1)
+    last = {}
+    reordered = set()
+    for p, off, i, _ in rows:
+        prev = last.get(p)
+        if prev is not None and (off <= prev[0] or i <= prev[1]):
+            reordered.add(p)
+        last[p] = (off, i)
+    return {"lost": len(lost), "duplicates": len(dups), "reordered": len(reordered),
+            "lost_sample": lost[:5], "duplicate_sample": dups[:5]}
+
+
+def check_topic(acked_rows, topic_rows, expected):
+    """produce-move: every acked index is in the topic once, and each
+    partition holds its indices in produce order (sorted by offset)."""
+    acked = {i for _, _, i, _ in acked_rows}
+    by_offset = sorted(topic_rows, key=lambda r: (r[0], r[1]))
+    result = check(by_offset, 0)
+    result["lost"] = len(acked - {i for _, _, i, _ in topic_rows})
+    result["unacked"] = expected - len(acked)
+    return result
+
+
+def clean(v):
+    return v is not None and v["lost"] == 0 and v["duplicates"] == 0 and v["reordered"] == 0 \
+        and v.get("unacked", 0) == 0
