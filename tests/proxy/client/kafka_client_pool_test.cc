@@ -27,7 +27,8 @@ class KafkaClientPoolTest : public ::testing::Test {
     EXPECT_EQ(uv_loop_close(&loop_), 0);
   }
   KafkaClientPool& pool(size_t max_nodes = 4) {
-    if (!pool_) pool_ = std::make_unique<KafkaClientPool>(&loop_, buffers_, KafkaClientOptions{}, max_nodes);
+    if (!pool_)
+      pool_ = std::make_unique<KafkaClientPool>(&loop_, buffers_, KafkaClientOptions{}, max_nodes);
     return *pool_;
   }
   void close() {

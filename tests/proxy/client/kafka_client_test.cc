@@ -79,7 +79,8 @@ TEST(KafkaClient, UndecodableAnswerFailsOnlyItsRequest) {
   auto seen = rig.requests();
   // A v9 header (correlation id, no tagged fields) and a body cut short.
   std::string frame = std::string("\x00\x00\x00\x06", 4);
-  for (int s = 24; s >= 0; s -= 8) frame.push_back(static_cast<char>((seen[0].correlation_id >> s) & 0xff));
+  for (int s = 24; s >= 0; s -= 8)
+    frame.push_back(static_cast<char>((seen[0].correlation_id >> s) & 0xff));
   frame += std::string("\x00\x05", 2);
   rig.broker->peer_sends(frame);
   rig.run();

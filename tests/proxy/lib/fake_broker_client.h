@@ -38,9 +38,11 @@ struct FakeCall {
   template <class Req>
   bool decode(Req& out) const {
     codec::RequestHeader h;
-    if (frame.size() < 4 || !codec::parse_request_header(frame.data() + 4, frame.size() - 4, h).ok())
-      return false;
-    return codec::decode_body(frame.data() + 4 + h.size, frame.size() - 4 - h.size, version, out).ok();
+    if (frame.size() < 4) return false;
+    const uint8_t* payload = frame.data() + 4;
+    const size_t size = frame.size() - 4;
+    if (!codec::parse_request_header(payload, size, h).ok()) return false;
+    return codec::decode_body(payload + h.size, size - h.size, version, out).ok();
   }
   bool expects_answer() const { return static_cast<bool>(request.done); }
 };

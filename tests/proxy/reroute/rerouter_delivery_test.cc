@@ -12,6 +12,11 @@ namespace {
 
 constexpr int32_t kLeader = 2;
 
+/// The error's stable name, for the parameterized tests' names.
+std::string error_name(const ::testing::TestParamInfo<ClientError>& info) {
+  return client_error_name(info.param);
+}
+
 TEST(RerouterDelivery, SendsTheClientsRecordsAcksAndClientIdToTheLeader) {
   RerouterRig rig(reroute_config());
   auto r = rig.request({{.partition = 0, .leader = kLeader}, {.partition = 1, .leader = kLeader}});
@@ -84,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(EveryFailure, RerouterLeaderFailure,
                                            ClientError::kConnectFailed, ClientError::kLoginFailed,
                                            ClientError::kBadResponse,
                                            ClientError::kUnsupportedVersion),
-                         [](const auto& info) { return std::string(client_error_name(info.param)); });
+                         error_name);
 
 TEST(RerouterDelivery, LeaderDisconnectFailsEveryRequestItHeld) {
   RerouterRig rig(reroute_config());
@@ -142,7 +147,7 @@ TEST_P(RerouterRefusedSend, KeepsTheLocalAnswerWithoutWaiting) {
 INSTANTIATE_TEST_SUITE_P(EveryRefusal, RerouterRefusedSend,
                          ::testing::Values(ClientError::kBusy, ClientError::kClosed,
                                            ClientError::kUnsupportedVersion),
-                         [](const auto& info) { return std::string(client_error_name(info.param)); });
+                         error_name);
 
 TEST(RerouterDelivery, NoConnectionToTheLeaderKeepsTheLocalAnswer) {
   RerouterRig rig(reroute_config());

@@ -276,7 +276,8 @@ class RerouterRig {
     EXPECT_TRUE(call.decode(req));
     std::vector<std::pair<int32_t, std::string>> out;
     for (const auto& td : req.topic_data)
-      for (const auto& pd : td.partition_data) out.emplace_back(pd.index, std::string(pd.records.view()));
+      for (const auto& pd : td.partition_data)
+        out.emplace_back(pd.index, std::string(pd.records.view()));
     return out;
   }
 

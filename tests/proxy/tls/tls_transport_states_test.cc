@@ -106,7 +106,8 @@ class Rig {
       if (!out.empty()) sock->peer_sends(out);
       run();
       std::string back = sock->take_sent();
-      if (!back.empty()) client->receive(reinterpret_cast<const uint8_t*>(back.data()), back.size());
+      if (!back.empty())
+        client->receive(reinterpret_cast<const uint8_t*>(back.data()), back.size());
     }
     return client->handshake_done() && t->ready();
   }
