@@ -108,6 +108,14 @@ class KafkaClientRig : public KafkaClientObserver {
       if (dialer && dialer->pump()) dialer = nullptr;
     }
   }
+  /// Steps the loop (blocking until its next timer) until `outcomes` holds
+  /// `n` answers; bounded by rounds, not by a clock.
+  void run_until_outcomes(size_t n) {
+    for (int i = 0; i < 1000 && outcomes.size() < n; ++i) {
+      uv_run(&loop_, UV_RUN_ONCE);
+      run(1);
+    }
+  }
   /// The pending dial succeeds with `versions`; the broker side exists from now on.
   void connect(const ApiVersionRanges& versions = produce_versions()) {
     run();

@@ -223,6 +223,39 @@ TEST(KafkaClient, PostNeverWrittenReportsWhy) {
   EXPECT_EQ(rig.posts_written, std::vector<ClientError>{ClientError::kConnectFailed});
 }
 
+TEST(KafkaClient, RequestPastItsDeadlineWhileDialingLeavesAndTheDialGoesOn) {
+  KafkaClientRig rig;
+  SendOptions o;
+  o.deadline_ms = 1;
+  rig.send(o);
+  rig.run_until_outcomes(1);
+  ASSERT_EQ(rig.outcomes.size(), 1u);
+  EXPECT_EQ(rig.outcomes[0].error, ClientError::kTimeout);
+  EXPECT_EQ(rig.outcomes[0].detail, "timed out waiting to connect");
+  ASSERT_NE(rig.dialer, nullptr);
+  EXPECT_TRUE(rig.dialer->dialing()) << "the connection is still wanted by the next request";
+  rig.send();
+  rig.connect();
+  EXPECT_EQ(rig.requests().size(), 1u) << "only the request that still waits is written";
+}
+
+TEST(KafkaClient, WrittenRequestPastItsTimeoutDropsTheConnection) {
+  KafkaClientRig rig;
+  SendOptions quick;
+  quick.timeout_ms = 1;
+  rig.send(quick);
+  rig.send();  // written behind it: its answer can never come in order now
+  rig.connect();
+  ASSERT_EQ(rig.requests().size(), 2u);
+  rig.run_until_outcomes(2);
+  ASSERT_EQ(rig.outcomes.size(), 2u);
+  EXPECT_EQ(rig.outcomes[0].error, ClientError::kTimeout);
+  EXPECT_EQ(rig.outcomes[1].error, ClientError::kDisconnected)
+      << "a hung broker holds nothing: the connection goes with the late request";
+  EXPECT_EQ(rig.lost, std::vector<ClientError>{ClientError::kDisconnected});
+  EXPECT_FALSE(rig.client->ready());
+}
+
 TEST(KafkaClient, CloseFailsEverythingWithClosedAndRefusesMore) {
   KafkaClientRig rig;
   rig.send();
