@@ -12,11 +12,18 @@ namespace epochgate::proxy {
 
 KafkaClient::KafkaClient(uv_loop_t* loop, BufferPool& pool, KafkaClientOptions options,
                          KafkaClientObserver* observer)
-    : loop_(loop),
-      pool_(pool),
-      options_(std::move(options)),
-      observer_(observer),
-      dialer_(loop, pool, *this) {
+    : KafkaClient(
+          loop,
+          [this, loop, &pool](DialerOwner& owner) {
+            auto d = std::make_unique<UpstreamDialer>(loop, pool, owner);
+            upstream_dialer_ = d.get();
+            return d;
+          },
+          std::move(options), observer) {}
+
+KafkaClient::KafkaClient(uv_loop_t* loop, const MakeDialer& make_dialer,
+                         KafkaClientOptions options, KafkaClientObserver* observer)
+    : loop_(loop), options_(std::move(options)), observer_(observer), dialer_(make_dialer(*this)) {
   uv_timer_init(loop_, &timer_);
   timer_.data = this;
   uv_timer_init(loop_, &kick_);
@@ -39,12 +46,14 @@ int32_t KafkaClient::next_correlation() {
   return correlation_;
 }
 
-ClientError KafkaClient::submit(Outgoing out) {
+ClientError KafkaClient::submit(BrokerRequest req) {
   if (state_ == State::kClosed) return ClientError::kClosed;
   if (outstanding() >= options_.max_outstanding) return ClientError::kBusy;
   if ((state_ == State::kReady || state_ == State::kLoggingIn) &&
-      versions_.pick(out.api_key, out.lo, out.hi) < 0)
+      versions_.pick(req.api_key, req.lo, req.hi) < 0)
     return ClientError::kUnsupportedVersion;
+  Outgoing out(std::move(req));
+  out.give_up_ms = out.deadline_ms ? now_ms() + out.deadline_ms : 0;
   bool bounded = out.give_up_ms != 0;
   waiting_.push_back(std::move(out));
   if (bounded) arm_timer();  // the whole wait, dialing included
@@ -76,11 +85,11 @@ void KafkaClient::on_kick(uv_timer_t* t) {
   }
   c->state_ = State::kDialing;
   c->dialed_ = c->options_.targets;
-  c->dialer_.set_transport_wrapper(c->options_.transport);
-  c->dialer_.dial(c->dialed_, c->options_.connect_timeout_ms, c->options_.client_id);
+  c->dialer_->set_transport_wrapper(c->options_.transport);
+  c->dialer_->dial(c->dialed_, c->options_.connect_timeout_ms, c->options_.client_id);
 }
 
-void KafkaClient::on_dial_attempt_failed(const UpstreamDialer::Failure& f) {
+void KafkaClient::on_dial_attempt_failed(const DialFailure& f) {
   if (observer_) observer_->on_dial_attempt_failed(f);
 }
 
@@ -123,68 +132,6 @@ void KafkaClient::on_dialed(std::unique_ptr<Connection> conn, size_t index,
   if (gen == generation_ && conn_ && !conn_->input().empty()) on_readable(*conn_);
 }
 
-void KafkaClient::start_login() {
-  state_ = State::kLoggingIn;
-  login_ = std::make_unique<SaslLogin>(options_.sasl);
-  apply_login_step(login_->start(next_correlation()));
-}
-
-void KafkaClient::apply_login_step(SaslLoginStep step) {
-  uint64_t gen = generation_;
-  switch (step.kind) {
-    case SaslLoginStep::Kind::kSend:
-      login_deadline_ms_ = now_ms() + options_.login_timeout_ms;
-      arm_timer();
-      conn_->queue(step.frame.data(), step.frame.size());
-      conn_->flush();
-      return;
-    case SaslLoginStep::Kind::kDerive: {
-      // PBKDF2 on the thread pool, bounded by the login deadline; the
-      // loop serves everything else meanwhile.
-      login_deadline_ms_ = now_ms() + options_.login_timeout_ms;
-      arm_timer();
-      std::string error;
-      login_derivation_ = ScramDerivation::start(
-          loop_, std::move(step.salted),
-          [this, gen](std::unique_ptr<ScramSaltedPassword> ready) {
-            login_derivation_.reset();
-            if (gen != generation_ || !login_) return;
-            apply_login_step(login_->on_derived(std::move(ready), next_correlation()));
-          },
-          error);
-      if (login_derivation_) return;
-      SaslLoginStep failed;
-      failed.kind = SaslLoginStep::Kind::kFailed;
-      failed.error = error;
-      apply_login_step(std::move(failed));
-      return;
-    }
-    case SaslLoginStep::Kind::kDone: {
-      bool again = logged_in_;
-      logged_in_ = true;
-      login_.reset();
-      login_deadline_ms_ = 0;
-      uint64_t now = now_ms();
-      // KIP-368: log in again at 85% of the granted lifetime, before it ends.
-      auto lifetime = static_cast<uint64_t>(std::max<int64_t>(0, step.session_lifetime_ms));
-      relogin_at_ms_ = lifetime > 0 ? now + lifetime * 85 / 100 : 0;
-      session_ends_ms_ = lifetime > 0 ? now + lifetime : 0;
-      state_ = State::kReady;
-      if (observer_) observer_->on_login(step, again, true);
-      if (gen == generation_ && state_ == State::kReady) pump();
-      return;
-    }
-    case SaslLoginStep::Kind::kFailed: {
-      bool again = logged_in_;
-      login_.reset();
-      login_deadline_ms_ = 0;
-      if (observer_) observer_->on_login(step, again, true);
-      if (gen == generation_) fail_all(ClientError::kLoginFailed, "SASL login failed");
-      return;
-    }
-  }
-}
-
 void KafkaClient::pump() {
   if (state_ != State::kReady || !conn_) return;
   uint64_t gen = generation_;
@@ -204,7 +151,7 @@ void KafkaClient::pump() {
     waiting_.pop_front();
     o.version = versions_.pick(o.api_key, o.lo, o.hi);
     if (o.version < 0) {
-      RawAnswer a;
+      BrokerAnswer a;
       a.error = ClientError::kUnsupportedVersion;
       const codec::ApiInfo* info = codec::api_info(o.api_key);
       a.detail = std::string(info ? info->name : "?") + " v" + std::to_string(o.lo) + "-" +
@@ -225,8 +172,8 @@ void KafkaClient::pump() {
     conn_->queue(frame.data(), frame.size());
     queued = true;
     if (o.done) {
-      o.deadline_ms = now + o.timeout_ms;
-      if (o.give_up_ms) o.deadline_ms = std::min(o.deadline_ms, o.give_up_ms);
+      o.answer_by_ms = now + o.timeout_ms;
+      if (o.give_up_ms) o.answer_by_ms = std::min(o.answer_by_ms, o.give_up_ms);
       written_.push_back(std::move(o));
     } else {
       posted_.push_back(o.correlation_id);
@@ -265,7 +212,7 @@ bool KafkaClient::take_posted(int32_t correlation_id) {
   return true;
 }
 
-void KafkaClient::finish(Outgoing& o, RawAnswer&& a) {
+void KafkaClient::finish(Outgoing& o, BrokerAnswer&& a) {
   if (!o.done) {
     if (o.written) {
       auto written = std::move(o.written);
@@ -334,7 +281,7 @@ void KafkaClient::handle_frame(const uint8_t* frame, size_t size) {
   }
   Outgoing mine = std::move(o);
   written_.pop_front();
-  RawAnswer a;
+  BrokerAnswer a;
   a.body = frame + h.size;
   a.size = size - h.size;
   finish(mine, std::move(a));
@@ -342,7 +289,7 @@ void KafkaClient::handle_frame(const uint8_t* frame, size_t size) {
 
 void KafkaClient::fail_all(ClientError error, const std::string& why) {
   ++generation_;
-  if (state_ == State::kDialing) dialer_.cancel();
+  if (state_ == State::kDialing) dialer_->cancel();
   bool lost = conn_ != nullptr && !conn_->closing() && error != ClientError::kClosed &&
               !disconnecting_;
   if (conn_) {
@@ -371,14 +318,14 @@ void KafkaClient::fail_all(ClientError error, const std::string& why) {
   // Callbacks may send again (a new dial) or close the client: the queues
   // were taken out first.
   for (Outgoing& o : written) {
-    RawAnswer a;
-    bool late = error != ClientError::kClosed && o.deadline_ms && now >= o.deadline_ms;
+    BrokerAnswer a;
+    bool late = error != ClientError::kClosed && o.answer_by_ms && now >= o.answer_by_ms;
     a.error = late ? ClientError::kTimeout : error;
     a.detail = late ? "request timed out" : why;
     finish(o, std::move(a));
   }
   for (Outgoing& o : waiting) {
-    RawAnswer a;
+    BrokerAnswer a;
     a.error = error;
     a.detail = why;
     finish(o, std::move(a));
@@ -392,60 +339,6 @@ void KafkaClient::disconnect(const std::string& why) {
   disconnecting_ = true;
   fail_all(ClientError::kDisconnected, why);
   disconnecting_ = false;
-}
-
-void KafkaClient::arm_timer() {
-  if (state_ == State::kClosed) return;
-  uint64_t earliest = login_deadline_ms_;
-  for (const Outgoing& o : written_)
-    if (earliest == 0 || o.deadline_ms < earliest) earliest = o.deadline_ms;
-  for (const Outgoing& o : waiting_)
-    if (o.give_up_ms && (earliest == 0 || o.give_up_ms < earliest)) earliest = o.give_up_ms;
-  if (earliest == 0) {
-    uv_timer_stop(&timer_);
-    return;
-  }
-  uint64_t now = now_ms();
-  uv_timer_start(&timer_, &KafkaClient::on_timer, earliest > now ? earliest - now : 0, 0);
-}
-
-bool KafkaClient::expire_waiting(uint64_t now) {
-  std::vector<Outgoing> late;
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (it->give_up_ms && now >= it->give_up_ms) {
-      late.push_back(std::move(*it));
-      it = waiting_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  uint64_t gen = generation_;
-  for (Outgoing& o : late) {
-    RawAnswer a;
-    a.error = ClientError::kTimeout;
-    a.detail = state_ == State::kReady ? "request timed out" : "timed out waiting to connect";
-    finish(o, std::move(a));
-  }
-  return gen == generation_ && state_ != State::kClosed;
-}
-
-void KafkaClient::on_timer(uv_timer_t* t) {
-  auto* c = static_cast<KafkaClient*>(t->data);
-  uint64_t now = now_ms();
-  if (!c->expire_waiting(now)) return;
-  if (c->login_deadline_ms_ && now >= c->login_deadline_ms_) {
-    c->fail_all(ClientError::kTimeout, "request timed out");
-    return;
-  }
-  for (const Outgoing& o : c->written_) {
-    if (now >= o.deadline_ms) {
-      // A late answer would still arrive on this connection in order; the
-      // connection is dropped instead so that a hung broker holds nothing.
-      c->fail_all(ClientError::kDisconnected, "connection closed after a request timed out");
-      return;
-    }
-  }
-  c->arm_timer();
 }
 
 void KafkaClient::on_read_error(Connection& c, int status) {
@@ -472,12 +365,12 @@ void KafkaClient::on_closed(Connection& c) {
 void KafkaClient::close(std::function<void()> done) {
   if (state_ == State::kClosed) return;
   on_closed_ = std::move(done);
-  if (state_ == State::kDialing) dialer_.cancel();
+  if (state_ == State::kDialing) dialer_->cancel();
   uv_timer_stop(&timer_);
   uv_timer_stop(&kick_);
   state_ = State::kClosed;
   fail_all(ClientError::kClosed, "client closed");
-  dialer_.close();
+  dialer_->close();
   auto closed = [](uv_handle_t* h) {
     auto* c = static_cast<KafkaClient*>(h->data);
     --c->open_timers_;

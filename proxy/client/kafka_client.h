@@ -1,5 +1,7 @@
 // proxy/client/kafka_client.h: epochgate's own Kafka client on one upstream
-// connection it owns: dialed by UpstreamDialer (targets in order, a deadline
+// connection it owns, the BrokerClient (proxy/client/broker_client.h) of
+// the refresher, the rerouter and the poster: dialed by UpstreamDialer
+// (or whatever Dialer it is handed; targets in order, a deadline
 // per target, an answered ApiVersions), logged in with SaslLogin when
 // upstream_sasl is set (and again before the session the broker granted
 // ends, KIP-368), then typed requests of the codec's generated messages at
@@ -31,6 +33,7 @@
 #include "codec/message_io.h"
 #include "codec/messages/api_traits.h"
 #include "config/config.h"
+#include "proxy/client/broker_client.h"
 #include "proxy/client/sasl_login.h"
 #include "proxy/client/scram_derivation.h"
 #include "proxy/client/upstream_dialer.h"
@@ -39,58 +42,6 @@
 #include "proxy/net/connection.h"
 
 namespace epochgate::proxy {
-
-/// Why a request got no typed response (or was refused by send()).
-enum class ClientError {
-  kNone,                ///< answered; the response carries the broker's own error codes
-  kBusy,                ///< send() only: max_outstanding requests already wait
-  kClosed,              ///< the client is closed (or closing)
-  kConnectFailed,       ///< every target failed to resolve, connect or answer ApiVersions
-  kLoginFailed,         ///< the SASL login was refused or is impossible on this broker
-  kUnsupportedVersion,  ///< no version in broker, codec and caller ranges together
-  kTimeout,             ///< not answered within its timeout (or a login round timed out)
-  kDisconnected,        ///< the connection closed or failed before the answer
-  kBadResponse,         ///< an answer that is not a valid response to this request
-};
-/// Stable lower-case name of `e` ("timeout", ...), for logs and metric labels.
-const char* client_error_name(ClientError e);
-/// ClientResult::detail of a kDisconnected whose broker closed the
-/// connection cleanly (EOF) before answering.
-inline constexpr const char* kBrokerClosedDetail = "broker closed the connection";
-
-/// How a request may be sent.
-struct SendOptions {
-  /// Milliseconds from the moment the request is written until its answer.
-  /// Waiting for the connection is bounded separately (connect_timeout_ms
-  /// per target, login_timeout_ms per login round).
-  uint32_t timeout_ms = 5000;
-  /// Non-zero: milliseconds from send()/post() until the request is
-  /// answered (or, for a post, written), waiting for the dial and the
-  /// login included; past it the request fails with kTimeout. A request
-  /// still waiting for the connection then leaves without dropping it; a
-  /// written one is bounded by the smaller of the two limits.
-  uint32_t deadline_ms = 0;
-  /// Caller's version bounds, intersected with the codec's and the broker's.
-  int16_t min_version = 0;
-  int16_t max_version = 0x7fff;
-  /// Request header client id for this request (brokers account quotas by
-  /// user and client id: a request made for a client carries its id);
-  /// empty: KafkaClientOptions::client_id.
-  std::string client_id;
-};
-
-/// A typed answer: `response` is valid when ok(). Byte views inside it
-/// (codec::Bytes) point into the connection's input and are valid only
-/// during the callback.
-template <class Resp>
-struct ClientResult {
-  ClientError error = ClientError::kNone;
-  std::string detail;    ///< why, for a log line ("request timed out", ...)
-  int16_t version = -1;  ///< version the request went at (-1: not written)
-  int32_t correlation_id = 0;
-  Resp response;
-  bool ok() const { return error == ClientError::kNone; }
-};
 
 /// What happened to the connection, for the owner's logs and metrics. All
 /// calls on the loop thread; the client may be used from inside them.
@@ -126,66 +77,28 @@ struct KafkaClientOptions {
   UpstreamDialer::TransportWrapper transport;
 };
 
-/// One upstream connection with typed requests. All calls on the loop thread.
-class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
+/// One upstream connection with typed requests (BrokerClient::send and
+/// post). All calls on the loop thread.
+class KafkaClient : public BrokerClient, public ConnectionOwner, private DialerOwner {
  public:
-  template <class Req>
-  using ResponseOf = typename codec::Api<Req::kApiKey>::Response;
-  template <class Req>
-  using Callback = std::function<void(ClientResult<ResponseOf<Req>>&&)>;
+  /// Makes the dialer of each connection; the default builds an
+  /// UpstreamDialer over TCP (or TLS, set_tls). Unit tests hand in one
+  /// that connects in memory.
+  using MakeDialer = std::function<std::unique_ptr<Dialer>(DialerOwner&)>;
 
   KafkaClient(uv_loop_t* loop, BufferPool& pool, KafkaClientOptions options,
+              KafkaClientObserver* observer = nullptr);
+  /// The same over the dialer `make_dialer` builds (called once, now).
+  KafkaClient(uv_loop_t* loop, const MakeDialer& make_dialer, KafkaClientOptions options,
               KafkaClientObserver* observer = nullptr);
   ~KafkaClient() override;
   KafkaClient(const KafkaClient&) = delete;
   KafkaClient& operator=(const KafkaClient&) = delete;
 
-  /// Sends `req` (dialing and logging in first when not connected).
-  /// Returns kNone when accepted: `done` then runs exactly once, never from
-  /// inside send(). Any other value refuses it now (kClosed, kBusy, or
-  /// kUnsupportedVersion when the broker's versions are known already) and
-  /// `done` never runs. Byte views in `req` must stay valid until `done`.
-  template <class Req>
-  ClientError send(Req req, const SendOptions& options, Callback<Req> done,
-                   std::shared_ptr<const void> keep_alive = nullptr) {
-    Outgoing out = outgoing(std::move(req), options, std::move(keep_alive));
-    out.done = [done = std::move(done)](RawAnswer&& raw) {
-      ClientResult<ResponseOf<Req>> r;
-      r.error = raw.error;
-      r.detail = std::move(raw.detail);
-      r.version = raw.version;
-      r.correlation_id = raw.correlation_id;
-      if (r.ok()) {
-        codec::Bytes trailing;
-        codec::Status st = codec::decode_body_allow_trailing(raw.body, raw.size, raw.version,
-                                                             r.response, trailing);
-        if (!st.ok()) {
-          r.error = ClientError::kBadResponse;
-          r.detail = std::string(codec::api_info(Req::kApiKey)->name) + ": " + st.message();
-        }
-      }
-      done(std::move(r));
-    };
-    return submit(std::move(out));
-  }
-
-  /// Sends `req` expecting no answer (Produce with acks=0): written once
-  /// the connection is up, forgotten after. Same refusals as send().
-  /// `keep_alive` (both calls): what `req`'s byte views point into, kept
-  /// until the request is encoded or dropped. `written`, when set, runs
-  /// once (never inside post()): kNone when the transport has taken every
-  /// byte of the request, else why it was never written. An answer the
-  /// broker sends anyway (the librdkafka mock answers acks=0 Produce) is
-  /// recognised by its correlation id, dropped and reported to the observer
-  /// (on_post_answered), never mistaken for another request's answer.
-  template <class Req>
-  ClientError post(Req req, const SendOptions& options,
-                   std::shared_ptr<const void> keep_alive = nullptr,
-                   std::function<void(ClientError)> written = nullptr) {
-    Outgoing out = outgoing(std::move(req), options, std::move(keep_alive));
-    out.written = std::move(written);
-    return submit(std::move(out));
-  }
+  /// BrokerClient: takes a request from send() or post(); kNone, or kClosed,
+  /// kBusy (max_outstanding waiting or written), kUnsupportedVersion (the
+  /// broker's versions are known and none fits).
+  ClientError submit(BrokerRequest req) override;
 
   /// Replaces the targets the next dial tries (the current connection stays).
   void set_targets(std::vector<config::HostPort> targets);
@@ -194,16 +107,19 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   void set_options(KafkaClientOptions options) { options_ = std::move(options); }
   /// upstream_tls for later dials (SNI and hostname check against each
   /// target's host) when `options.transport` is unset; all null: plain TCP.
-  void set_tls(const tls::TlsServices& tls) { dialer_.set_tls(tls); }
+  /// No-op over a dialer from MakeDialer.
+  void set_tls(const tls::TlsServices& tls) {
+    if (upstream_dialer_) upstream_dialer_->set_tls(tls);
+  }
   /// Dials now without a request (warming a connection); no-op when
   /// connected or dialing.
   void connect();
   /// Closes the connection: every waiting or written request fails with
   /// kDisconnected and `why`. The next send() dials again.
-  void disconnect(const std::string& why = "disconnected by epochgate");
+  void disconnect(const std::string& why = "disconnected by epochgate") override;
   /// Fails everything with kClosed and closes all handles; `done` runs once
   /// nothing of the client is left on the loop. Idempotent.
-  void close(std::function<void()> done);
+  void close(std::function<void()> done) override;
 
   /// Connected, logged in if configured, and not renewing a login.
   bool ready() const { return state_ == State::kReady; }
@@ -226,54 +142,20 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
  private:
   enum class State { kIdle, kDialing, kLoggingIn, kReady, kClosed };
 
-  struct RawAnswer {
-    ClientError error = ClientError::kNone;
-    std::string detail;
+  /// An accepted request and what the connection adds to it.
+  struct Outgoing : BrokerRequest {
+    explicit Outgoing(BrokerRequest r) : BrokerRequest(std::move(r)) {}
     int16_t version = -1;
     int32_t correlation_id = 0;
-    const uint8_t* body = nullptr;
-    size_t size = 0;
+    uint64_t answer_by_ms = 0;  // written: monotonic ms its answer is due
+    uint64_t give_up_ms = 0;    // BrokerRequest::deadline_ms from submit(), monotonic ms; 0: none
   };
-  struct Outgoing {
-    int16_t api_key = 0;
-    int16_t lo = 0;
-    int16_t hi = 0;
-    uint32_t timeout_ms = 0;
-    std::string client_id;  // empty: options_.client_id
-    std::function<void(std::vector<uint8_t>&, const codec::RequestHeader&, int16_t)> encode;
-    std::function<void(RawAnswer&&)> done;  // empty: no answer expected
-    std::function<void(ClientError)> written;  // post() only: see post()
-    int16_t version = -1;
-    int32_t correlation_id = 0;
-    uint64_t deadline_ms = 0;
-    uint64_t give_up_ms = 0;  // SendOptions::deadline_ms, monotonic ms; 0: none
-  };
-  static uint64_t give_up_at(const SendOptions& o) {
-    return o.deadline_ms ? now_ms() + o.deadline_ms : 0;
-  }
   /// Fails the waiting (unwritten) requests whose give_up_ms has passed
   /// with kTimeout. False when a callback dropped or closed the client.
   bool expire_waiting(uint64_t now);
 
-  ClientError submit(Outgoing out);
-  /// What send() and post() share: `req` (held until encoded or dropped,
-  /// with `keep_alive`), its version range and its time bounds.
-  template <class Req>
-  Outgoing outgoing(Req req, const SendOptions& options, std::shared_ptr<const void> keep_alive) {
-    auto held = std::make_shared<Req>(std::move(req));
-    Outgoing out;
-    out.api_key = Req::kApiKey;
-    out.lo = std::max<int16_t>(Req::kMinVersion, options.min_version);
-    out.hi = std::min<int16_t>(Req::kMaxVersion, options.max_version);
-    out.timeout_ms = options.timeout_ms;
-    out.give_up_ms = give_up_at(options);
-    out.client_id = options.client_id;
-    out.encode = [held, keep_alive](std::vector<uint8_t>& frame, const codec::RequestHeader& h,
-                                    int16_t v) { codec::encode_frame(frame, h, *held, v); };
-    return out;
-  }
-  // UpstreamDialer::Owner
-  void on_dial_attempt_failed(const UpstreamDialer::Failure& f) override;
+  // DialerOwner
+  void on_dial_attempt_failed(const DialFailure& f) override;
   void on_dialed(std::unique_ptr<Connection> conn, size_t index,
                  const ApiVersionRanges& versions) override;
   void on_dial_failed() override;
@@ -294,7 +176,7 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   void kick();
   static void on_kick(uv_timer_t* t);
   int32_t next_correlation();
-  void finish(Outgoing& o, RawAnswer&& a);
+  void finish(Outgoing& o, BrokerAnswer&& a);
   /// Runs the `written` callbacks of posts whose bytes were queued, with
   /// `e`, once the connection's output is empty (kNone) or lost.
   void report_posts_written(ClientError e);
@@ -303,10 +185,11 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   void maybe_closed();
 
   uv_loop_t* loop_;
-  BufferPool& pool_;
   KafkaClientOptions options_;
   KafkaClientObserver* observer_;
-  UpstreamDialer dialer_;
+  // Declared before dialer_: the default MakeDialer sets it while dialer_ is built.
+  UpstreamDialer* upstream_dialer_ = nullptr;  // dialer_ when it is the default one
+  std::unique_ptr<Dialer> dialer_;
   uv_timer_t timer_;  // the earliest login or request deadline
   uv_timer_t kick_;   // zero-delay: work accepted by send()
   State state_ = State::kIdle;
@@ -333,8 +216,8 @@ class KafkaClient : public ConnectionOwner, private UpstreamDialer::Owner {
   uint64_t generation_ = 0;  // bumped whenever the connection is dropped
   int open_timers_ = 2;
   bool dialer_closed_ = false;
-  bool want_connect_ = false;
-  bool disconnecting_ = false;  // inside disconnect(): no on_connection_lost()  // connect() asked for a dial without a request
+  bool want_connect_ = false;   // connect() asked for a dial without a request
+  bool disconnecting_ = false;  // inside disconnect(): no on_connection_lost()
   std::function<void()> on_closed_;
 };
 

@@ -19,14 +19,15 @@
 
 namespace epochgate::proxy {
 
-/// Per-node KafkaClients. All calls on the loop thread.
-class KafkaClientPool {
+/// Per-node KafkaClients (the BrokerClients of epochgate). All calls on
+/// the loop thread.
+class KafkaClientPool final : public BrokerClients {
  public:
   /// `base` applies to every client (its targets are replaced by the node's
   /// address); at most `max_nodes` clients exist at once.
   KafkaClientPool(uv_loop_t* loop, BufferPool& pool, KafkaClientOptions base, size_t max_nodes,
                   KafkaClientObserver* observer = nullptr);
-  ~KafkaClientPool();
+  ~KafkaClientPool() override;
   KafkaClientPool(const KafkaClientPool&) = delete;
   KafkaClientPool& operator=(const KafkaClientPool&) = delete;
 
@@ -34,16 +35,16 @@ class KafkaClientPool {
   /// known at another address gets a new client (the old one's requests
   /// fail with kDisconnected). nullptr when the pool is closed or holds
   /// max_nodes clients already.
-  KafkaClient* client(int32_t node_id, const config::HostPort& address);
+  KafkaClient* client(int32_t node_id, const config::HostPort& address) override;
   /// Closes the client of a node the cluster no longer lists (its requests
   /// fail with kClosed). No-op for an unknown node.
-  void forget(int32_t node_id);
+  void forget(int32_t node_id) override;
   /// upstream_tls for clients created from now on (all null: plain TCP).
   void set_tls(const tls::TlsServices& tls) { tls_ = tls; }
   /// Clients in use (not counting ones still closing).
   size_t size() const { return clients_.size(); }
   /// Closes every client; `done` runs once all are gone. Idempotent.
-  void close(std::function<void()> done);
+  void close(std::function<void()> done) override;
 
  private:
   struct Entry {

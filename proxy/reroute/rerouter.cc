@@ -22,12 +22,16 @@
 
 namespace epochgate::proxy {
 
-Rerouter::Rerouter(WorkerContext& ctx)
+Rerouter::Rerouter(WorkerContext& ctx, BrokerClients* clients)
     : ctx_(ctx),
-      pool_(ctx.loop, ctx.pool, reroute_client_options(*ctx.config), kMaxRerouteLeaders),
+      own_clients_(clients ? std::unique_ptr<KafkaClientPool>()
+                           : std::make_unique<KafkaClientPool>(ctx.loop, ctx.pool,
+                                                               reroute_client_options(*ctx.config),
+                                                               kMaxRerouteLeaders)),
+      clients_(clients ? *clients : *own_clients_),
       guard_(ctx.config->reroute.max_in_flight),
       poster_(ctx) {
-  pool_.set_tls(ctx.tls);
+  if (own_clients_) own_clients_->set_tls(ctx.tls);
   uv_timer_init(ctx.loop, &wait_timer_);
   wait_timer_.data = this;
 }
@@ -41,7 +45,7 @@ void Rerouter::close(std::function<void()> done) {
     closed_ = true;
     uv_close(reinterpret_cast<uv_handle_t*>(&wait_timer_), nullptr);
   }
-  pool_.close([this, done = std::move(done)]() mutable { poster_.close(std::move(done)); });
+  clients_.close([this, done = std::move(done)]() mutable { poster_.close(std::move(done)); });
 }
 
 void Rerouter::fell_back(const char* reason, size_t n) {
@@ -54,11 +58,11 @@ void Rerouter::report() {
   ctx_.metrics->reroute().set_held_now(static_cast<double>(guard_.held()));
 }
 
-KafkaClient* Rerouter::client_for(int32_t leader) {
+BrokerClient* Rerouter::client_for(int32_t leader) {
   if (ctx_.upstreams == nullptr) return nullptr;
   std::optional<config::HostPort> address = ctx_.upstreams->upstream_of(leader);
   if (!address) return nullptr;
-  return pool_.client(leader, *address);
+  return clients_.client(leader, *address);
 }
 
 bool Rerouter::post_all(const std::shared_ptr<ReroutePlan>& plan, const char* refuse) {
@@ -157,7 +161,7 @@ void Rerouter::send_legs(const std::shared_ptr<RerouteState>& st, InFlightReques
   }
   for (size_t li = first; li < st->legs.size(); ++li) {
     RerouteState::Leg& leg = st->legs[li];
-    KafkaClient* c = client_for(leg.leader);
+    BrokerClient* c = client_for(leg.leader);
     int part = c ? e.add_part(RequestPart::Source::kReroute) : -1;
     ClientError err = ClientError::kClosed;
     if (part >= 0) {

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "policy/reroute_order_guard.h"
+#include "proxy/client/broker_client.h"
 #include "proxy/client/kafka_client_pool.h"
 #include "proxy/core/reroute_owner.h"
 #include "proxy/core/reroute_plan.h"
@@ -28,7 +29,9 @@ struct InFlightRequest;
 /// Rerouting for the sessions of one worker.
 class Rerouter : public RerouteOwner {
  public:
-  explicit Rerouter(WorkerContext& ctx);
+  /// Sends over `clients` (one per leader; not owned, outlives this), or,
+  /// when null, over a KafkaClientPool of its own on ctx.loop.
+  explicit Rerouter(WorkerContext& ctx, BrokerClients* clients = nullptr);
   ~Rerouter();
   Rerouter(const Rerouter&) = delete;
   Rerouter& operator=(const Rerouter&) = delete;
@@ -123,14 +126,15 @@ class Rerouter : public RerouteOwner {
                        codec::ProduceResponse::PartitionProduceResponse& part);
   void check_waiting();
   /// The leader's client, or nullptr (address unknown, pool full or closed).
-  KafkaClient* client_for(int32_t leader);
+  BrokerClient* client_for(int32_t leader);
   void fell_back(const char* reason, size_t n = 1);
   void report();
   /// Runs every waiting session's reoffer (once each) and forgets them.
   void wake_order_waiters();
 
   WorkerContext& ctx_;
-  KafkaClientPool pool_;
+  std::unique_ptr<KafkaClientPool> own_clients_;  // set when none was handed in
+  BrokerClients& clients_;
   policy::RerouteOrderGuard guard_;
   ReroutePoster poster_;  // acks=0 posts, on connections of their own
   uv_timer_t wait_timer_;  // polls the view for states waiting for a leader

@@ -40,19 +40,31 @@ TlsTransport::TlsTransport(uv_loop_t* loop, std::unique_ptr<Transport> inner,
       timeout_ms_(handshake_timeout_ms),
       metrics_(metrics) {
   inner_->set_user(*this);
-  uv_timer_init(loop_, &timer_);
-  timer_.data = this;
+  uv_timer_init(loop_, &deadline_);
+  deadline_.data = this;
   uv_timer_init(loop_, &kick_);
   kick_.data = this;
 }
 
 TlsTransport::~TlsTransport() = default;
 
+const char* TlsTransport::state_name(State s) {
+  switch (s) {
+    case State::kIdle: return "idle";
+    case State::kHandshaking: return "handshaking";
+    case State::kReady: return "ready";
+    case State::kPlain: return "plain";
+    case State::kFailed: return "failed";
+    case State::kClosing: return "closing";
+  }
+  return "?";
+}
+
 int TlsTransport::start_handshake() {
-  if (started_) return 0;
-  started_ = true;
+  if (state_ != State::kIdle) return 0;
+  state_ = State::kHandshaking;
   started_ns_ = now_ns();
-  if (timeout_ms_ > 0) uv_timer_start(&timer_, &TlsTransport::on_timer, timeout_ms_, 0);
+  if (timeout_ms_ > 0) uv_timer_start(&deadline_, &TlsTransport::on_deadline, timeout_ms_, 0);
   int rc = inner_->start_reading();
   if (rc != 0) return rc;
   engine_->handshake();  // a client's ClientHello; a failure shows in progress()
@@ -63,35 +75,38 @@ int TlsTransport::start_handshake() {
 
 int TlsTransport::start_reading() {
   user_reading_ = true;
-  if (plain_) {
-    if (!stash_.empty()) {
-      kick();
+  switch (state_) {
+    case State::kIdle:
+      return start_handshake();
+    case State::kPlain:
+      if (!stash_.empty()) {
+        kick();
+        return 0;
+      }
+      return inner_->start_reading();
+    case State::kReady: {
+      int rc = inner_->start_reading();
+      if (rc != 0) return rc;
+      // Plaintext OpenSSL decrypted while reading was paused.
+      if (engine_->has_buffered_plain()) kick();
       return 0;
     }
-    return inner_->start_reading();
-  }
-  if (!started_) return start_handshake();
-  if (ready()) {
-    int rc = inner_->start_reading();
-    if (rc != 0) return rc;
-    // Plaintext OpenSSL decrypted while reading was paused.
-    if (engine_->has_buffered_plain()) kick();
+    case State::kHandshaking:  // the socket is read anyway
+    case State::kFailed:
+    case State::kClosing:
+      return 0;
   }
   return 0;
 }
 
 void TlsTransport::stop_reading() {
   user_reading_ = false;
-  if (plain_) {
-    inner_->stop_reading();
-    return;
-  }
   // During the handshake the socket is read whatever the user wants.
-  if (ready()) inner_->stop_reading();
+  if (state_ == State::kReady || state_ == State::kPlain) inner_->stop_reading();
 }
 
 void TlsTransport::on_transport_alloc(uv_buf_t* buf) {
-  if (plain_ && user_) {
+  if (state_ == State::kPlain && user_) {
     user_->on_transport_alloc(buf);
     return;
   }
@@ -100,35 +115,32 @@ void TlsTransport::on_transport_alloc(uv_buf_t* buf) {
 }
 
 void TlsTransport::on_transport_read(ssize_t n) {
-  if (closing_ || failed_) return;
-  if (plain_) {
+  if (state_ == State::kClosing || state_ == State::kFailed) return;
+  if (state_ == State::kPlain) {
     if (n < 0) user_reading_ = false;
     if (user_) user_->on_transport_read(n);
     return;
   }
-  if (n > 0 && !seen_bytes_ && allow_plaintext_ && scratch()[0] != 0x16) {
+  if (n > 0 && sniff_first_byte_ && scratch()[0] != 0x16) {
     // A plaintext client where plaintext is allowed: no TLS from here on.
-    plain_ = true;
-    seen_bytes_ = true;
+    state_ = State::kPlain;
+    sniff_first_byte_ = false;
     stash_.assign(reinterpret_cast<const char*>(scratch()), static_cast<size_t>(n));
-    uv_timer_stop(&timer_);
+    uv_timer_stop(&deadline_);
     inner_->stop_reading();
-    if (user_ && !ready_told_) {
-      ready_told_ = true;
-      user_->on_transport_ready(0);
-    }
-    if (!closing_) kick();
+    tell_ready(0);
+    if (state_ != State::kClosing) kick();
     return;
   }
-  if (n > 0) seen_bytes_ = true;
+  if (n > 0) sniff_first_byte_ = false;
   if (n < 0) {
-    if (!engine_->handshake_done()) {
+    if (state_ != State::kReady) {
       handshake_failed(Failure::kClosed, n == UV_EOF ? "the peer closed the connection"
                                                      : std::string(uv_strerror(static_cast<int>(n))));
       return;
     }
     deliver_plain();  // whatever came before the close
-    if (user_ && !closing_) {
+    if (user_ && state_ != State::kClosing) {
       user_reading_ = false;
       user_->on_transport_read(n);
     }
@@ -142,27 +154,32 @@ void TlsTransport::on_transport_read(ssize_t n) {
 }
 
 void TlsTransport::progress() {
-  if (closing_ || failed_) return;
-  if (plain_) {
-    deliver_stash();
-    return;
-  }
-  if (!engine_->handshake_done()) {
-    bool ok = engine_->handshake();
-    flush_cipher();
-    if (!ok) {
-      handshake_failed(engine_->failure(), engine_->detail());
+  switch (state_) {
+    case State::kIdle:
+    case State::kFailed:
+    case State::kClosing:
       return;
+    case State::kPlain:
+      deliver_stash();
+      return;
+    case State::kHandshaking: {
+      bool ok = engine_->handshake();
+      flush_cipher();
+      if (!ok) {
+        handshake_failed(engine_->failure(), engine_->detail());
+        return;
+      }
+      if (!engine_->handshake_done()) return;
+      state_ = State::kReady;
+      uv_timer_stop(&deadline_);
+      report_handshake(true);
+      if (!user_reading_) inner_->stop_reading();
+      tell_ready(0);
+      if (state_ != State::kReady) return;  // the user closed it
+      break;
     }
-    if (!engine_->handshake_done()) return;
-    uv_timer_stop(&timer_);
-    report_handshake(true);
-    if (!user_reading_) inner_->stop_reading();
-    if (!ready_told_ && user_) {
-      ready_told_ = true;
-      user_->on_transport_ready(0);
-      if (closing_) return;
-    }
+    case State::kReady:
+      break;
   }
   deliver_plain();
   report_renegotiation();
@@ -195,7 +212,7 @@ void TlsTransport::report_renegotiation() {
 }
 
 void TlsTransport::deliver_plain() {
-  while (user_ && user_reading_ && !closing_ && !failed_ && engine_->has_buffered_plain()) {
+  while (user_ && user_reading_ && state_ == State::kReady && engine_->has_buffered_plain()) {
     uv_buf_t b{};
     user_->on_transport_alloc(&b);
     if (b.len == 0) {
@@ -216,7 +233,7 @@ void TlsTransport::deliver_plain() {
       user_->on_transport_read(UV_EOF);
       return;
     }
-    failed_ = true;
+    state_ = State::kFailed;
     if (side_[0] == 'c') {
       EPOCHGATE_PROXY_LOG(warn, "tls_client_stream", "TLS error from client {}: {}", peer_text(),
                           engine_->detail());
@@ -230,7 +247,7 @@ void TlsTransport::deliver_plain() {
 }
 
 void TlsTransport::deliver_stash() {
-  while (user_ && user_reading_ && !closing_ && !stash_.empty()) {
+  while (user_ && user_reading_ && state_ == State::kPlain && !stash_.empty()) {
     uv_buf_t b{};
     user_->on_transport_alloc(&b);
     if (b.len == 0) {
@@ -244,31 +261,34 @@ void TlsTransport::deliver_stash() {
     user_->on_transport_read(static_cast<ssize_t>(k));
   }
   if (stash_.empty()) release(stash_);
-  if (user_reading_ && stash_.empty() && !closing_) inner_->start_reading();
+  if (user_reading_ && stash_.empty() && state_ == State::kPlain) inner_->start_reading();
 }
 
 void TlsTransport::handshake_failed(Failure f, std::string detail, bool defer) {
-  if (failed_) return;
+  if (state_ != State::kIdle && state_ != State::kHandshaking) return;
   engine_->fail(f, std::move(detail));
-  failed_ = true;
+  state_ = State::kFailed;
   flush_cipher();  // the alert, so the peer learns why
-  uv_timer_stop(&timer_);
+  uv_timer_stop(&deadline_);
   inner_->stop_reading();
   report_handshake(false);
-  if (user_ && !ready_told_) {
-    ready_told_ = true;
-    if (defer) {
-      ready_deferred_ = uv_status_of(engine_->failure());
-      uv_timer_start(&kick_, &TlsTransport::on_kick, 0, 0);
-      return;
-    }
-    user_->on_transport_ready(uv_status_of(engine_->failure()));
+  const int status = uv_status_of(engine_->failure());
+  if (defer && user_ && ready_notice_ == ReadyNotice::kOwed) {
+    ready_notice_ = ReadyNotice::kDeferred;
+    deferred_status_ = status;
+    uv_timer_start(&kick_, &TlsTransport::on_kick, 0, 0);
+    return;
   }
+  tell_ready(status);
+}
+
+void TlsTransport::tell_ready(int status) {
+  if (user_ == nullptr || ready_notice_ != ReadyNotice::kOwed) return;
+  ready_notice_ = ReadyNotice::kTold;
+  user_->on_transport_ready(status);
 }
 
 void TlsTransport::report_handshake(bool ok) {
-  if (reported_) return;
-  reported_ = true;
   const double seconds = static_cast<double>(now_ns() - started_ns_) / 1e9;
   const char* reason = ok ? "ok" : failure_name(engine_->failure());
   if (metrics_) metrics_->handshake(side_, reason, seconds);
@@ -299,9 +319,9 @@ bool TlsTransport::encrypt(const uv_buf_t* bufs, unsigned nbufs, size_t& total) 
 }
 
 ssize_t TlsTransport::try_write(const uv_buf_t* bufs, unsigned nbufs) {
-  if (plain_) return inner_->try_write(bufs, nbufs);
-  if (failed_ || closing_) return UV_EPROTO;
-  if (!ready()) return UV_EAGAIN;
+  if (state_ == State::kPlain) return inner_->try_write(bufs, nbufs);
+  if (state_ == State::kFailed || state_ == State::kClosing) return UV_EPROTO;
+  if (state_ != State::kReady) return UV_EAGAIN;
   // Ciphertext still waits for the socket: the user keeps its bytes in its
   // own queue (watermarks and backpressure stay where they are counted).
   if (inner_writing_ || !queue_.empty()) return UV_EAGAIN;
@@ -312,8 +332,8 @@ ssize_t TlsTransport::try_write(const uv_buf_t* bufs, unsigned nbufs) {
 }
 
 int TlsTransport::write(const uv_buf_t* bufs, unsigned nbufs) {
-  if (plain_) return inner_->write(bufs, nbufs);
-  if (failed_ || closing_) return UV_EPROTO;
+  if (state_ == State::kPlain) return inner_->write(bufs, nbufs);
+  if (state_ == State::kFailed || state_ == State::kClosing) return UV_EPROTO;
   size_t total = 0;
   if (!encrypt(bufs, nbufs, total)) return UV_EPROTO;
   user_write_pending_ = true;
@@ -324,7 +344,7 @@ int TlsTransport::write(const uv_buf_t* bufs, unsigned nbufs) {
 
 void TlsTransport::flush_cipher() {
   engine_->move_output(queue_);
-  if (closing_ || inner_writing_ || queue_.empty()) return;
+  if (state_ == State::kClosing || inner_writing_ || queue_.empty()) return;
   uv_buf_t b = uv_buf_init(queue_.data(), static_cast<unsigned>(queue_.size()));
   ssize_t r = inner_->try_write(&b, 1);
   if (r > 0) queue_.erase(0, static_cast<size_t>(r));
@@ -340,13 +360,13 @@ void TlsTransport::flush_cipher() {
 }
 
 void TlsTransport::on_transport_written(int status) {
-  if (plain_) {
-    if (user_ && !closing_) user_->on_transport_written(status);
+  if (state_ == State::kPlain) {
+    if (user_) user_->on_transport_written(status);
     return;
   }
   inner_writing_ = false;
   release(writing_);
-  if (closing_) return;
+  if (state_ == State::kClosing) return;
   if (status != 0) {
     if (user_write_pending_ && user_) {
       user_write_pending_ = false;
@@ -363,7 +383,7 @@ void TlsTransport::on_transport_written(int status) {
 }
 
 int TlsTransport::shutdown() {
-  if (plain_) return inner_->shutdown();
+  if (state_ == State::kPlain) return inner_->shutdown();
   engine_->shutdown();
   flush_cipher();
   if (!inner_writing_ && queue_.empty()) return inner_->shutdown();
@@ -372,51 +392,50 @@ int TlsTransport::shutdown() {
 }
 
 void TlsTransport::kick() {
-  if (!closing_) uv_timer_start(&kick_, &TlsTransport::on_kick, 0, 0);
+  if (state_ != State::kClosing) uv_timer_start(&kick_, &TlsTransport::on_kick, 0, 0);
 }
 
 void TlsTransport::on_kick(uv_timer_t* t) {
   auto* self = static_cast<TlsTransport*>(t->data);
-  if (self->closing_) return;
-  if (self->ready_deferred_ != 0) {
-    const int status = self->ready_deferred_;
-    self->ready_deferred_ = 0;
-    if (self->user_) self->user_->on_transport_ready(status);
+  if (self->state_ == State::kClosing) return;
+  if (self->ready_notice_ == ReadyNotice::kDeferred) {
+    self->ready_notice_ = ReadyNotice::kOwed;
+    self->tell_ready(self->deferred_status_);
     return;
   }
   self->progress();
-  if (self->closing_) return;
+  if (self->state_ == State::kClosing) return;
   if (self->user_write_pending_ && !self->inner_writing_ && self->queue_.empty() && self->user_) {
     self->user_write_pending_ = false;
     self->user_->on_transport_written(0);
   }
 }
 
-void TlsTransport::on_timer(uv_timer_t* t) {
+void TlsTransport::on_deadline(uv_timer_t* t) {
   auto* self = static_cast<TlsTransport*>(t->data);
   // Our own timer: already a loop callback, so the user hears it directly.
-  if (self->engine_->handshake_done() || self->failed_ || self->closing_ || self->plain_) return;
+  if (self->state_ != State::kHandshaking) return;
   self->handshake_failed(Failure::kTimeout,
                          "no finished handshake within " + std::to_string(self->timeout_ms_) + " ms");
 }
 
 void TlsTransport::time_out(uint32_t after_ms) {
-  if (engine_->handshake_done() || failed_ || closing_ || plain_) return;
+  if (state_ != State::kIdle && state_ != State::kHandshaking) return;
   handshake_failed(Failure::kTimeout,
                    "no finished handshake within " + std::to_string(after_ms) + " ms",
                    /*defer=*/true);
 }
 
 void TlsTransport::close() {
-  if (closing_) return;
-  closing_ = true;
+  if (state_ == State::kClosing) return;
+  state_ = State::kClosing;
   open_handles_ = 3;
   auto closed = [](uv_handle_t* h) {
     auto* self = static_cast<TlsTransport*>(h->data);
     --self->open_handles_;
     self->maybe_closed();
   };
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&deadline_), closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&kick_), closed);
   inner_->close();
 }

@@ -25,6 +25,23 @@ namespace epochgate::proxy::tls {
 /// A TLS session over another transport.
 class TlsTransport final : public Transport, private TransportUser {
  public:
+  /// Where the connection stands. Every state but kClosing ends only by
+  /// the arrows below; close() goes to kClosing from any of them.
+  ///
+  ///   kIdle --start_handshake() or start_reading()--> kHandshaking
+  ///   kHandshaking --handshake done--> kReady
+  ///   kHandshaking --first byte not a TLS record, allow_plaintext()--> kPlain
+  ///   kIdle, kHandshaking --failed, timed out, peer closed--> kFailed
+  ///   kReady --a TLS error in the stream--> kFailed
+  enum class State : uint8_t {
+    kIdle,         ///< nothing sent or read yet
+    kHandshaking,  ///< the socket is read whatever the user wants; no user bytes pass
+    kReady,        ///< handshake done: plaintext both ways through the engine
+    kPlain,        ///< a plaintext peer where allowed: bytes pass through untouched
+    kFailed,       ///< counted, logged and told; nothing passes any more
+    kClosing,      ///< close() called: waiting for the inner transport and the timers
+  };
+
   /// `side`: "client" (a client's connection to epochgate) or "upstream"
   /// (epochgate's to a broker), for the metric and logs. `handshake_timeout_ms`
   /// 0: no deadline of its own (the upstream dial has one). `metrics` may be null.
@@ -42,20 +59,23 @@ class TlsTransport final : public Transport, private TransportUser {
   /// tls.plaintext_clients: a connection whose first byte is not a TLS
   /// record (0x16) carries plaintext from then on instead of failing
   /// (`not_tls`). Call before reading starts, for loopback peers only.
-  void allow_plaintext() { allow_plaintext_ = true; }
+  void allow_plaintext() { sniff_first_byte_ = true; }
   /// Fails a handshake still running as timed out (the owner's deadline,
   /// e.g. the upstream dial's): counted and logged as `timeout` now; the
   /// user hears on_transport_ready(UV_ETIMEDOUT) later from the loop, like
   /// every other callback (never from inside this call), unless it closes
   /// the transport first.
   void time_out(uint32_t after_ms);
-  /// True once the connection turned out to be plaintext.
-  bool plaintext() const { return plain_; }
+  /// True once the connection turned out to be plaintext (until closed).
+  bool plaintext() const { return state_ == State::kPlain; }
+  State state() const { return state_; }
+  /// Stable lower-case name of `s` ("handshaking", ...), for tests and logs.
+  static const char* state_name(State s);
 
   void set_user(TransportUser& user) override { user_ = &user; }
   int start_reading() override;
   void stop_reading() override;
-  bool ready() const override { return plain_ || (engine_->handshake_done() && !failed_); }
+  bool ready() const override { return state_ == State::kReady || state_ == State::kPlain; }
   ssize_t try_write(const uv_buf_t* bufs, unsigned nbufs) override;
   int write(const uv_buf_t* bufs, unsigned nbufs) override;
   /// TLS encrypts what try_write()/write() get before they return, keeping
@@ -84,14 +104,19 @@ class TlsTransport final : public Transport, private TransportUser {
   void progress();
   void deliver_plain();
   void deliver_stash();
-  /// Counts, logs and tells the user (`defer`: from the loop via kick()).
+  /// kIdle or kHandshaking to kFailed: counts, logs and tells the user
+  /// (`defer`: from the loop via kick_). No-op in any other state.
   void handshake_failed(Failure f, std::string detail, bool defer = false);
+  /// Counts the handshake's result (once: only the two ways out of
+  /// kHandshaking call it) and logs a failure.
   void report_handshake(bool ok);
+  /// Tells the user on_transport_ready(`status`) if it is still owed.
+  void tell_ready(int status);
   /// Counts and logs renegotiations the engine refused since the last call.
   void report_renegotiation();
   /// Runs progress() from the loop soon (never inside the user's call).
   void kick();
-  static void on_timer(uv_timer_t* t);
+  static void on_deadline(uv_timer_t* t);
   static void on_kick(uv_timer_t* t);
   void maybe_closed();
 
@@ -102,23 +127,23 @@ class TlsTransport final : public Transport, private TransportUser {
   uint32_t timeout_ms_;
   metrics::TlsMetrics* metrics_;
   TransportUser* user_ = nullptr;
-  uv_timer_t timer_;  // handshake deadline
-  uv_timer_t kick_;   // deferred progress()
+  uv_timer_t deadline_;  // the handshake's own deadline (handshake_timeout_ms)
+  uv_timer_t kick_;      // runs deferred work from the loop: progress(), a written
+                         // user write, a deferred ready notice
+  State state_ = State::kIdle;
+  /// Whether the user heard on_transport_ready(): once, at kReady, kPlain
+  /// or kFailed; kDeferred: a failure the next kick_ tells (`deferred_status_`).
+  enum class ReadyNotice : uint8_t { kOwed, kDeferred, kTold };
+  ReadyNotice ready_notice_ = ReadyNotice::kOwed;
+  int deferred_status_ = 0;
   std::string queue_;    // ciphertext not yet handed to the inner transport
   std::string writing_;  // ciphertext of the inner write in flight
-  bool inner_writing_ = false;
+  bool inner_writing_ = false;       // an inner write() is in flight (`writing_`)
   bool user_write_pending_ = false;  // the user's write() completes when the cipher drains
-  bool user_reading_ = false;
-  bool started_ = false;
-  bool reported_ = false;  // handshake result counted
-  bool failed_ = false;
-  bool ready_told_ = false;
-  int ready_deferred_ = 0;  // a failed handshake's status the user hears on the next kick
-  bool shutdown_pending_ = false;
-  bool closing_ = false;
-  bool allow_plaintext_ = false;
-  bool plain_ = false;       // plaintext peer (allow_plaintext): bytes pass through
-  bool seen_bytes_ = false;  // the first ciphertext byte arrived
+  bool user_reading_ = false;        // the user wants bytes (start_reading)
+  bool shutdown_pending_ = false;    // shut the inner side down once the cipher drained
+  // allow_plaintext() and no byte read yet: the first byte decides TLS or plaintext.
+  bool sniff_first_byte_ = false;
   std::string stash_;        // a plaintext peer's first bytes, not yet delivered
   int renegotiations_seen_ = 0;
   int open_handles_ = 0;  // inner + two timers while closing

@@ -22,59 +22,9 @@
 #include "proxy/core/worker_context.h"
 #include "proxy/session/session.h"
 #include "tests/proxy/fake_transport.h"
+#include "tests/proxy/lib/fake_dialer.h"
 
 namespace epochgate::proxy::testing {
-
-/// Hands the session an in-memory upstream connection when the test says so.
-class FakeDialer final : public Dialer {
- public:
-  explicit FakeDialer(DialerOwner& owner) : owner_(owner) {}
-  void dial(std::vector<config::HostPort> targets, uint32_t, std::string) override {
-    targets_ = std::move(targets);
-    dialing_ = true;
-  }
-  // Kept, never applied: the fake builds no TcpTransport for it to wrap.
-  void set_transport_wrapper(TransportWrapper wrap) override { wrap_ = std::move(wrap); }
-  void set_probe(bool probe) override { probe_ = probe; }
-  void cancel() override { dialing_ = false; }
-  void close() override { closing_ = true; }
-
-  bool dialing() const { return dialing_; }
-  /// What the session asked for its last dial: epochgate's ApiVersions probe or not.
-  bool probe() const { return probe_; }
-  /// The dial succeeds: returns the broker side's transport.
-  FakeTransport* connect(BufferPool& pool) {
-    auto t = std::make_unique<FakeTransport>();
-    FakeTransport* raw = t.get();
-    auto conn = std::make_unique<Connection>(std::move(t), pool, parked_);
-    dialing_ = false;
-    owner_.on_dialed(std::move(conn), 0, {});
-    return raw;
-  }
-  /// Finishes a close(): true when the owner was told (the dialer may be gone).
-  bool pump() {
-    if (!closing_) return false;
-    owner_.on_dialer_closed();
-    return true;
-  }
-
- private:
-  /// Owns the connection for the moment before the session takes it.
-  struct Parked : ConnectionOwner {
-    void on_readable(Connection&) override {}
-    void on_read_error(Connection&, int) override {}
-    void on_drained(Connection&) override {}
-    void on_write_error(Connection&, int) override {}
-    void on_closed(Connection&) override {}
-  };
-  DialerOwner& owner_;
-  Parked parked_;
-  std::vector<config::HostPort> targets_;
-  TransportWrapper wrap_;
-  bool dialing_ = false;
-  bool closing_ = false;
-  bool probe_ = true;
-};
 
 /// Every node's broker is "broker:9092"; nothing to refresh.
 class FixedDirectory final : public UpstreamDirectory {

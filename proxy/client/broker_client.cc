@@ -1,6 +1,6 @@
-// proxy/client/kafka_client_errors.cc: the stable names of KafkaClient's errors
-// (proxy/client/kafka_client.h), for log lines and metric labels. Pure.
-#include "proxy/client/kafka_client.h"
+// proxy/client/broker_client.cc: the stable names of a BrokerClient's errors
+// (proxy/client/broker_client.h), for log lines and metric labels. Pure.
+#include "proxy/client/broker_client.h"
 
 namespace epochgate::proxy {
 
