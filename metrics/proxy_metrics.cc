@@ -534,12 +534,10 @@ ProxyMetrics::ProxyMetrics(std::shared_ptr<prometheus::Registry> registry)
       stream_(std::make_unique<StreamMetrics>(*impl_->registry)) {
   // Series an operator alerts on exist at 0 from the start, so rate() and
   // increase() see the first event instead of a series appearing from nowhere.
-  for (const char* reason :
-       {"frame_too_large", "negative_frame_size", "truncated", "malformed_request",
-        "malformed_response", "unexpected_correlation_id", "endpoint_unmapped",
-        "unsupported_version", "max_connections", "partial_frame_timeout"})
-    interned_counter(impl_->frame_error_reasons, impl_->frame_error_children, impl_->frame_errors,
-                     "reason", reason);
+  for (std::size_t i = 0; i < kCloseReasonCount; ++i) {
+    const auto reason = static_cast<CloseReason>(i);
+    if (frame_error_seeded(reason)) frame_error_counter(close_reason_name(reason));
+  }
   constexpr int16_t kProduce = 0, kFetch = 1, kListOffsets = 2, kOffsetForLeaderEpoch = 23,
                     kShareFetch = 78, kShareAcknowledge = 79;
   for (int16_t api : {kFetch, kListOffsets, kOffsetForLeaderEpoch})
@@ -614,10 +612,17 @@ void ProxyMetrics::proxy_latency(double seconds) {
   impl_->proxy_latency->Observe(seconds);
 }
 
+void ProxyMetrics::frame_error(CloseReason reason) {
+  frame_error(close_reason_name(reason));
+}
+
 void ProxyMetrics::frame_error(std::string_view reason) {
-  interned_counter(impl_->frame_error_reasons, impl_->frame_error_children, impl_->frame_errors,
-                   "reason", reason)
-      .Increment();
+  frame_error_counter(reason).Increment();
+}
+
+Counter& ProxyMetrics::frame_error_counter(std::string_view reason) {
+  return interned_counter(impl_->frame_error_reasons, impl_->frame_error_children,
+                          impl_->frame_errors, "reason", reason);
 }
 
 void ProxyMetrics::unexpected_response() {
@@ -626,6 +631,10 @@ void ProxyMetrics::unexpected_response() {
 
 void ProxyMetrics::backpressure_pause(Direction d) {
   impl_->backpressure_children[direction_index(d)]->Increment();
+}
+
+void ProxyMetrics::connection_closed_reason(CloseReason reason) {
+  connection_closed_reason(close_reason_name(reason));
 }
 
 void ProxyMetrics::connection_closed_reason(std::string_view reason) {

@@ -10,6 +10,8 @@
 #include <memory>
 #include <string_view>
 
+#include "metrics/close_reason.h"
+
 namespace prometheus {
 class Counter;
 class Registry;
@@ -66,15 +68,19 @@ class ProxyMetrics {
   void upstream_latency(int16_t api_key, double seconds);
   /// epochgate_proxy_latency_seconds: time epochgate itself held a request and its response.
   void proxy_latency(double seconds);
-  /// epochgate_frame_errors_total{reason}: reason from codec::errc_name or a proxy reason
-  /// ("unexpected_correlation_id", "too_many_in_flight", ...). Bounded set, caller's duty.
+  /// epochgate_frame_errors_total{reason}: `reason`'s name (metrics/close_reason.h).
+  void frame_error(CloseReason reason);
+  /// The same with a free label value: bounded by an interner (past 32 values
+  /// "other"); the proxy passes a CloseReason.
   void frame_error(std::string_view reason);
   /// epochgate_unexpected_responses_total: responses to requests that expect none (acks=0).
   void unexpected_response();
   /// epochgate_backpressure_pauses_total{direction}: reads paused on a high watermark.
   void backpressure_pause(Direction d);
-  /// epochgate_connections_closed_total{reason}: why a proxied connection closed
-  /// (client_closed, upstream_error, idle_timeout, fenced_acks0, ...).
+  /// epochgate_connections_closed_total{reason}: why a proxied connection closed,
+  /// by `reason`'s name (metrics/close_reason.h).
+  void connection_closed_reason(CloseReason reason);
+  /// The same with a free label value, bounded like frame_error's.
   void connection_closed_reason(std::string_view reason);
   /// epochgate_api_versions_capped_total: ApiVersions responses whose ranges were capped.
   void api_versions_capped();
@@ -146,6 +152,7 @@ class ProxyMetrics {
 
  private:
   struct Impl;
+  prometheus::Counter& frame_error_counter(std::string_view reason);
   prometheus::Counter& fenced_counter(int16_t api_key, std::string_view reason,
                                       std::string_view mode);
   std::unique_ptr<Impl> impl_;

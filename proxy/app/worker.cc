@@ -120,12 +120,13 @@ class Worker::Slot {
   std::atomic<uint32_t>* count_;
 };
 
-void Worker::refuse(int32_t node_id, std::unique_ptr<Transport> transport, const char* reason) {
+void Worker::refuse(int32_t node_id, std::unique_ptr<Transport> transport,
+                    CloseReason reason) {
   if (ctx_.metrics) {
     ctx_.metrics->connection_closed_reason(reason);
-    if (std::string_view(reason) == "max_connections") ctx_.metrics->frame_error(reason);
+    if (metrics::is_frame_error(reason)) ctx_.metrics->frame_error(reason);
   }
-  if (std::string_view(reason) == "max_connections")
+  if (reason == CloseReason::kMaxConnections)
     EPOCHGATE_PROXY_LOG(warn, "max_connections",
                         "client connection on node {} listener refused: {} connections (TLS "
                         "handshakes included) is the configured maximum (limits.max_connections)",
@@ -145,7 +146,7 @@ void Worker::adopt(int32_t node_id, int fd) {
     ::close(fd);
     EPOCHGATE_PROXY_LOG(warn, "adopt_failed", "worker {}: cannot take a client connection on node {} listener: {}",
                         ctx_.worker_index, node_id, uv_strerror(rc));
-    refuse(node_id, std::move(transport), "accept_failed");
+    refuse(node_id, std::move(transport), CloseReason::kAcceptFailed);
     return;
   }
   if (!ctx_.tls.client_tls) {
@@ -158,7 +159,7 @@ void Worker::adopt(int32_t node_id, int fd) {
   // session; no session or upstream dial exists before the handshake ends.
   auto slot = std::make_shared<Slot>(connections_);
   if (++connections_ > ctx_.config->limits.max_connections) {
-    refuse(node_id, std::move(transport), "max_connections");
+    refuse(node_id, std::move(transport), CloseReason::kMaxConnections);
     return;  // `slot` gives the place back
   }
   const std::string peer = transport->peer();
@@ -168,7 +169,7 @@ void Worker::adopt(int32_t node_id, int fd) {
                         "client connection on node {} listener closed: client TLS is configured "
                         "but no server context is loaded",
                         node_id);
-    refuse(node_id, std::move(transport), "tls_unavailable");
+    refuse(node_id, std::move(transport), CloseReason::kTlsUnavailable);
     return;
   }
   tls::ClientHandshake::start(handshakes_, std::move(t), node_id,
@@ -179,7 +180,7 @@ void Worker::adopt(int32_t node_id, int fd) {
 
 void Worker::start_session(int32_t node_id, std::unique_ptr<Transport> transport, Slot* slot) {
   if (stopping_) {
-    refuse(node_id, std::move(transport), "shutdown");
+    refuse(node_id, std::move(transport), CloseReason::kShutdown);
     return;
   }
   uint32_t n = connections_.load();
@@ -195,8 +196,8 @@ void Worker::start_session(int32_t node_id, std::unique_ptr<Transport> transport
                         "client connection refused: {} connections is the configured maximum "
                         "(limits.max_connections)",
                         ctx_.config->limits.max_connections);
-    if (ctx_.metrics) ctx_.metrics->frame_error("max_connections");
-    s->close("max_connections");
+    if (ctx_.metrics) ctx_.metrics->frame_error(CloseReason::kMaxConnections);
+    s->close(CloseReason::kMaxConnections);
     return;
   }
   s->start();
@@ -219,14 +220,14 @@ void Worker::on_sweep(uv_timer_t* t) {
                           "closing client connection on node {} listener: idle for {} ms "
                           "(limits.idle_timeout_ms)",
                           s.node_id(), lim.idle_timeout_ms);
-      s.close("idle_timeout");
+      s.close(CloseReason::kIdleTimeout);
     } else if (partial_ns && s.partial_frame_stalled(now, partial_ns)) {
       EPOCHGATE_PROXY_LOG(warn, "partial_frame_timeout",
                           "closing client connection on node {} listener: partial frame held "
                           "over {} ms (limits.partial_frame_timeout_ms)",
                           s.node_id(), lim.partial_frame_timeout_ms);
-      if (w->ctx_.metrics) w->ctx_.metrics->frame_error("partial_frame_timeout");
-      s.close("partial_frame_timeout");
+      if (w->ctx_.metrics) w->ctx_.metrics->frame_error(CloseReason::kPartialFrameTimeout);
+      s.close(CloseReason::kPartialFrameTimeout);
     }
   });
   w->account_held(pool_freed);
@@ -236,7 +237,7 @@ void Worker::begin_drain() {
   sessions_.for_each([](Session& s) { s.begin_drain(); });
 }
 
-void Worker::close_all_sessions(const char* reason) {
+void Worker::close_all_sessions(CloseReason reason) {
   sessions_.for_each([reason](Session& s) { s.close(reason); });
 }
 
@@ -244,7 +245,7 @@ void Worker::stop_and_join() {
   post([this] {
     stopping_ = true;
     handshakes_.close_all();
-    close_all_sessions("shutdown");
+    close_all_sessions(CloseReason::kShutdown);
     if (rerouter_) rerouter_->close([] {});
     uv_close(reinterpret_cast<uv_handle_t*>(&sweep_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&budget_timer_), nullptr);

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "metrics/close_reason.h"
 #include "metrics/proxy_metrics.h"
 #include "proxy/core/worker_context.h"
 #include "proxy/reroute/rerouter.h"
@@ -47,7 +48,7 @@ class Worker {
   /// Drain: sessions stop reading and close once their in-flight requests finish.
   void begin_drain();
   /// Closes every session now.
-  void close_all_sessions(const char* reason);
+  void close_all_sessions(CloseReason reason);
   /// The metadata view learned a refresh: reroutes waiting for a leader
   /// look again now.
   void view_changed() {
@@ -67,7 +68,7 @@ class Worker {
   void start_session(int32_t node_id, std::unique_ptr<Transport> transport, Slot* slot);
   /// Closes `transport` without a session, counting `reason` in
   /// epochgate_connections_closed_total.
-  void refuse(int32_t node_id, std::unique_ptr<Transport> transport, const char* reason);
+  void refuse(int32_t node_id, std::unique_ptr<Transport> transport, CloseReason reason);
   static void on_async(uv_async_t* a);
   static void on_sweep(uv_timer_t* t);
   static void on_budget_timer(uv_timer_t* t);

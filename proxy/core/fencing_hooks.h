@@ -17,6 +17,7 @@
 #include "codec/header.h"
 #include "codec/messages/api_traits.h"
 #include "codec/messages/metadata_response.h"
+#include "metrics/close_reason.h"
 #include "proxy/core/in_flight_queue.h"
 
 namespace epochgate::proxy {
@@ -69,7 +70,7 @@ class FencingHooks {
     std::string reason;     ///< for the log line of kClose
     bool malformed = false; ///< kClose because the request did not decode
     /// Metric reason of a malformed kClose (`epochgate_frame_errors_total{reason}`).
-    const char* close_reason = "malformed_request";
+    metrics::CloseReason close_reason = metrics::CloseReason::kMalformedRequest;
     /// A Produce on a rerouting topic: the partitions epochgate may deliver
     /// to their leader (answered locally in `frame`/`context` meanwhile)
     /// and the streams of the order guard (proxy/core/reroute_plan.h).

@@ -192,7 +192,7 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
     if (st.code == codec::Errc::kTooManyPartitions) {
       // As a broker refuses a request it will not process: close this one
       // connection; the limit's name tells the operator what to raise.
-      plan.close_reason = codec::errc_name(st.code);
+      plan.close_reason = metrics::close_reason(st.code);
       plan.reason += ": more than limits.max_partitions_per_request (" +
                      std::to_string(bounds.max_entries) + ") topic and partition entries";
     }

@@ -184,7 +184,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
   int16_t key = 0, version = 0;
   int32_t corr = 0;
   if (!codec::peek_request_ids(frame, size, key, version, corr)) {
-    host_.frame_error("truncated", "request header shorter than 8 bytes");
+    host_.frame_error(CloseReason::kTruncated, "request header shorter than 8 bytes");
     return Step::kClosed;
   }
   if (ctx_.metrics) ctx_.metrics->request(key);
@@ -206,7 +206,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
   }
   // A response carrying broker addresses must never pass undecoded.
   if (info != nullptr && info->decoded && !info->addresses.empty() && version > info->max_version) {
-    host_.frame_error("unsupported_version",
+    host_.frame_error(CloseReason::kUnsupportedVersion,
                 std::string(info->name) + " v" + std::to_string(version) +
                     " is newer than epochgate decodes (its ApiVersions said so)");
     return Step::kClosed;
@@ -225,14 +225,14 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
     codec::RequestHeader h;
     codec::Status st = codec::parse_request_header(frame, size, h);
     if (!st.ok()) {
-      host_.frame_error(codec::errc_name(st.code), "request header: " + st.message());
+      host_.frame_error(metrics::close_reason(st.code), "request header: " + st.message());
       return Step::kClosed;
     }
     own_wait_ms = request_own_wait_ms(key, frame + h.size, size - h.size, version).value_or(0);
     if (key == codec::kProduce) {
       auto acks = produce_acks(frame + h.size, size - h.size, version);
       if (!acks) {
-        host_.frame_error("truncated", "Produce request too short to hold Acks");
+        host_.frame_error(CloseReason::kTruncated, "Produce request too short to hold Acks");
         return Step::kClosed;
       }
       expects_response = *acks != 0;
@@ -320,7 +320,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
         upstream_->queue(plan.frame.data(), plan.frame.size());
         EPOCHGATE_PROXY_LOG(info, "fenced_acks0", "client {} node {}: closing connection: {}",
                             client_.peer(), node_id_, plan.reason);
-        host_.close_once_upstream_written("fenced_acks0");
+        host_.close_once_upstream_written(CloseReason::kFencedAcks0);
         return Step::kClosed;
       case FencingHooks::RequestPlan::Action::kClose:
         if (plan.malformed) {
@@ -334,7 +334,7 @@ RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
         // close() counts the reason.
         EPOCHGATE_PROXY_LOG(info, "fenced_acks0", "client {} node {}: closing connection: {}",
                             client_.peer(), node_id_, plan.reason);
-        host_.close("fenced_acks0");
+        host_.close(CloseReason::kFencedAcks0);
         return Step::kClosed;
     }
   }

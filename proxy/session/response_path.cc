@@ -104,7 +104,7 @@ ResponsePath::ResponsePath(WorkerContext& ctx, int32_t node_id, Connection& clie
 bool ResponsePath::deliver_raw_sasl_token(const uint8_t* frame, size_t size) {
   InFlightRequest* e = in_flight_.match_next_owed();
   if (e == nullptr || !e->raw_sasl_token) {
-    host_.frame_error("unexpected_sasl_token",
+    host_.frame_error(CloseReason::kUnexpectedSaslToken,
                 "upstream " + upstream_name_ + " answered a SASL token out of turn");
     return false;
   }
@@ -118,7 +118,7 @@ bool ResponsePath::deliver_raw_sasl_token(const uint8_t* frame, size_t size) {
 bool ResponsePath::handle(const uint8_t* frame, size_t size) {
   if (sasl_.broker_sends_raw_token()) return deliver_raw_sasl_token(frame, size);
   if (size < 4) {
-    host_.frame_error("truncated", "response shorter than a correlation id from " + upstream_name_);
+    host_.frame_error(CloseReason::kTruncated, "response shorter than a correlation id from " + upstream_name_);
     return false;
   }
   int32_t corr = read_be32(frame);
@@ -137,7 +137,7 @@ bool ResponsePath::handle(const uint8_t* frame, size_t size) {
                     upstream_name_, corr);
       return true;
     case MatchResult::kOutOfOrder:
-      host_.frame_error("unexpected_correlation_id",
+      host_.frame_error(CloseReason::kUnexpectedCorrelationId,
                   "upstream " + upstream_name_ + " answered " + std::to_string(corr) +
                       " before an earlier request");
       return false;
@@ -229,7 +229,7 @@ bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, 
   codec::Status st =
       codec::parse_response_header(frame, size, codec::response_header_version(key, up_version), h);
   if (!st.ok()) {
-    host_.frame_error(codec::errc_name(st.code), "response header from " + upstream_name_);
+    host_.frame_error(metrics::close_reason(st.code), "response header from " + upstream_name_);
     return false;
   }
   const uint8_t* body = frame + h.size;
@@ -276,7 +276,7 @@ bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, 
   if (ctx_.fencing) {
     std::string error;
     if (!ctx_.fencing->on_other_response(e, node_id_, h, body, body_len, out, changed, error)) {
-      host_.frame_error("malformed_response", error + " from " + upstream_name_);
+      host_.frame_error(CloseReason::kMalformedResponse, error + " from " + upstream_name_);
       return false;
     }
   }
@@ -311,7 +311,7 @@ bool ResponsePath::rewrite_response(InFlightRequest& e, codec::ResponseHeader& h
   codec::Status s =
       codec::decode_body_allow_trailing(body, body_len, e.upstream_version, m, trailing);
   if (!s.ok()) {
-    host_.frame_error(codec::errc_name(s.code),
+    host_.frame_error(metrics::close_reason(s.code),
                 std::string(M::kName) + " from " + upstream_name_ + ": " + s.message());
     return false;
   }
@@ -327,7 +327,7 @@ bool ResponsePath::rewrite_response(InFlightRequest& e, codec::ResponseHeader& h
   }
   RewriteResult r = rewrite_addresses(m, e.api_version, *ctx_.endpoints);
   if (r.failed) {
-    host_.frame_error("endpoint_unmapped", "no listener for a broker node id in a response");
+    host_.frame_error(CloseReason::kEndpointUnmapped, "no listener for a broker node id in a response");
     return false;
   }
   if (r.rewritten > 0 && ctx_.metrics) {

@@ -78,7 +78,7 @@ ResponseStream::Step ResponseStream::relay(ByteBuffer& in) {
       return Step::kMore;
     case FetchStreamParser::Result::kError: {
       const codec::Status& st = parser_->error();
-      fail(codec::errc_name(st.code), std::string("streamed FetchResponse from ") +
+      fail(metrics::close_reason(st.code), std::string("streamed FetchResponse from ") +
                                           upstream_name_ + ": " + parser_->error_detail() +
                                           " at byte " + std::to_string(st.offset));
       return Step::kClosed;
@@ -110,11 +110,11 @@ bool ResponseStream::finish(const uint8_t* p, size_t n) {
     return true;
   }
   RewriteResult rw = rewrite_addresses(skel, version, *ctx_.endpoints);
-  if (rw.failed) return fail("endpoint_unmapped", "no listener for a broker node id in a response");
+  if (rw.failed) return fail(CloseReason::kEndpointUnmapped, "no listener for a broker node id in a response");
   const size_t section = parser_->tagged_section_size();
   FetchTailFit fit = fit_fetch_tail(skel.node_endpoints, parser_->other_tags(), version, section);
   if (!fit.ok)
-    return fail("stream_tail_unfit", "streamed FetchResponse from " + upstream_name_ +
+    return fail(CloseReason::kStreamTailUnfit, "streamed FetchResponse from " + upstream_name_ +
                                          ": tagged fields cannot keep their length");
   if (ctx_.metrics) {
     if (rw.rewritten > 0) {
@@ -129,7 +129,7 @@ bool ResponseStream::finish(const uint8_t* p, size_t n) {
   return true;
 }
 
-bool ResponseStream::fail(const char* reason, const std::string& detail) {
+bool ResponseStream::fail(CloseReason reason, const std::string& detail) {
   // Part of the response reached the client already: only closing is honest.
   parser_.reset();
   request_ = nullptr;

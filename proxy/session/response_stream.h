@@ -62,7 +62,7 @@ class ResponseStream {
   /// The tail (top-level tagged fields, then any trailing bytes) at `p`:
   /// learns, rewrites NodeEndpoints to the same length, writes it.
   bool finish(const uint8_t* p, size_t n);
-  bool fail(const char* reason, const std::string& detail);
+  bool fail(CloseReason reason, const std::string& detail);
 
   WorkerContext& ctx_;
   int32_t node_id_;

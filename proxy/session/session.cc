@@ -80,7 +80,7 @@ void Session::start() {
   dial();
 }
 
-void Session::close_once_upstream_written(const char* reason) {
+void Session::close_once_upstream_written(CloseReason reason) {
   client_.stop_reading();
   upstream_->flush();
   if (upstream_->queued_bytes() == 0) {
@@ -96,15 +96,18 @@ void Session::close_once_upstream_written(const char* reason) {
       &connect_timer_,
       [](uv_timer_t* t) {
         auto* s = static_cast<Session*>(t->data);
-        if (s->close_after_write_) s->close(s->close_after_write_);
+        if (s->close_after_write_) s->close(*s->close_after_write_);
       },
       ctx_.config->limits.upstream_connect_timeout_ms, 0);
 }
 
-void Session::close(const char* reason) {
+void Session::close(CloseReason reason) {
   if (state_ == State::kClosing) return;
   bool was_open = upstream_open_;
   state_ = State::kClosing;
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("client {} node {}: connection closed: {}", client_.peer(), node_id_,
+                  metrics::close_reason_name(reason));
   own_derivation_.reset();  // a pending SCRAM derivation's answer finds nobody
   if (counter_) counter_->fetch_sub(1);
   count_client_login(sasl_.on_connection_closed());
@@ -141,7 +144,7 @@ void Session::begin_drain() {
   if (draining_ || state_ == State::kClosing) return;
   draining_ = true;
   if (drained()) {
-    close("drain");
+    close(CloseReason::kDrain);
     return;
   }
   update_backpressure();
@@ -149,7 +152,7 @@ void Session::begin_drain() {
 
 bool Session::close_if_client_gone() {
   if (state_ == State::kClosing || client_.reading() || !client_.peer_closed()) return false;
-  close("client_closed");
+  close(CloseReason::kClientClosed);
   return true;
 }
 
@@ -161,10 +164,10 @@ bool Session::partial_frame_stalled(uint64_t now, uint64_t limit_ns) const {
   return partial_since_ns_ != 0 && now - partial_since_ns_ > limit_ns;
 }
 
-void Session::frame_error(const char* reason, const std::string& detail) {
+void Session::frame_error(CloseReason reason, const std::string& detail) {
   if (ctx_.metrics) ctx_.metrics->frame_error(reason);
   EPOCHGATE_PROXY_LOG(warn, "frame_error", "client {} node {}: closing connection: {}: {}",
-                      client_.peer(), node_id_, reason, detail);
+                      client_.peer(), node_id_, metrics::close_reason_name(reason), detail);
   close(reason);
 }
 
@@ -187,7 +190,7 @@ void Session::check_held_client_input() {
   }
   codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), ctx_.config->limits.max_frame_bytes);
   if (s.kind == codec::FrameScan::Kind::kError) {
-    frame_error(codec::errc_name(s.error), "request frame size prefix");
+    frame_error(metrics::close_reason(s.error), "request frame size prefix");
     return;
   }
   if (pre_auth_refused(payload_size(s))) return;
@@ -220,7 +223,7 @@ PreAuthCap Session::pre_auth_cap(size_t size) {
 
 bool Session::pre_auth_refused(size_t size) {
   if (pre_auth_cap(size) != PreAuthCap::kCapped) return false;
-  frame_error("pre_auth_frame_too_large",
+  frame_error(CloseReason::kPreAuthFrameTooLarge,
               "a frame of " + std::to_string(size) + " bytes before authentication (at most " +
                   std::to_string(kPreAuthMaxFrameBytes) + ")");
   return true;
@@ -255,7 +258,7 @@ void Session::process_client_input() {
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
     if (s.kind == codec::FrameScan::Kind::kError) {
       processing_client_ = false;
-      frame_error(codec::errc_name(s.error), "request frame size prefix");
+      frame_error(metrics::close_reason(s.error), "request frame size prefix");
       return;
     }
     if (pre_auth_refused(payload_size(s))) {
@@ -294,7 +297,7 @@ void Session::process_client_input() {
   responses_.flush_ready();
   client_.flush();
   if (drained()) {
-    close("drain");  // a held request epochgate answered itself was written
+    close(CloseReason::kDrain);  // a held request epochgate answered itself was written
     return;
   }
   update_backpressure();
@@ -322,7 +325,7 @@ void Session::process_upstream_input() {
     }
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
     if (s.kind == codec::FrameScan::Kind::kError) {
-      frame_error(codec::errc_name(s.error), "response frame size prefix from " + upstream_name_);
+      frame_error(metrics::close_reason(s.error), "response frame size prefix from " + upstream_name_);
       return;
     }
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
@@ -362,7 +365,7 @@ void Session::process_upstream_input() {
   if (ctx_.metrics && after > delivered) ctx_.metrics->bytes(Direction::kUpstreamToClient, after - delivered);
   client_.flush();
   if (drained()) {
-    close("drain");
+    close(CloseReason::kDrain);
     return;
   }
   update_backpressure();
@@ -379,7 +382,7 @@ void Session::update_backpressure() {
 
 void Session::on_drained(Connection& c) {
   if (close_after_write_) {
-    if (&c == upstream_.get() && upstream_->queued_bytes() == 0) close(close_after_write_);
+    if (&c == upstream_.get() && upstream_->queued_bytes() == 0) close(*close_after_write_);
     return;
   }
   update_backpressure();
@@ -393,7 +396,7 @@ void Session::on_read_error(Connection& c, int status) {
   }
   if (&c == &client_) {
     if (status != UV_EOF) spdlog::debug("client {}: read error: {}", c.peer(), uv_strerror(status));
-    close(status == UV_EOF ? "client_closed" : "client_error");
+    close(status == UV_EOF ? CloseReason::kClientClosed : CloseReason::kClientError);
     return;
   }
   if (&c != upstream_.get()) return;
@@ -401,12 +404,12 @@ void Session::on_read_error(Connection& c, int status) {
                       "upstream {} (node {}) closed the connection{}{}; closing client {}",
                       upstream_name_, node_id_, status == UV_EOF ? "" : ": ",
                       status == UV_EOF ? "" : uv_strerror(status), client_.peer());
-  close(status == UV_EOF ? "upstream_closed" : "upstream_error");
+  close(status == UV_EOF ? CloseReason::kUpstreamClosed : CloseReason::kUpstreamError);
 }
 
 void Session::on_write_error(Connection& c, int status) {
   spdlog::debug("{} write error: {}", &c == &client_ ? "client" : "upstream", uv_strerror(status));
-  close(&c == &client_ ? "client_error" : "upstream_error");
+  close(&c == &client_ ? CloseReason::kClientError : CloseReason::kUpstreamError);
 }
 
 }  // namespace epochgate::proxy

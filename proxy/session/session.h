@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// answered on the new connection (UpstreamDialer).
   void start();
   /// Closes both sides (idempotent); the session frees itself when all handles closed.
-  void close(const char* reason) override;
+  void close(CloseReason reason) override;
   /// Graceful drain: stop reading new requests; close once nothing is in
   /// flight and a request held before the drain (order, refresh) was answered.
   void begin_drain();
@@ -128,8 +129,8 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   void on_dial_failed() override;
   void on_dialer_closed() override;
   // SessionHost
-  void frame_error(const char* reason, const std::string& detail) override;
-  void close_once_upstream_written(const char* reason) override;
+  void frame_error(CloseReason reason, const std::string& detail) override;
+  void close_once_upstream_written(CloseReason reason) override;
   void hold_request() override;
   void reoffer_held() override;
   void count_client_login(SaslLoginOutcome outcome) override;
@@ -196,7 +197,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   bool client_opened_ = false;  // start() ran: counted in connection metrics
   bool processing_client_ = false;
   bool holding_ = false;           // a request waits for a metadata refresh
-  const char* close_after_write_ = nullptr;  // closing once upstream bytes are written
+  std::optional<CloseReason> close_after_write_;  // closing once upstream bytes are written
   uint64_t waiting_for_node_since_ns_ = 0;
   uint64_t last_activity_ns_ = 0;
   uint64_t partial_since_ns_ = 0;  // 0: no partial frame pending

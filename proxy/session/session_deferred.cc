@@ -12,7 +12,7 @@ namespace epochgate::proxy {
 void Session::responses_flushed() {
   if (state_ != State::kOpen || close_after_write_) return;
   if (drained()) {
-    close("drain");
+    close(CloseReason::kDrain);
     return;
   }
   // Frames buffered while paused are offered from the hold timer, not from

@@ -130,7 +130,7 @@ void Session::connect_failed(const char* why, int status) {
                       "client {} on node {} listener: closing, upstream {}: {}{}{}",
                       client_.peer(), node_id_, upstream_name_.empty() ? "?" : upstream_name_,
                       why, status ? ": " : "", status ? uv_strerror(status) : "");
-  close("upstream_unreachable");
+  close(CloseReason::kUpstreamUnreachable);
 }
 
 }  // namespace epochgate::proxy

@@ -7,9 +7,14 @@
 
 #include <string>
 
+#include "metrics/close_reason.h"
 #include "proxy/session/sasl_framing.h"
 
 namespace epochgate::proxy {
+
+/// Why a session closes: one list with the metric label values and log
+/// words (metrics/close_reason.h).
+using CloseReason = metrics::CloseReason;
 
 /// Versions the session bridges for a broker that predates KIP-951
 /// (policy.kip951_bridge): Produce v10 sent as v9, Fetch v16 as v15.
@@ -25,11 +30,11 @@ class SessionHost {
  public:
   virtual ~SessionHost() = default;
   /// Bad bytes from a peer: count `reason`, log `detail` (rate-limited), close.
-  virtual void frame_error(const char* reason, const std::string& detail) = 0;
+  virtual void frame_error(CloseReason reason, const std::string& detail) = 0;
   /// Closes both sides, counting `reason`.
-  virtual void close(const char* reason) = 0;
+  virtual void close(CloseReason reason) = 0;
   /// Stops reading the client and closes once what is queued upstream is written.
-  virtual void close_once_upstream_written(const char* reason) = 0;
+  virtual void close_once_upstream_written(CloseReason reason) = 0;
   /// The policy holds the current request for a metadata refresh: stop
   /// taking requests and offer it again shortly.
   virtual void hold_request() = 0;

@@ -60,7 +60,7 @@ bool Session::apply_own_login_step(SaslLoginStep step) {
       EPOCHGATE_PROXY_LOG(warn, "sasl_login",
                           "SASL login ({}) to {} for client {} failed: {}; closing the client",
                           mechanism, upstream_name_, client_.peer(), step.error);
-      close("sasl_login_failed");
+      close(CloseReason::kSaslLoginFailed);
       return false;
   }
   return false;

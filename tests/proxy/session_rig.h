@@ -111,7 +111,7 @@ class SessionRig {
     session_->start();
   }
   ~SessionRig() {
-    if (alive()) session_->close("test_end");
+    if (alive()) session_->close(CloseReason::kShutdown);
     for (int i = 0; i < 100 && alive(); ++i) pump();
     EXPECT_FALSE(alive()) << "the session did not free itself after close";
     uv_run(&loop_, UV_RUN_DEFAULT);

@@ -130,7 +130,7 @@ TEST(PolicyFencingBudget, OverTheCapClosesWithItsOwnReason) {
   auto over = rig.plan(produce_frame(10), 1);
   ASSERT_EQ(over.action, FencingHooks::RequestPlan::Action::kClose);
   EXPECT_TRUE(over.malformed);
-  EXPECT_STREQ(over.close_reason, "too_many_partitions");
+  EXPECT_EQ(over.close_reason, metrics::CloseReason::kTooManyPartitions);
   EXPECT_NE(over.reason.find("limits.max_partitions_per_request (10)"), std::string::npos)
       << over.reason;
   EXPECT_EQ(rig.budget.used(), 0);
