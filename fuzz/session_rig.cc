@@ -544,7 +544,7 @@ SessionRig::~SessionRig() {
   // that text (a local answer may echo a topic name the client chose).
   if (options_.auto_answer && s.marker_seen && !contains_marker(s.client_stream.data(), s.client_stream.size()))
     die("an upstream broker host (\"Host-...\") reached the client");
-  if (s.session != nullptr && session_alive()) s.session->close("fuzz_done");
+  if (s.session != nullptr && session_alive()) s.session->close(proxy::CloseReason::kShutdown);
   for (Peer* p : {&s.client, &s.broker}) {
     if (p->open && !p->closing) {
       p->closing = true;
