@@ -1,6 +1,8 @@
 // metrics/listener_metrics.cc
 #include "metrics/listener_metrics.h"
 
+#include "metrics/families.h"
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -10,45 +12,14 @@ namespace epochgate::metrics {
 
 struct ListenerMetrics::Impl {
   explicit Impl(prometheus::Registry& r)
-      : listeners(prometheus::BuildGauge()
-                      .Name("epochgate_listeners")
-                      .Help("Broker node listeners by state (listening, bind_failed: waiting "
-                            "for a bind retry, refused: over broker_ports limits).")
-                      .Register(r)),
-        refused(prometheus::BuildCounter()
-                    .Name("epochgate_listeners_refused_total")
-                    .Help("Broker nodes refused a listener, once per node, by reason "
-                          "(max_node_id, max_listeners, port_rule).")
-                    .Register(r)),
-        bind_failures(prometheus::BuildCounter()
-                          .Name("epochgate_listener_bind_failures_total")
-                          .Help("Failed binds of broker node listeners, retries included.")
-                          .Register(r)),
-        closed(prometheus::BuildCounter()
-                   .Name("epochgate_listeners_closed_total")
-                   .Help("Listeners closed because the cluster stopped naming their node "
-                         "for broker_ports.absent_grace_ms.")
-                   .Register(r)),
-        accept_errors(prometheus::BuildCounter()
-                          .Name("epochgate_accept_errors_total")
-                          .Help("Failed or paused accepts of client connections, by reason "
-                                "(emfile, enfile, enobufs, enomem; fd_reserve: paused to keep "
-                                "descriptors for probes and upstream dials; other).")
-                          .Register(r)),
-        fd_limit(prometheus::BuildGauge()
-                     .Name("epochgate_fd_limit")
-                     .Help("Soft RLIMIT_NOFILE in force (raised to the hard limit at start).")
-                     .Register(r)),
-        fds_needed(prometheus::BuildGauge()
-                       .Name("epochgate_fds_needed")
-                       .Help("Descriptors the configured limits can use: two per client "
-                             "connection, one per listener, loops, admin and refresher.")
-                       .Register(r)),
-        evicted(prometheus::BuildCounter()
-                    .Name("epochgate_admin_connections_evicted_total")
-                    .Help("Admin HTTP connections closed to make room for a new one, by "
-                          "reason (idle, busy).")
-                    .Register(r)),
+      : listeners(register_family<FamilyId::listeners>(r)),
+        refused(register_family<FamilyId::listeners_refused_total>(r)),
+        bind_failures(register_family<FamilyId::listener_bind_failures_total>(r)),
+        closed(register_family<FamilyId::listeners_closed_total>(r)),
+        accept_errors(register_family<FamilyId::accept_errors_total>(r)),
+        fd_limit(register_family<FamilyId::fd_limit>(r)),
+        fds_needed(register_family<FamilyId::fds_needed>(r)),
+        evicted(register_family<FamilyId::admin_connections_evicted_total>(r)),
         listening(listeners.Add({{"state", "listening"}})),
         bind_failed(listeners.Add({{"state", "bind_failed"}})),
         refused_now(listeners.Add({{"state", "refused"}})),

@@ -1,6 +1,8 @@
 // metrics/reroute_metrics.cc
 #include "metrics/reroute_metrics.h"
 
+#include "metrics/families.h"
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -11,40 +13,12 @@ namespace epochgate::metrics {
 
 struct RerouteMetrics::Impl {
   explicit Impl(prometheus::Registry& r)
-      : reroutes(prometheus::BuildCounter()
-                     .Name("epochgate_reroutes_total")
-                     .Help("Produce partitions sent to a broker that is no longer their leader: "
-                           "delivered to the leader by epochgate, fell back to "
-                           "NOT_LEADER_OR_FOLLOWER plus a hint (reason), or observed (observe "
-                           "mode: would have been rerouted).")
-                     .Register(r)),
-        added_family(prometheus::BuildHistogram()
-                         .Name("epochgate_reroute_added_seconds")
-                         .Help("Time from epochgate's reroute decision to the new leader's answer.")
-                         .Register(r)),
-        held_total(prometheus::BuildCounter()
-                       .Name("epochgate_reroute_held_total")
-                       .Help("Produce writes held until earlier rerouted writes of the same "
-                             "producer and partition were answered.")
-                       .Register(r)
-                       .Add({})),
-        held_now(prometheus::BuildGauge()
-                     .Name("epochgate_reroute_held")
-                     .Help("Produce writes held for order now.")
-                     .Register(r)
-                     .Add({})),
-        in_flight(prometheus::BuildGauge()
-                      .Name("epochgate_reroute_in_flight")
-                      .Help("Rerouted plus held Produce writes (bounded per worker by "
-                            "reroute.max_in_flight).")
-                      .Register(r)
-                      .Add({})),
-        acks0_answers(prometheus::BuildCounter()
-                          .Name("epochgate_reroute_acks0_answers_total")
-                          .Help("Answers a broker sent to acks=0 Produce requests epochgate "
-                                "rerouted (dropped; a Kafka broker sends none).")
-                          .Register(r)
-                          .Add({})),
+      : reroutes(register_family<FamilyId::reroutes_total>(r)),
+        added_family(register_family<FamilyId::reroute_added_seconds>(r)),
+        held_total(register_family<FamilyId::reroute_held_total>(r).Add({})),
+        held_now(register_family<FamilyId::reroute_held>(r).Add({})),
+        in_flight(register_family<FamilyId::reroute_in_flight>(r).Add({})),
+        acks0_answers(register_family<FamilyId::reroute_acks0_answers_total>(r).Add({})),
         delivered(&reroutes.Add({{"api", "produce"}, {"result", "delivered"}, {"reason", ""}})),
         observed(&reroutes.Add({{"api", "produce"}, {"result", "observed"}, {"reason", ""}})),
         added(&added_family.Add({}, prometheus::Histogram::BucketBoundaries{

@@ -1,6 +1,8 @@
 // metrics/stream_metrics.cc
 #include "metrics/stream_metrics.h"
 
+#include "metrics/families.h"
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/registry.h>
@@ -10,25 +12,10 @@
 namespace epochgate::metrics {
 
 StreamMetrics::StreamMetrics(prometheus::Registry& r) {
-  streamed_ = &prometheus::BuildCounter()
-                   .Name("epochgate_responses_streamed_total")
-                   .Help("Fetch responses relayed to the client as their bytes arrived, "
-                         "instead of being read whole first (limits.stream_fetch_min_bytes).")
-                   .Register(r)
+  streamed_ = &register_family<FamilyId::responses_streamed_total>(r)
                    .Add({{"api", "fetch"}});
-  bytes_ = &prometheus::BuildCounter()
-                .Name("epochgate_streamed_bytes_total")
-                .Help("Bytes of the Fetch responses relayed as they arrived (size prefix included).")
-                .Register(r)
-                .Add({});
-  auto& family = prometheus::BuildCounter()
-                     .Name("epochgate_stream_tail_total")
-                     .Help("Streamed Fetch responses whose rewrite had to keep the broker's "
-                           "length: padded (an unknown tagged field fills a shorter "
-                           "NodeEndpoints), endpoints_dropped (NodeEndpoints entries left out, "
-                           "their CurrentLeader kept), hint_not_backfilled (a leader error "
-                           "without CurrentLeader the view could have hinted).")
-                     .Register(r);
+  bytes_ = &register_family<FamilyId::streamed_bytes_total>(r).Add({});
+  auto& family = register_family<FamilyId::stream_tail_total>(r);
   for (size_t i = 0; i < kStreamTailReasons.size(); ++i)
     tail_[i] = &family.Add({{"reason", std::string(kStreamTailReasons[i])}});
 }

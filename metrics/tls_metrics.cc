@@ -1,6 +1,8 @@
 // metrics/tls_metrics.cc
 #include "metrics/tls_metrics.h"
 
+#include "metrics/families.h"
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -23,30 +25,11 @@ const char* const kReasons[] = {"not_tls",         "unknown_ca",          "expir
 
 struct TlsMetrics::Impl {
   explicit Impl(prometheus::Registry& r)
-      : handshakes(prometheus::BuildCounter()
-                       .Name("epochgate_tls_handshakes_total")
-                       .Help("TLS handshakes by side (client: connections to epochgate; "
-                             "upstream: epochgate's to brokers), result and reason.")
-                       .Register(r)),
-        duration(prometheus::BuildHistogram()
-                     .Name("epochgate_tls_handshake_duration_seconds")
-                     .Help("Time from the first TLS byte to a finished handshake, by side.")
-                     .Register(r)),
-        expiry(prometheus::BuildGauge()
-                   .Name("epochgate_tls_certificate_expiry_seconds")
-                   .Help("Seconds until the earliest notAfter of each loaded certificate "
-                         "file (negative: expired).")
-                   .Register(r)),
-        reloads(prometheus::BuildCounter()
-                    .Name("epochgate_tls_reloads_total")
-                    .Help("Certificate, key and CA reloads by result (refused: the old "
-                          "material stays in use).")
-                    .Register(r)),
-        renegotiations(prometheus::BuildCounter()
-                           .Name("epochgate_tls_renegotiations_refused_total")
-                           .Help("TLS 1.2 renegotiations a peer asked for and epochgate "
-                                 "refused (no_renegotiation alert), by side.")
-                           .Register(r)) {
+      : handshakes(register_family<FamilyId::tls_handshakes_total>(r)),
+        duration(register_family<FamilyId::tls_handshake_duration_seconds>(r)),
+        expiry(register_family<FamilyId::tls_certificate_expiry_seconds>(r)),
+        reloads(register_family<FamilyId::tls_reloads_total>(r)),
+        renegotiations(register_family<FamilyId::tls_renegotiations_refused_total>(r)) {
     for (const char* side : {"client", "upstream"}) {
       renegotiations.Add({{"side", side}});
       handshakes.Add({{"side", side}, {"result", "ok"}, {"reason", "ok"}});
