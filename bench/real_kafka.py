@@ -46,10 +46,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "realkafka"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))  # epochgate_testlib
 sys.path.insert(0, os.path.join(ROOT, "tools"))  # demo.py: the Demo runner
-import realkafka_lib as rk  # noqa: E402
-from realkafka_lib import harness, kafka_cluster  # noqa: E402
+from epochgate_testlib import realkafka_lib as rk  # noqa: E402
+from epochgate_testlib.realkafka_lib import harness, kafka_cluster  # noqa: E402
 from demo import Demo  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))

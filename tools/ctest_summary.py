@@ -13,7 +13,7 @@ a decision written in CMake, not something the machine lacks.
     tools/ctest_summary.py BUILD_DIR [--require-labels a,b,...] [-- CTEST_ARGS...]
 
 Reasons come from EPOCHGATE_SKIP_LOG, a file this wrapper creates and
-passes to the tests: tests/integration/harness.py and
+passes to the tests: tests/lib/epochgate_testlib/harness.py and
 tests/codec/schema_conformance_test.py append one line "SKIP name: reason"
 per skipped test. Owns only that file and its own output; it must never
 change what ctest runs beyond the arguments it is given.

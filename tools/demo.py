@@ -4,8 +4,8 @@ consumer group talking only to epochgate, a partition leader moving while
 they run, and a plain account of what the clients saw and what epochgate did.
 
 Owns: the story and its output. The processes are started with the
-integration harness (tests/integration/harness.py) and the leader move is
-the one the fencing scenarios use (tests/scenario/scenario_lib.py), so the
+integration harness (tests/lib/epochgate_testlib/harness.py) and the leader move is
+the one the fencing scenarios use (tests/lib/epochgate_testlib/scenario_lib.py), so the
 demo shows exactly what the tests check. It must never run unbounded: every
 wait has a deadline, and without --keep it ends by itself in about 20 s.
 """
@@ -18,10 +18,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "scenario"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "tls"))
-import scenario_lib as sl  # noqa: E402
-from scenario_lib import harness  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))  # epochgate_testlib
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib.scenario_lib import harness  # noqa: E402
 
 TOPIC = "orders"
 RATE = 500

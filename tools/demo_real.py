@@ -27,9 +27,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "realkafka"))
-import realkafka_lib as rk  # noqa: E402
-from realkafka_lib import harness, sl, kafka_cluster  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))  # epochgate_testlib
+from epochgate_testlib import realkafka_lib as rk  # noqa: E402
+from epochgate_testlib.realkafka_lib import harness, sl, kafka_cluster  # noqa: E402
 from demo import Demo  # noqa: E402
 
 TOPIC = "orders"

@@ -41,7 +41,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import leader_move_clients as lm  # noqa: E402
 
 # A producer for long runs: message i goes to partition i % 2 with value

@@ -27,8 +27,9 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "codec", "generator"))
-import schema as ours  # noqa: E402
+from epochgate_testlib import load_tool
+
+ours = load_tool("codec/generator/schema.py")
 
 SKIP = 77
 

@@ -1,21 +1,18 @@
 """Shared helpers for tests/faults: metrics, epochgate with a limits config,
 and client probes (send a frame, wait for a close). Builds on
-tests/integration/harness.py, kafka_wire.py and prom_text.py (imported,
+tests/lib/epochgate_testlib/harness.py, kafka_wire.py and prom_text.py (imported,
 never copied).
 Must never bind anything but 127.0.0.1 or wait without a deadline.
 """
 
 import os
 import socket
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
-import harness  # noqa: E402,F401  (re-exported for the test files)
-import kafka_wire as kw  # noqa: E402
-from prom_text import metric, samples  # noqa: E402,F401  (re-exported)
+from epochgate_testlib import harness  # noqa: E402,F401  (re-exported for the test files)
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
+from epochgate_testlib.prom_text import metric, samples  # noqa: E402,F401  (re-exported)
 
 
 def metric_of(gate, name, **labels):

@@ -8,15 +8,12 @@ if a round trip fails or takes longer than 30 s.
 Must never run without a deadline or connect anywhere but the given address.
 """
 
-import os
 import select
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
-import kafka_wire as kw  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
 
 
 def main():

@@ -11,8 +11,8 @@ Must never bind anything but 127.0.0.1, hold more than max_connections
 import struct
 import threading
 
-import kafka_wire as kw
-from loopback_listener import LoopbackListener
+from epochgate_testlib import kafka_wire as kw
+from epochgate_testlib.loopback_listener import LoopbackListener
 
 API_METADATA = 3
 API_VERSIONS = 18

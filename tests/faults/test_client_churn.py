@@ -26,17 +26,12 @@ over plaintext and over client TLS. Afterwards, with every client gone:
 
 import os
 import ssl
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "scenario"))
-sys.path.insert(0, os.path.join(HERE, "..", "tls"))
 from faults_common import harness, kw, metric_of  # noqa: E402
-import client_churn  # noqa: E402  (tests/integration, on the path through faults_common)
-import scenario_wire as sw  # noqa: E402
-import tls_lib  # noqa: E402
+from epochgate_testlib import client_churn  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib import tls_lib  # noqa: E402
 
 TOPIC = "churn"
 RSS_BOUND = 4 << 20     # bytes above the warmed-up baseline

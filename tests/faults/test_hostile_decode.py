@@ -34,7 +34,6 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 from faults_common import (api_versions_ok, bootstrap_address, closed_by_peer, connect,  # noqa: E402
                            harness, kw, metric_of, start_gate, wait_metric)
 

@@ -18,11 +18,8 @@ per event) against librdkafka 2.15.1's mock cluster and the faults rig.
 Must never bind anything but 127.0.0.1 or wait without a deadline."""
 
 import json
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults_common import harness, kw  # noqa: E402
 from scripted_broker import ScriptedBroker  # noqa: E402
 from test_upstream_dialer import NeverAcceptingBroker  # noqa: E402

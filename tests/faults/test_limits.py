@@ -15,14 +15,11 @@ the metric an operator would watch, and a log line that names the limit:
 | pre-authentication frame cap  | frame_errors_total{reason=pre_auth_frame_too_large} (512 KiB, as a broker before login) |
 """
 
-import os
 import re
 import socket
 import struct
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults_common import (api_versions_ok, bootstrap_address, closed_by_peer, connect,  # noqa: E402
                            harness, kw, metric_of, start_gate, wait_metric)
 

@@ -14,12 +14,10 @@ neither a real broker nor the mock cluster can be made to name 10,000 nodes.
 
 import os
 import socket
-import sys
 import time
 import urllib.error
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults_common import (api_versions_ok, bootstrap_address, closed_by_peer, connect,  # noqa: E402
                            harness, kw, metric_of, start_gate, wait_metric, write_config)
 from scripted_broker import ScriptedBroker  # noqa: E402

@@ -11,12 +11,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults_common import harness, start_gate  # noqa: E402
-from scram_broker import ScramBroker  # noqa: E402
+from epochgate_testlib.scram_broker import ScramBroker  # noqa: E402
 
 
 def _wait(predicate, timeout, what):

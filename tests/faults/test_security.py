@@ -25,15 +25,13 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults_common import (api_versions_ok, bootstrap_address, connect, harness, kw,  # noqa: E402
                            node_addresses, samples, start_gate)
-from scram_broker import ScramBroker  # noqa: E402
+from epochgate_testlib.scram_broker import ScramBroker  # noqa: E402
 
 TOPIC = "secure"
 

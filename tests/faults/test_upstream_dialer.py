@@ -26,13 +26,11 @@ import select
 import socket
 import struct
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults_common import (api_versions_ok, bootstrap_address, connect, harness,  # noqa: E402
                            kw, metric_of, node_addresses, start_gate, wait_metric)
-import clients_lib  # noqa: E402  (tests/integration, on the path through faults_common)
+from epochgate_testlib import clients_lib  # noqa: E402  (tests/integration, on the path through faults_common)
 
 TOPIC = "dialer"
 TIMEOUT_MS = 1500

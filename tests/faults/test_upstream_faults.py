@@ -17,15 +17,12 @@ fault-injecting relay (fault_relay.py) where the mock cannot misbehave:
 
 Each test also checks no client connection is left counted open."""
 
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from faults_common import (api_versions_ok, bootstrap_address, closed_by_peer, connect,  # noqa: E402
                            dead_port, harness, kw, metric_of, node_addresses, samples,
                            start_gate, wait_metric)
-from fault_relay import FaultRelay, mark  # noqa: E402
+from epochgate_testlib.fault_relay import FaultRelay, mark  # noqa: E402
 
 TOPIC = "faults"
 

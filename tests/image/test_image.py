@@ -8,7 +8,7 @@ drain_timeout_ms. The image itself: small, numeric non-root user, exec-form
 entrypoint (no shell), and the commands in docs/deploy.md are the ones run
 here.
 
-Runs as /usr/bin/python3 tests/image/test_image.py --build-dir BUILD, with
+Runs as PYTHONPATH=tests/lib /usr/bin/python3 tests/image/test_image.py --build-dir BUILD, with
 EPOCHGATE_IMAGE naming the image tools/image/build.sh built (ctest fixture
 epochgate_image). Skipped (exit 77) only where podman cannot run, which
 tools/image/podman.sh --check explains; under CI=true that check fails instead.
@@ -21,15 +21,13 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
-import harness  # noqa: E402
-import kafka_wire as kw  # noqa: E402
-import prom_text  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
+from epochgate_testlib import prom_text  # noqa: E402
 
 PODMAN = os.path.join(REPO, "tools", "image", "podman.sh")
 IMAGE = os.environ.get("EPOCHGATE_IMAGE", "")

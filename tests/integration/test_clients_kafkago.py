@@ -6,12 +6,9 @@ test, with exact counts both ways (kafka-go 0.2.1 has no idempotent
 producer). And the case a user hit: a group Reader on a 200-partition topic
 must not wait longer through epochgate than it does directly."""
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import clients_lib as cl  # noqa: E402
-import harness  # noqa: E402
+from epochgate_testlib import clients_lib as cl  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
 
 
 def test_kafkago_produce_acks_1_consume_commit(h):

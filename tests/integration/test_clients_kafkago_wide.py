@@ -16,13 +16,10 @@ The direct run is the yardstick and is only reported: on a loaded machine
 it, too, can leave partitions unread (the kernel completes handshakes the
 cluster never accepts), which says nothing about epochgate."""
 
-import os
-import sys
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import clients_lib as cl  # noqa: E402
-import harness  # noqa: E402
+from epochgate_testlib import clients_lib as cl  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
 
 PARTITIONS = 200
 DIRECT_SECONDS = 30

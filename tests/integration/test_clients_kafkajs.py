@@ -17,12 +17,9 @@ And one thing KafkaJS does by design: it rejoins its group when a fetch
 meets a moved leader, and records fetched during the rejoin are delivered
 again; the tests show it happens the same way both ways."""
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import clients_lib as cl  # noqa: E402
-import harness  # noqa: E402
+from epochgate_testlib import clients_lib as cl  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
 
 
 def test_kafkajs_produce_acks_1_consume_commit(h):

@@ -6,12 +6,9 @@ through epochgate in the same test. Counts must match exactly both ways:
 produced = acknowledged = consumed, the log holds exactly as many records
 and the group's committed offsets reach every partition's end."""
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import clients_lib as cl  # noqa: E402
-import harness  # noqa: E402
+from epochgate_testlib import clients_lib as cl  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
 
 
 def test_sarama_produce_acks_1_consume_commit(h):

@@ -5,11 +5,8 @@ the address check is inverted (it must see the cluster's own ports), which
 proves the check can tell the difference."""
 
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
 
 
 def kcat_metadata(h, bootstrap, topic=None):

@@ -8,12 +8,10 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import kafka_wire as kw  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
 
 
 def _metadata(cluster, topics, broker=1):

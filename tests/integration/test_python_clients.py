@@ -3,11 +3,8 @@ python3-confluent-kafka on librdkafka 2.0.2: older protocol versions than
 librdkafka 2.15.1) produce and consume through epochgate; every acked record
 comes back exactly once, in order per partition."""
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
 
 
 def _round_trip(h, client, topic):

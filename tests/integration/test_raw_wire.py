@@ -13,15 +13,12 @@ With --direct the client talks to the relay in front of the mock cluster;
 the acks=0 check is then inverted (the mock's stray answer must be seen),
 proving the check notices a response when there is one."""
 
-import os
 import random
 import socket
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import kafka_wire as kw  # noqa: E402
-from tcp_relay import TcpRelay  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
+from epochgate_testlib.tcp_relay import TcpRelay  # noqa: E402
 
 TOPIC = "wire"
 

@@ -4,10 +4,8 @@ exactly once and in order per partition; transactions commit (visible to
 read_committed readers) and abort (invisible)."""
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
 
 
 def _debug_args(h, name):

@@ -1,7 +1,7 @@
 """Clients' SASL authentication through epochgate, in every framing.
 
 The embedded cluster has no SASL, so tools/sasl_gate/sasl_gate.py stands in
-front of each mock broker (the mock advertises the gate's ports) and
+front of each mock broker (epochgate_testlib.sasl_cluster) (the mock advertises the gate's ports) and
 authenticates as a Kafka broker's SASL listener does. Each test first
 proves the gate with the independent client straight at it (good
 credentials pass, wrong ones fail with the client's usual error), then runs
@@ -15,52 +15,12 @@ session lifetime runs out (KIP-368)."""
 
 import json
 import os
-import sys
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
+from epochgate_testlib import harness
+from epochgate_testlib.sasl_cluster import PASSWORD, USER, SaslCluster, logins, sasl_args
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GATE = os.path.join(HERE, "..", "..", "tools", "sasl_gate", "sasl_gate.py")
-USER, PASSWORD = "alice", "alice-secret"
-
-
-class SaslCluster:
-    """A 3-broker mock cluster behind one SASL gate listener per broker."""
-
-    def __init__(self, h, topics, lifetime_ms=0):
-        self.cluster = h.start_cluster(3, topics)
-        self.events_path = os.path.join(h.workdir, "gate-events-%s.jsonl" % uuid.uuid4().hex[:6])
-        argv = [harness.TEST_PYTHON, GATE, "--user", "%s:%s" % (USER, PASSWORD),
-                "--events", self.events_path, "--session-lifetime-ms", str(lifetime_ms)]
-        for host, port in self.cluster.addresses:
-            argv += ["--upstream", "%s:%d" % (host, port)]
-        self.proc = harness.Process("sasl_gate", argv, h.workdir)
-        h._processes.append(self)  # stopped, and its log shown, by the harness
-        line = self.proc.read_line(timeout=15)
-        assert line.startswith("GATE "), "sasl gate said %r" % line
-        self.bootstrap = line.split(" ", 1)[1]
-        for broker_id, address in enumerate(self.bootstrap.split(","), start=1):
-            host, port = harness.parse_hostport(address)
-            self.cluster.cmd("advertise %d %s %d" % (broker_id, host, port))
-
-    def stop(self):
-        return self.proc.stop()
-
-    def events(self, since=0):
-        if not os.path.exists(self.events_path):
-            return []
-        with open(self.events_path) as f:
-            return [json.loads(line) for line in f][since:]
-
-
-def sasl_args(mechanism, password=PASSWORD):
-    args = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=" + mechanism]
-    if mechanism == "OAUTHBEARER":
-        return args + ["-X", "sasl.oauthbearer.config=principal=" + USER,
-                       "-X", "enable.sasl.oauthbearer.unsecure.jwt=true"]
-    return args + ["-X", "sasl.username=" + USER, "-X", "sasl.password=" + password]
 
 
 def kcat_round(h, bootstrap, topic, mechanism, n=20):
@@ -96,13 +56,8 @@ def python_round(h, client, bootstrap, topic, mechanism, password=PASSWORD):
     return json.loads(lines[-1])
 
 
-def logins(events, framing=None):
-    return [e for e in events if e.get("event") == "auth" and e.get("result") == "ok"
-            and (framing is None or e["framing"] == framing)]
-
-
 def epochgate_frame_errors(gate):
-    import prom_text
+    from epochgate_testlib import prom_text
     return prom_text.metric(gate.metrics(), "epochgate_frame_errors_total")
 
 
@@ -137,7 +92,7 @@ def test_kafka_python_raw_token_framing(h):
             mechanism, direct["error_kind"]))
     # epochgate's own count of the logins it passed through (mechanism labels
     # from the handshake; never the client's string).
-    import prom_text
+    from epochgate_testlib import prom_text
     text = gate.metrics()
     for mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"):
         assert prom_text.metric(text, "epochgate_sasl_authentications_total", side="passthrough",

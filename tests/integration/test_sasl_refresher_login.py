@@ -11,14 +11,12 @@ is the independent record of who logged in, how, and when."""
 import json
 import os
 import re
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import prom_text  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib import prom_text  # noqa: E402
 from sasl_client import unsecured_jws  # noqa: E402
-from test_sasl_passthrough import SaslCluster, logins  # noqa: E402
+from epochgate_testlib.sasl_cluster import SaslCluster, logins  # noqa: E402
 
 USER, PASSWORD = "alice", "alice-secret"
 

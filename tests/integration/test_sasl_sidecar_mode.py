@@ -10,12 +10,10 @@ client that starts its own SASL login in this mode gets ILLEGAL_SASL_STATE
 and a log line saying why."""
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import prom_text  # noqa: E402
-from test_sasl_passthrough import SaslCluster, logins, sasl_args  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib import prom_text  # noqa: E402
+from epochgate_testlib.sasl_cluster import SaslCluster, logins, sasl_args  # noqa: E402
 
 USER, PASSWORD = "alice", "alice-secret"
 

@@ -22,7 +22,7 @@ be evaluated without error, each selector must match the scraped series
 where the metric exists, and a refused config reload at the end must fire
 EpochgateConfigReloadRefused.
 
-Runs as /usr/bin/python3 tests/monitoring/test_prometheus.py --build-dir BUILD.
+Runs as PYTHONPATH=tests/lib /usr/bin/python3 tests/monitoring/test_prometheus.py --build-dir BUILD.
 Owns: the dashboard's and the scrape config's contract with Prometheus.
 Must never: bind anything but 127.0.0.1, or leave Prometheus running.
 """
@@ -35,7 +35,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -45,9 +44,8 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "tests", "scenario"))
-import scenario_lib as sl  # noqa: E402
-from scenario_lib import harness, kw  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
 
 TOPIC = "dashboard"
 SCRAPE_S = 2
@@ -237,10 +235,8 @@ def start_failing_gate(h):
     refuses its SCRAM login (a wrong password). Its sessions log in with the
     sidecar credential, so each probes its broker first (sessions whose
     clients log in themselves no longer do)."""
-    sys.path.insert(0, os.path.join(REPO, "tools", "tls"))
-    sys.path.insert(0, os.path.join(REPO, "tests", "faults"))
-    import tls_rig  # noqa: E402
-    from scram_broker import ScramBroker  # noqa: E402
+    from epochgate_testlib.tls_lib import tls_rig  # noqa: E402
+    from epochgate_testlib.scram_broker import ScramBroker  # noqa: E402
     sasl = ScramBroker("app", "the-right-password", iterations=4096)
     h.on_close(sasl.close)
     certs = tls_rig.make_certs(os.path.join(h.workdir, "certs"))

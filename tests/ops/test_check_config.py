@@ -8,11 +8,9 @@ from tools/tls/make-certs.sh (the openssl command line) at test time."""
 import os
 import re
 import subprocess
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import harness  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 

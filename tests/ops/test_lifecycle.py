@@ -8,13 +8,11 @@ import os
 import re
 import signal
 import socket
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-import harness  # noqa: E402
-import kafka_wire as kw  # noqa: E402
-import prom_text  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
+from epochgate_testlib import prom_text  # noqa: E402
 
 TOPIC = "orders"
 

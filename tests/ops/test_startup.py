@@ -9,13 +9,10 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import harness  # noqa: E402
-import kafka_wire as kw  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
 
 TOPIC = "orders"
 

@@ -32,8 +32,8 @@ import ssl
 import threading
 import time
 
-import realkafka_lib as rk
-from realkafka_lib import harness, kw, sl, sw
+from epochgate_testlib import realkafka_lib as rk
+from epochgate_testlib.realkafka_lib import harness, kw, sl, sw
 
 USER, PASSWORD = "alice", "alice-secret"
 OWN_USER, OWN_PASSWORD = "epochgate", "epochgate-secret"

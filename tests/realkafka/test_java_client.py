@@ -9,15 +9,12 @@ ways, and that through epochgate every connection the client opened went to
 one of epochgate's ports (no upstream address reached it: Metadata,
 FindCoordinator, DescribeCluster and KIP-951 NodeEndpoints all rewritten).
 
-    /usr/bin/python3 tests/realkafka/test_java_client.py --build-dir build
+    PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_java_client.py --build-dir build
 """
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import realkafka_lib as rk  # noqa: E402
-from realkafka_lib import harness  # noqa: E402
+from epochgate_testlib import realkafka_lib as rk  # noqa: E402
+from epochgate_testlib.realkafka_lib import harness  # noqa: E402
 
 
 def _both(h, c, run):

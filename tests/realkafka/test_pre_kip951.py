@@ -16,16 +16,13 @@ straight at the brokers as the control:
   errors, none rewritten (the brokers sent none), and requests were bridged
   (version_downgrades_total).
 
-    /usr/bin/python3 tests/realkafka/test_pre_kip951.py --build-dir build
+    PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_pre_kip951.py --build-dir build
 """
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import realkafka_lib as rk  # noqa: E402
+from epochgate_testlib import realkafka_lib as rk  # noqa: E402
 import test_verifiable as tv  # noqa: E402
-from realkafka_lib import harness, kw, sl, sw  # noqa: E402
+from epochgate_testlib.realkafka_lib import harness, kw, sl, sw  # noqa: E402
 
 rk.VERSION = "3.6.2"
 tv.GROUP_PROTOCOL = "classic"

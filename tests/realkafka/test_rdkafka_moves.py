@@ -10,16 +10,14 @@ ports. Notes give what a user compares: the first acknowledgement from the
 new leader after each move and the longest delivery latency, direct and
 through epochgate, and epochgate's hint and reroute counters.
 
-    /usr/bin/python3 tests/realkafka/test_rdkafka_moves.py --build-dir build
+    PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_rdkafka_moves.py --build-dir build
 """
 
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import realkafka_lib as rk  # noqa: E402
-from realkafka_lib import harness, sl  # noqa: E402
+from epochgate_testlib import realkafka_lib as rk  # noqa: E402
+from epochgate_testlib.realkafka_lib import harness, sl  # noqa: E402
 
 SECONDS = 14
 RATE = 300

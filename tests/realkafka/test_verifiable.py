@@ -15,20 +15,18 @@ refresher's bound, and the fence and hint counters show what it did with the
 real epochs. Notes give the first acknowledgement after each fault and the
 longest gap between acknowledgements, direct and through epochgate.
 
-    /usr/bin/python3 tests/realkafka/test_verifiable.py --build-dir build
+    PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_verifiable.py --build-dir build
 """
 
 import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import realkafka_lib as rk  # noqa: E402
-from realkafka_lib import harness, sl, kafka_cluster  # noqa: E402
+from epochgate_testlib import realkafka_lib as rk  # noqa: E402
+from epochgate_testlib.realkafka_lib import harness, sl, kafka_cluster  # noqa: E402
 
 THROUGHPUT = 200          # messages/s per producer
 REFRESH_MS = 2000         # epochgate's periodic Metadata refresh in these tests

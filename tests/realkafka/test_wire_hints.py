@@ -23,16 +23,13 @@ broker's host:port encoding; the direct frames must contain them (control).
 The same cluster also has SASL_PLAINTEXT and SASL_SSL listeners, and serves
 the SASL and TLS stories of sasl_cases.py (one cluster start for both).
 
-    /usr/bin/python3 tests/realkafka/test_wire_hints.py --build-dir build
+    PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_wire_hints.py --build-dir build
 """
 
-import os
 import struct
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import realkafka_lib as rk  # noqa: E402
-from realkafka_lib import harness, kw, sl, sw  # noqa: E402
+from epochgate_testlib import realkafka_lib as rk  # noqa: E402
+from epochgate_testlib.realkafka_lib import harness, kw, sl, sw  # noqa: E402
 
 rk.SECURITY = True
 from sasl_cases import (test_sasl_ssl_passthrough_with_own_login,  # noqa: E402,F401

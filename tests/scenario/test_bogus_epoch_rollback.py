@@ -16,14 +16,11 @@ Asserted on the wire (what the client gets, what the broker stored) and on
 and to the view back at the true epoch) are notes.
 """
 
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
-from scenario_lib import harness  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib.scenario_lib import harness  # noqa: E402
 
 TOPIC = "pinned"
 DISPUTES = "epochgate_view_epoch_disputes_total"

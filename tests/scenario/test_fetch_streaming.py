@@ -10,7 +10,7 @@ at the broker's length, with no upstream address in the bytes; librdkafka
 2.15.1 consuming every record once and in order through padded and
 trimmed tails; and a broker that stalls half way through a streamed
 response is reported overdue like any unanswered request
-(limits.upstream_overdue_ms), through tests/faults/fault_relay.py in front
+(limits.upstream_overdue_ms), through tests/lib/epochgate_testlib/fault_relay.py in front
 of the mock broker, while a client that stops reading a stream is not (the
 broker owes nothing then).
 """
@@ -24,12 +24,10 @@ import struct
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "faults"))
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
-from fault_relay import FaultRelay, mark  # noqa: E402
-from scenario_lib import harness, kw  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib.fault_relay import FaultRelay, mark  # noqa: E402
+from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
 
 STREAMED = "epochgate_responses_streamed_total"
 OVERDUE = "epochgate_upstream_overdue_requests_total"

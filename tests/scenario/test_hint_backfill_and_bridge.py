@@ -15,13 +15,11 @@ response back at the client's version:
 """
 
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
-from scenario_lib import harness, kw  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
 
 TOPIC = "bridge"
 

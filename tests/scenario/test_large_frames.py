@@ -9,16 +9,13 @@ byte counters that count written-through bytes. (First written as a
 reviewer's experiments against the change.)
 """
 
-import os
 import random
 import socket
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
-from scenario_lib import harness, kw  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
 
 TOPIC = "large"
 

@@ -13,16 +13,13 @@
    broker answers, and epochgate refreshes its view.
 """
 
-import os
-import sys
 import re
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
-from scenario_lib import harness, kw  # noqa: E402
-from tcp_relay import TcpRelay  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
+from epochgate_testlib.tcp_relay import TcpRelay  # noqa: E402
 
 OBSERVE_CONFIG = """\
 policy:

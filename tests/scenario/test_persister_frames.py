@@ -11,13 +11,10 @@ read_share_group_state / write_share_group_state. (The mock cluster does not
 implement these APIs, so only requests epochgate answers itself are sent.)
 """
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
-from scenario_lib import harness, kw  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
 
 TOPIC = "state"
 READ_SHARE_GROUP_STATE = 84

@@ -12,11 +12,9 @@ it is reported.
 """
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario_lib as sl  # noqa: E402
-from scenario_lib import harness  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib.scenario_lib import harness  # noqa: E402
 
 TOPIC = "moves"
 REROUTES = "epochgate_reroutes_total"

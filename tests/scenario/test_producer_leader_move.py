@@ -25,13 +25,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario_lib as sl  # noqa: E402
-from scenario_lib import harness, kw  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
 
 TOPIC = "moves"
 DEBUG = "broker,metadata,msg"

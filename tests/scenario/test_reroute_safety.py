@@ -26,23 +26,20 @@ each with independent clients on the embedded mock cluster:
   whose copy does not fit falls back (`buffer_budget`), a small one is
   rerouted on the same gate.
 
-The last three use raw frames (tests/integration/kafka_wire.py, checked
+The last three use raw frames (tests/lib/epochgate_testlib/kafka_wire.py, checked
 against librdkafka and kafka-python in tests/integration) so that the
 moment each fault strikes is exact.
 """
 
 import os
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import time  # noqa: E402
 
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
-from scenario_lib import harness, kw  # noqa: E402
-from test_sasl_passthrough import SaslCluster, sasl_args  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
+from epochgate_testlib.sasl_cluster import SaslCluster, sasl_args  # noqa: E402
 
 REROUTES = "epochgate_reroutes_total"
 

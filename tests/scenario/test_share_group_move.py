@@ -36,16 +36,14 @@ harness's own look at the partition (sl.move_view_first reads it from the
 first broker before and right after the move) also closed a connection:
 acknowledgements pending at that broker then failed with
 SHARE_SESSION_NOT_FOUND (7 runs in 40 under load); its Metadata connection
-now stays open (tests/integration/harness.py, MockCluster.metadata).
+now stays open (tests/lib/epochgate_testlib/harness.py, MockCluster.metadata).
 """
 
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario_lib as sl  # noqa: E402
-from scenario_lib import harness  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib.scenario_lib import harness  # noqa: E402
 
 TOPIC = "shared"
 

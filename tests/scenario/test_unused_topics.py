@@ -9,14 +9,11 @@ forwarded and the view learns the topic again. And a partition whose urgent
 refreshes keep coming does not starve the periodic refresh of the others.
 """
 
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
-from scenario_lib import harness  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib.scenario_lib import harness  # noqa: E402
 
 INTERVAL_MS = 300
 IDLE_MS = 1500

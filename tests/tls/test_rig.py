@@ -17,12 +17,10 @@ epochgate test relies on it (no epochgate here).
 """
 
 import os
-import sys
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tls_lib  # noqa: E402
-from tls_lib import harness  # noqa: E402
+from epochgate_testlib import tls_lib  # noqa: E402
+from epochgate_testlib.tls_lib import harness  # noqa: E402
 
 
 def _verify(c, name, *extra):

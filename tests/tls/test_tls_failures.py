@@ -10,16 +10,13 @@ starts (timeout). Upstream side: a broker certificate from an unknown CA,
 expired, for the wrong host, and TLS to a plaintext broker.
 """
 
-import os
 import re
 import socket
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tls_lib  # noqa: E402
-from tls_lib import harness  # noqa: E402
-import kafka_wire as kw  # noqa: E402
+from epochgate_testlib import tls_lib  # noqa: E402
+from epochgate_testlib.tls_lib import harness  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
 
 
 def _round_trip_ok(h, gate, c, client=None):

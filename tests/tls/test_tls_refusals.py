@@ -16,12 +16,10 @@
 import os
 import ssl
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tls_lib  # noqa: E402
-from tls_lib import harness  # noqa: E402
+from epochgate_testlib import tls_lib  # noqa: E402
+from epochgate_testlib.tls_lib import harness  # noqa: E402
 
 
 def _wait_output(proc_out_path, text, timeout):
@@ -30,7 +28,7 @@ def _wait_output(proc_out_path, text, timeout):
 
 
 def test_client_renegotiation_is_refused(h):
-    import kafka_wire as kw
+    from epochgate_testlib import kafka_wire as kw
     tc = tls_lib.TlsCluster(h, ["t:1:1"])
     c = tc.certs
     gate = h.start_gate(tc.bootstrap, tls_lib.write_gate_config(h, c))

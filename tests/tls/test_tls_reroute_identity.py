@@ -10,14 +10,11 @@ nothing.
 
 import os
 import ssl
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tls_lib  # noqa: E402
-from tls_lib import harness  # noqa: E402
+from epochgate_testlib import tls_lib  # noqa: E402
+from epochgate_testlib.tls_lib import harness  # noqa: E402
 
-sys.path.insert(0, os.path.join(tls_lib.HERE, "..", "scenario"))
-import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
 
 REROUTES = "epochgate_reroutes_total"
 TOPIC = "t"

@@ -20,13 +20,11 @@ import os
 import re
 import socket
 import ssl
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tls_lib  # noqa: E402
-from tls_lib import harness  # noqa: E402
-import kafka_wire as kw  # noqa: E402
+from epochgate_testlib import tls_lib  # noqa: E402
+from epochgate_testlib.tls_lib import harness  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
 
 
 def _client_context(c, client="client"):

@@ -15,11 +15,9 @@ every number; only the nodes the cluster's metadata names are brokers.
 
 import os
 import ssl
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tls_lib  # noqa: E402
-from tls_lib import harness  # noqa: E402
+from epochgate_testlib import tls_lib  # noqa: E402
+from epochgate_testlib.tls_lib import harness  # noqa: E402
 
 RESOLVE = "*.%s=127.0.0.1" % tls_lib.DOMAIN
 
@@ -91,7 +89,7 @@ def test_node_added_later_becomes_routable(h):
         lambda: _served(tls_lib.s_client(h, port, ca=c.ca, servername=_name(4),
                                          verify_host=_name(4), linger_s=0.3)),
         20, interval=0.5, what="b-4 routable once the refresher saw node 4")
-    import kafka_wire as kw
+    from epochgate_testlib import kafka_wire as kw
     cluster.cmd("track start")
     cluster.cmd("track clear")
     conn = kw.Connection(harness.LOOPBACK, port, tls=ssl.create_default_context(cafile=c.ca),

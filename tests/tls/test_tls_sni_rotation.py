@@ -19,12 +19,10 @@
 import os
 import shutil
 import signal
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tls_lib  # noqa: E402
-from tls_lib import harness  # noqa: E402
+from epochgate_testlib import tls_lib  # noqa: E402
+from epochgate_testlib.tls_lib import harness  # noqa: E402
 
 RESOLVE = "*.%s=127.0.0.1" % tls_lib.DOMAIN
 

@@ -10,20 +10,16 @@ TLS listeners being Debian's HAProxy in front of the mock cluster
 """
 
 import hashlib
-import os
 import random
 import ssl
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tls_lib  # noqa: E402
-from tls_lib import harness  # noqa: E402
+from epochgate_testlib import tls_lib  # noqa: E402
+from epochgate_testlib.tls_lib import harness  # noqa: E402
 
-sys.path.insert(0, os.path.join(tls_lib.HERE, "..", "scenario"))
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
-from scenario_lib import kw  # noqa: E402
+from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
+from epochgate_testlib.scenario_lib import kw  # noqa: E402
 
 STREAMED = "epochgate_responses_streamed_total"
 

@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kafka_relay import Relay  # noqa: E402
 
 RDK_2151 = os.path.expanduser("~/.cache/epochgate/librdkafka-2.15.1/lib")

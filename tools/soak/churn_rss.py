@@ -5,7 +5,7 @@
         [--modes wait,fin,rst] [--request api_versions|metadata] [--rtt-ms 0]
         [--epochgate PATH] [--malloc-stats]
 
-Starts the 3-broker mock cluster and epochgate (tests/integration/harness.py),
+Starts the 3-broker mock cluster and epochgate (tests/lib/epochgate_testlib/harness.py),
 then for each mode runs `--rounds` rounds of `--n` connections, one after the
 other, each sending one request and then: `wait` reads the answer and
 closes; `fin` closes at once (FIN); `rst` resets at once (SO_LINGER 0).
@@ -29,10 +29,10 @@ import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-import harness  # noqa: E402
-import kafka_wire as kw  # noqa: E402
-import prom_text  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))  # epochgate_testlib
+from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
+from epochgate_testlib import prom_text  # noqa: E402
 
 
 def rss_mib(pid):

@@ -9,7 +9,7 @@ while the cluster is disturbed, then an independent audit of every record.
 - connection churn beside the clients (epochgate only): connections that
   close at once, send ApiVersions then close, send half a frame then
   reset, or reset with a Metadata request in flight upstream, round-robin
-  at --churn-per-s (tests/integration/client_churn.py);
+  at --churn-per-s (tests/lib/epochgate_testlib/client_churn.py);
 - epochgate's resident memory and open file descriptors sampled every 5 s;
 - afterwards the topic is read straight from the mock cluster (python3
   confluent-kafka, not through epochgate) and matched against the producer's
@@ -31,7 +31,7 @@ line last.
 
     /usr/bin/python3 tools/soak/soak.py --build-dir build --minutes 10
 
-Uses tests/integration/harness.py (processes, mock cluster, epochgate) and
+Uses tests/lib/epochgate_testlib/harness.py (processes, mock cluster, epochgate) and
 binds only 127.0.0.1. Owns nothing else; never leaves a process behind.
 """
 
@@ -47,10 +47,10 @@ import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-import client_churn  # noqa: E402
-import harness  # noqa: E402
-import kafka_wire as kw  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))  # epochgate_testlib
+from epochgate_testlib import client_churn  # noqa: E402
+from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib import kafka_wire as kw  # noqa: E402
 
 TOPIC = "soak"
 PARTITIONS = 12  # keeps 10 min at 500/s under the mock's 5 MiB per partition

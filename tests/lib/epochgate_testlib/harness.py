@@ -9,7 +9,7 @@ summary line. It must never leave a process behind, never bind anything but
 127.0.0.1, and never wait without a deadline.
 
 Every test file ends with `harness.main(globals())` and runs as
-    /usr/bin/python3 tests/integration/test_x.py --build-dir BUILD [--direct]
+    PYTHONPATH=tests/lib /usr/bin/python3 tests/integration/test_x.py --build-dir BUILD [--direct]
 Exit codes: 0 every test ran and passed; 1 a test failed; 77 (ctest:
 "Skipped") at least one test did not run (a missing peer, or no epochgate
 binary) and none failed. A skip is never green: each one prints a line
@@ -34,7 +34,10 @@ import traceback
 import urllib.error
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from . import test_area
+
+# The integration tests' folder: client_peer.py, the peers' sources.
+HERE = test_area("integration")
 LOOPBACK = "127.0.0.1"
 SKIP_RETURN_CODE = 77
 TEST_PYTHON = "/usr/bin/python3"  # sees Debian's python3-kafka / python3-confluent-kafka
@@ -194,7 +197,7 @@ class MockCluster:
         broker ends only that connection's, so a connection per query,
         closed at once, made a share consumer's acknowledgements fail with
         SHARE_SESSION_NOT_FOUND whenever a test looked at a partition."""
-        import kafka_wire as kw
+        from . import kafka_wire as kw
         last = None
         with self._meta_lock:
             if self._meta_conn is not None:

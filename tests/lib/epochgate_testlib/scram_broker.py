@@ -21,8 +21,8 @@ import struct
 import threading
 import time
 
-import kafka_wire as kw
-from loopback_listener import LoopbackListener
+from . import kafka_wire as kw
+from .loopback_listener import LoopbackListener
 
 API_METADATA = 3
 API_SASL_HANDSHAKE = 17

@@ -19,11 +19,11 @@ import threading
 import time
 import uuid
 
-import harness
-import kafka_wire as kw
+from . import harness
+from . import kafka_wire as kw
+from . import test_area
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLIENTS = os.path.join(HERE, "clients")
+CLIENTS = os.path.join(test_area("integration"), "clients")
 
 API_PRODUCE = 0
 API_FETCH = 1

@@ -14,7 +14,7 @@ import struct
 import threading
 import time
 
-import kafka_wire as kw
+from . import kafka_wire as kw
 
 # Gauges of what client connections leave held (docs/metrics.md, "Memory
 # held for clients"): all 0 once every client has gone.
@@ -175,7 +175,7 @@ class Churn:
 
 def held(gate):
     """{gauge: value} of HELD_GAUGES and POOL_GAUGES from epochgate's /metrics."""
-    import prom_text
+    from . import prom_text
     text = gate.metrics()
     return {name: prom_text.metric(text, name) for name in HELD_GAUGES + POOL_GAUGES}
 

@@ -6,7 +6,7 @@ import socket
 import struct
 import threading
 
-import kafka_wire as kw
+from . import kafka_wire as kw
 
 
 class LoopbackListener:

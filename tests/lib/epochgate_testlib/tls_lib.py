@@ -1,4 +1,4 @@
-"""tests/tls: shared pieces of the TLS tests.
+"""Shared pieces of the TLS tests (tests/tls).
 
 Owns: a TLS Kafka cluster for a test (the plaintext mock cluster behind
 Debian's HAProxy, one TLS frontend per broker, each broker advertising its
@@ -14,13 +14,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "tls"))
-import harness  # noqa: E402
-import tls_rig  # noqa: E402
+from . import load_tool, test_area
+
+# The TLS tests' folder.
+HERE = test_area("tls")
+from . import harness  # noqa: E402
+tls_rig = load_tool("tools/tls/tls_rig.py")
 
 DOMAIN = tls_rig.DEFAULT_DOMAIN
 SNI_PATTERN = "b-$(nodeId)." + DOMAIN
@@ -192,5 +192,5 @@ def s_client(h, port, ca=None, servername=None, cert=None, key=None, verify_host
 
 def metrics_value(gate, name, **labels):
     """Sum of samples of `name` whose labels include `labels` (0 if none)."""
-    import prom_text
+    from . import prom_text
     return prom_text.metric(gate.metrics(), name, **labels)

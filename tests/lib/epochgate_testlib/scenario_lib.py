@@ -5,7 +5,7 @@ debug log says about leader hints.
 
 Owns: reading Prometheus text and the view JSON, waiting (bounded) for the
 view to reach a state, and the per-scenario helpers that several files use.
-It reuses tests/integration/harness.py and kafka_wire.py (imported, never
+It reuses tests/lib/epochgate_testlib/harness.py and kafka_wire.py (imported, never
 copied) and must never look at epochgate's log text to decide a verdict.
 """
 
@@ -13,16 +13,16 @@ import json
 import os
 import re
 import socket
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-import harness  # noqa: E402,F401  (re-exported for the scenario files)
-import kafka_wire as kw  # noqa: E402
-import prom_text  # noqa: E402
-import scenario_wire as sw  # noqa: E402
+from . import test_area
+
+# The scenario tests' folder (steady_python_producer.py).
+HERE = test_area("scenario")
+from . import harness  # noqa: E402,F401  (re-exported for the scenario files)
+from . import kafka_wire as kw  # noqa: E402
+from . import prom_text  # noqa: E402
+from . import scenario_wire as sw  # noqa: E402
 
 # ------------------------------------------------------------------ metrics
 

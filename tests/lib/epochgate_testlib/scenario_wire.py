@@ -1,5 +1,5 @@
 """Kafka frames the fencing scenarios send and read by hand, on top of
-tests/integration/kafka_wire.py (whose primitives it reuses, never copies).
+tests/lib/epochgate_testlib/kafka_wire.py (whose primitives it reuses, never copies).
 
 Owns: Produce v8 (classic) and v9/v10 (flexible, KIP-951 tags) requests for
 several partitions and their responses; Fetch v9-v12 requests (with
@@ -10,12 +10,9 @@ import epochgate code or share its codec, so it stays an independent check.
 Raises kafka_wire.WireError on malformed input.
 """
 
-import os
 import struct
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-import kafka_wire as kw  # noqa: E402
+from . import kafka_wire as kw
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1

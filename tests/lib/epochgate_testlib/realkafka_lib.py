@@ -6,8 +6,8 @@ broker, not through epochgate), and which ports a Java client connected to.
 
 Owns: the module's cluster (started on first use, stopped at exit, and any
 JVM a killed earlier run left in the same directory ended by pid), the Java
-runs' log files. It reuses tests/integration/harness.py and
-tests/scenario/scenario_lib.py (imported, never copied) and must never
+runs' log files. It reuses tests/lib/epochgate_testlib/harness.py and
+tests/lib/epochgate_testlib/scenario_lib.py (imported, never copied) and must never
 decide a verdict from epochgate's log text.
 """
 
@@ -17,19 +17,17 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "scenario"))
-sys.path.insert(0, os.path.join(ROOT, "tools", "kafka"))
-import harness  # noqa: E402
-import kafka_cluster  # noqa: E402
-import kafka_wire as kw  # noqa: E402
-import scenario_lib as sl  # noqa: E402
-import scenario_wire as sw  # noqa: E402
+from . import ROOT, load_tool, test_area
+
+# The realkafka tests' folder (EgDriver.java).
+HERE = test_area("realkafka")
+from . import harness  # noqa: E402
+kafka_cluster = load_tool("tools/kafka/kafka_cluster.py")
+from . import kafka_wire as kw  # noqa: E402
+from . import scenario_lib as sl  # noqa: E402
+from . import scenario_wire as sw  # noqa: E402
 
 _cluster = None
 # The brokers' line for this module's cluster; a file about older brokers
