@@ -3,19 +3,18 @@ create a topic, move every leader of a topic, and the addresses a client
 may legitimately learn (the cluster's own, or epochgate's).
 
 Owns nothing it did not start: the real cluster comes from
-tests/realkafka/realkafka_lib.py (one per test file, stopped at exit), the
-mock cluster and epochgate from tests/integration/harness.py (stopped by
-the harness when the test ends).
+tests/lib/epochgate_testlib/realkafka_lib.py (one per test file, stopped at
+exit), the mock cluster and epochgate from
+tests/lib/epochgate_testlib/harness.py (stopped by the harness when the test
+ends).
 """
 
 import os
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "realkafka"))
-import realkafka_lib as rk  # noqa: E402
-from realkafka_lib import harness  # noqa: E402
+from epochgate_testlib import realkafka_lib as rk  # noqa: E402
+from epochgate_testlib.realkafka_lib import harness  # noqa: E402
 
 
 class RealCluster:

@@ -21,13 +21,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, HERE)
 import clusters  # noqa: E402
 import verify  # noqa: E402
 

@@ -9,10 +9,8 @@ leader move through epochgate loses, duplicates and reorders nothing.
 
 import json
 import os
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 import clusters  # noqa: E402
 import matrix  # noqa: E402
 from clusters import harness  # noqa: E402

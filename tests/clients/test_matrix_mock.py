@@ -2,14 +2,11 @@
 every driver in clients.json through every operation, straight at the mock
 cluster and through epochgate. Results: BUILD/clients/results-mock.json.
 
-    /usr/bin/python3 tests/clients/test_matrix_mock.py --build-dir build
+    PYTHONPATH=tests/lib /usr/bin/python3 tests/clients/test_matrix_mock.py --build-dir build
     EG_MATRIX_CLIENTS=franz-go EG_MATRIX_CELLS=metadata,produce-move ... (a subset)
 """
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import matrix_test  # noqa: E402
 from matrix_test import harness  # noqa: E402
 

@@ -5,17 +5,16 @@ BUILD/clients/results-realkafka.json; docs/compatibility.md rendered from
 them into BUILD/clients/ must give every cell the status the committed
 results (tests/clients/results/realkafka.json) give it.
 
-    /usr/bin/python3 tests/clients/test_matrix_realkafka.py --build-dir build
+    PYTHONPATH=tests/lib /usr/bin/python3 tests/clients/test_matrix_realkafka.py --build-dir build
 """
 
 import json
 import os
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "clients"))
-import gen_compatibility  # noqa: E402
+from epochgate_testlib import load_tool  # noqa: E402
+
+gen_compatibility = load_tool("tools/clients/gen_compatibility.py")
 import matrix_test  # noqa: E402
 from matrix_test import harness  # noqa: E402
 

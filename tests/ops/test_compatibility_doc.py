@@ -14,13 +14,14 @@ import json
 import os
 import sys
 
+from epochgate_testlib import load_tool
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", required=True)
     repo = os.path.abspath(ap.parse_args().repo)
-    sys.path.insert(0, os.path.join(repo, "tools", "clients"))
-    import gen_compatibility as gen
+    gen = load_tool("tools/clients/gen_compatibility.py")
     failures = []
     results = gen.load_results()
     differences = gen.load_differences()
