@@ -64,17 +64,24 @@ class ResponsePath {
  private:
   /// Delivers the broker's raw answer to a SASL token; false to close.
   bool deliver_raw_sasl_token(const uint8_t* frame, size_t size);
-  /// Decodes, learns from and rewrites a response that needs it. Returns false
-  /// when the session closed; sets `out` (and `tail`) and `changed` when the
-  /// bytes changed.
+  /// Parses the header and runs the response through the one pipeline
+  /// (proxy/session/response_pipeline.cc), ApiVersions through its cap.
+  /// Returns false when the session closed; sets `out` (and `tail`) and
+  /// `changed` when the bytes changed.
   bool transform_response(InFlightRequest& e, const uint8_t* frame, size_t size,
                           std::vector<uint8_t>& out, BrokerTail& tail, bool& changed);
-  /// Responses that carry broker addresses: decode, learn, rewrite, let the
-  /// policy amend (merge, backfill hints), re-encode only if something changed.
+  /// ApiVersions: caps what the broker offers to what epochgate decodes and
+  /// decides the KIP-951 bridge from the broker's Produce and Fetch range.
+  bool cap_api_versions_response(InFlightRequest& e, const codec::ResponseHeader& h,
+                                 const uint8_t* body, size_t body_len, std::vector<uint8_t>& out,
+                                 bool& changed);
+  /// The pipeline of a response of type M (addressed, learned or decided):
+  /// decode, learn, rewrite addresses, merge and backfill (the policy's
+  /// amend_response), encode only if something changed. False when the
+  /// session closed (a malformed response, an unmapped node).
   template <typename M>
-  bool rewrite_response(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
-                        size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail,
-                        bool& changed);
+  bool run_pipeline(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
+                    size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail, bool& changed);
   /// A MetadataResponse whose only change is its broker addresses, at the
   /// version the broker answered: `out` gets the frame up to the end of a
   /// re-encoded Brokers array and `tail` the broker's bytes after it (every
