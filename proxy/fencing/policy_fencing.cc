@@ -237,6 +237,9 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
       policy::AnswerStats stats;
       Resp local = policy::build_local_response(req, version, d, *snap, endpoints_, &stats);
       encode_local(local);
+      // Its reroutes' answers merge into it later (RerouteState::response).
+      if constexpr (std::is_same_v<Req, codec::ProduceRequest>)
+        if (plan.reroute) plan.reroute->local_answer = std::move(local);
       if (metrics_)
         for (uint32_t i = 0; i < stats.hints; ++i) metrics_->hint("synthesized");
       plan.action = RequestPlan::Action::kAnswerLocally;

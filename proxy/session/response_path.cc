@@ -151,9 +151,13 @@ bool ResponsePath::handle(const uint8_t* frame, size_t size) {
       e->context) {
     std::vector<uint8_t> rewritten;
     BrokerTail tail;
-    bool changed = false;
-    if (!transform_response(*e, frame, size, rewritten, tail, changed)) return false;
-    if (changed) {
+    Made made = Made::kUnchanged;
+    if (!transform_response(*e, frame, size, rewritten, tail, made)) return false;
+    if (made == Made::kKept) {
+      deliver_rerouted(*e);
+      return true;
+    }
+    if (made == Made::kChanged) {
       deliver(*e, rewritten.data(), rewritten.size(), tail);
       return true;
     }
@@ -170,13 +174,10 @@ void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix,
     e.response.insert(e.response.end(), tail.data, tail.data + tail.len);
   };
   if (e.reroute) {
-    // The leaders' answers replace epochgate's own for the rerouted
-    // partitions; until every part is in, the response waits in its slot.
-    // after_broker_answer also ends the guard's record of the writes the
-    // broker answered (except those still waiting to be rerouted).
+    // Not decoded by the pipeline (it keeps every Produce with reroutes):
+    // kept as bytes, so nothing is rerouted at moment 2.
     keep();
-    if (ctx_.rerouter) ctx_.rerouter->after_broker_answer(e);
-    if (finish_rerouted(e)) flush_ready();
+    deliver_rerouted(e);
     return;
   }
   if (in_flight_.is_front(e)) {
@@ -188,6 +189,15 @@ void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix,
   }
   keep();
   e.ready = true;
+}
+
+void ResponsePath::deliver_rerouted(InFlightRequest& e) {
+  // The leaders' answers replace epochgate's own for the rerouted
+  // partitions; until every part is in, the response waits in its slot.
+  // after_broker_answer also ends the guard's record of the writes the
+  // broker answered (except those still waiting to be rerouted).
+  if (ctx_.rerouter) ctx_.rerouter->after_broker_answer(e);
+  if (finish_rerouted(e)) flush_ready();
 }
 
 void ResponsePath::flush_ready() {

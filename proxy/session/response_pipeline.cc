@@ -4,7 +4,9 @@
 // NodeEndpoints still name upstream brokers), rewrite broker addresses to
 // epochgate's, let the policy merge a split request's parts and backfill
 // KIP-951 hints, then encode at the client's version only when something
-// changed. ApiVersions is capped before it (it decides the KIP-951 bridge).
+// changed; a Produce with reroutes is kept decoded instead, for the
+// leaders' answers to merge into (RerouteState). ApiVersions is capped
+// before it (it decides the KIP-951 bridge).
 // Must never let an upstream address reach the client, or re-encode a
 // response nothing changed.
 #include <string>
@@ -17,6 +19,7 @@
 #include "codec/wire_ints.h"
 #include "metrics/proxy_metrics.h"
 #include "proxy/core/fencing_hooks.h"
+#include "proxy/core/reroute_state.h"
 #include "proxy/fencing/address_rewriter.h"
 #include "proxy/session/api_versions_filter.h"
 #include "proxy/session/response_path.h"
@@ -42,9 +45,14 @@ void encode_response_frame(const codec::ResponseHeader& header, const M& msg, in
 }  // namespace
 
 bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, size_t size,
-                                      std::vector<uint8_t>& out, BrokerTail& tail,
-                                      bool& changed) {
+                                      std::vector<uint8_t>& out, BrokerTail& tail, Made& made) {
   const int16_t key = e.api_key;
+  if (key == codec::kProduce && e.reroute) {
+    // Kept until the leaders answer: decoded from its own copy, so the
+    // decoded response's byte views outlive the read buffer.
+    e.response.assign(frame - 4, frame + size);
+    frame = e.response.data() + 4;
+  }
   codec::ResponseHeader h;
   codec::Status st = codec::parse_response_header(
       frame, size, codec::response_header_version(key, e.upstream_version), h);
@@ -57,12 +65,12 @@ bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, 
   // The client gets the header version of the version it asked for.
   h.header_version = codec::response_header_version(key, e.api_version);
   if (key == codec::kApiVersions)
-    return cap_api_versions_response(e, h, body, body_len, out, changed);
+    return cap_api_versions_response(e, h, body, body_len, out, made);
   return codec::with_api(key, true, [&](auto api) {
     using A = decltype(api);
     using M = typename A::Response;
     if constexpr (codec::kCarriesAddresses<M> || A::kDecided || A::kLearned)
-      return run_pipeline<M>(e, h, body, body_len, out, tail, changed);
+      return run_pipeline<M>(e, h, body, body_len, out, tail, made);
     else
       return true;
   });
@@ -70,7 +78,7 @@ bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, 
 
 bool ResponsePath::cap_api_versions_response(InFlightRequest& e, const codec::ResponseHeader& h,
                                              const uint8_t* body, size_t body_len,
-                                             std::vector<uint8_t>& out, bool& changed) {
+                                             std::vector<uint8_t>& out, Made& made) {
   codec::ApiVersionsResponse m;
   int16_t used_version = e.upstream_version;
   codec::Status s =
@@ -88,7 +96,7 @@ bool ResponsePath::cap_api_versions_response(InFlightRequest& e, const codec::Re
     bridging_.fetch = bridge && broker_max_fetch_ == 15;
     if (ctx_.metrics) ctx_.metrics->api_versions_capped();
     encode_response_frame(h, m, used_version, out, codec::Bytes{});
-    changed = true;
+    made = Made::kChanged;
   }
   return true;
 }
@@ -96,7 +104,7 @@ bool ResponsePath::cap_api_versions_response(InFlightRequest& e, const codec::Re
 template <typename M>
 bool ResponsePath::run_pipeline(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
                                 size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail,
-                                bool& changed) {
+                                Made& made) {
   using A = codec::Api<M::kApiKey>;
   constexpr bool kAddressed = codec::kCarriesAddresses<M>;
   FencingHooks* policy = ctx_.fencing;
@@ -143,9 +151,22 @@ bool ResponsePath::run_pipeline(InFlightRequest& e, codec::ResponseHeader& h, co
   // policy adds epochgate addresses only).
   if constexpr (A::kDecided)
     if (policy) touched = policy->amend_response(e, &m, e.api_version, node_id_) || touched;
-  // 6. Encode, only when something changed.
+  // 6. A Produce with reroutes stays decoded: the leaders' answers merge
+  // into it and it is encoded once, when every part is in (finish_rerouted).
+  if constexpr (std::is_same_v<M, codec::ProduceResponse>) {
+    if (e.reroute) {
+      RerouteState& st = *e.reroute;
+      st.response = std::move(m);
+      st.response_header = h;
+      st.response_trailing = trailing;
+      st.response_changed = touched;
+      made = Made::kKept;
+      return true;
+    }
+  }
+  // 7. Encode, only when something changed.
   if (!touched) return true;
-  changed = true;
+  made = Made::kChanged;
   if constexpr (std::is_same_v<M, codec::MetadataResponse>) {
     // Only the Brokers array changed: the topics and partitions after it
     // go out as the broker's own bytes.
