@@ -93,7 +93,8 @@ TEST(RerouteMergeAnswers, LeadersAnswersReplaceTheLocalOnesInRequestOrder) {
   const auto& parts = m.responses.at(0).partition_responses;
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(parts[0].base_offset, 100) << "the broker's partition stays";
-  EXPECT_EQ(parts[1].error_code, codec::kErrNotLeaderOrFollower) << "no answer: the local one stays";
+  EXPECT_EQ(parts[1].error_code, codec::kErrNotLeaderOrFollower)
+      << "no answer: the local one stays";
   EXPECT_EQ(parts[2].error_code, 0);
   EXPECT_EQ(parts[2].base_offset, 700);
   EXPECT_EQ(m.throttle_time_ms, 9) << "the larger throttle";
