@@ -6,6 +6,7 @@
 // newer than the request's, or touch a topic whose mode is not enforce.
 #include <utility>
 
+#include "policy/hint_builder.h"
 #include "policy/shape_support.h"
 #include "codec/kafka_errors.h"
 
@@ -59,8 +60,8 @@ uint32_t backfill_hints(Resp& resp, int16_t version, const RequestOf<Resp>* req,
   using R = codec::PartitionShape<Resp>;
   if (!R::carries_hints(version)) return 0;
   constexpr ApiGroup group = detail::kGroupOf<Resp>;
-  detail::EndpointCollector<typename R::NodeEndpoint> nodes(ctx.view, ctx.endpoints);
-  if (auto* existing = R::node_endpoints(resp)) nodes.seed(*existing);
+  HintBuilder<Resp> hints(ctx.view, ctx.endpoints);
+  hints.seed(resp);
   uint32_t added = 0;
   for (auto& t : R::topics(resp)) {
     const TopicEntry* topic = R::by_id(version) ? ctx.view.find_topic(R::id(t))
@@ -69,23 +70,19 @@ uint32_t backfill_hints(Resp& resp, int16_t version, const RequestOf<Resp>* req,
     for (auto& p : R::partitions(t)) {
       int32_t id = -1, epoch = -1;
       if (R::leader_hint(p, id, epoch) && id >= 0 && epoch >= 0) {
-        nodes.add(id);  // the broker's hint needs an endpoint too
+        hints.add_node(id);  // the broker's hint needs an endpoint too
         continue;
       }
       const int16_t error = R::error_code(p);
       if (error != codec::kErrNotLeaderOrFollower && error != codec::kErrFencedLeaderEpoch) continue;
       const PartitionEntry* e = topic->partition(R::partition(p));
       if (!backfill_ok(e, error, request_epoch<Resp>(req, t, R::partition(p), version), ctx) ||
-          !nodes.add(e->leader_id))
+          !hints.hint(p, e->leader_id, e->leader_epoch))
         continue;
-      R::set_leader_hint(p, e->leader_id, e->leader_epoch);
       ++added;
     }
   }
-  if (!nodes.added().empty()) {
-    auto& eps = R::make_node_endpoints(resp);
-    for (auto& n : nodes.added()) eps.push_back(std::move(n));
-  }
+  hints.finish(resp);
   return added;
 }
 

@@ -4,6 +4,7 @@
 // decision forwards.
 #include <utility>
 
+#include "policy/hint_builder.h"
 #include "policy/shape_support.h"
 
 namespace epochgate::policy {
@@ -19,9 +20,9 @@ ResponseOf<Req> build_local_response(const Req& req, int16_t version, const Requ
   using R = codec::PartitionShape<Resp>;
   Resp r;
   const bool hints = R::carries_hints(version);
-  [[maybe_unused]] auto nodes = [&] {
+  [[maybe_unused]] auto hints_of = [&] {
     if constexpr (R::kHasHints)
-      return detail::EndpointCollector<typename R::NodeEndpoint>(view, endpoints);
+      return HintBuilder<Resp>(view, endpoints);
     else
       return 0;
   }();
@@ -44,13 +45,16 @@ ResponseOf<Req> build_local_response(const Req& req, int16_t version, const Requ
       if (R::kHasAcknowledgeError && Q::has_acknowledgements(parts[pi]))
         R::set_acknowledge_error(p, pd->error_code);
       if constexpr (R::kHasHints) {
-        if (hints && detail::attach_hint(*pd, nodes, st))
-          R::set_leader_hint(p, pd->hint_leader, pd->hint_epoch);
+        // Only a hint strictly newer than the epoch the client sent.
+        if (hints && pd->has_hint() && pd->hint_epoch > pd->request_epoch) {
+          const bool hinted = hints_of.hint(p, pd->hint_leader, pd->hint_epoch);
+          if (st) ++(hinted ? st->hints : st->hints_dropped);
+        }
       }
     }
   }
   if constexpr (R::kHasHints) {
-    if (hints && !nodes.added().empty()) R::make_node_endpoints(r) = std::move(nodes.added());
+    if (hints) hints_of.finish(r);
   }
   return r;
 }

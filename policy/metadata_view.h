@@ -129,23 +129,13 @@ class MetadataView {
   /// (Produce, share), a success from a broker the view does not call leader
   /// asks for a refresh too (the view may be behind). Feed only upstream
   /// responses here, never epochgate's own local answers.
-  LearnReport learn_from_produce_response(const codec::ProduceResponse& resp, int16_t version,
-                                          int32_t target_node, uint64_t now_ms);
-  LearnReport learn_from_fetch_response(const codec::FetchResponse& resp, int16_t version,
-                                        int32_t target_node, uint64_t now_ms);
-  LearnReport learn_from_share_fetch_response(const codec::ShareFetchResponse& resp,
-                                              int16_t version, int32_t target_node,
-                                              uint64_t now_ms);
-  LearnReport learn_from_share_acknowledge_response(const codec::ShareAcknowledgeResponse& resp,
-                                                    int16_t version, int32_t target_node,
-                                                    uint64_t now_ms);
-  /// ListOffsets / OffsetForLeaderEpoch carry no hints: only leader errors.
-  LearnReport learn_from_list_offsets_response(const codec::ListOffsetsResponse& resp,
-                                               int16_t version, int32_t target_node,
-                                               uint64_t now_ms);
-  LearnReport learn_from_offset_for_leader_epoch_response(
-      const codec::OffsetForLeaderEpochResponse& resp, int16_t version, int32_t target_node,
-      uint64_t now_ms);
+  /// `Resp` is any response the API table marks learned, Metadata aside
+  /// (Produce, Fetch, ShareFetch, ShareAcknowledge, ListOffsets,
+  /// OffsetForLeaderEpoch; policy/response_learning.cc), decoded at
+  /// `version`. ListOffsets and OffsetForLeaderEpoch carry no hints: only
+  /// their leader errors count.
+  template <class Resp>
+  LearnReport learn_from(const Resp& resp, int16_t version, int32_t target_node, uint64_t now_ms);
 
   /// One partition a broker served without error for a request the proxy
   /// forwarded at `epoch` (the request's CurrentLeaderEpoch).

@@ -1,8 +1,8 @@
 // policy/shape_support.h: helpers shared by the answer files (local answers,
 // request rewrite, response merge, hint backfill), written once over the
 // generated partition shapes (codec/messages/api_traits.h): the decision of
-// one request partition, topic keys, the mode group of an API, and the
-// NodeEndpoints collector for hints. Internal to policy/; no I/O.
+// one request partition, topic keys and the mode group of an API (hints:
+// policy/hint_builder.h). Internal to policy/; no I/O.
 #pragma once
 
 #include <cstdint>
@@ -61,56 +61,5 @@ void copy_topic_identity(typename To::Topic& to, const typename From::Topic& fro
 /// The mode group of message M's API, from its schema row.
 template <class M>
 inline constexpr ApiGroup kGroupOf = api_group_of(codec::Api<M::kApiKey>::kGroup);
-
-/// Collects NodeEndpoints for hinted leaders, each node once, with
-/// epochgate's address. A node the resolver cannot place is never hinted.
-template <class NodeEndpointT>
-class EndpointCollector {
- public:
-  EndpointCollector(const MetadataSnapshot& view, const EndpointResolver& resolver)
-      : view_(view), resolver_(resolver) {}
-
-  /// Seeds with endpoints already in a response (backfill).
-  void seed(const std::vector<NodeEndpointT>& existing) {
-    for (const auto& n : existing) known_[n.node_id] = true;
-  }
-  /// True when `node` has (or now gets) an entry.
-  bool add(int32_t node) {
-    auto it = known_.find(node);
-    if (it != known_.end()) return it->second;
-    std::optional<AdvertisedEndpoint> ep = resolver_.advertised(node);
-    if (!ep || ep->host.empty() || ep->port <= 0) {
-      known_[node] = false;
-      return false;
-    }
-    NodeEndpointT n;
-    n.node_id = node;
-    n.host = ep->host;
-    n.port = ep->port;
-    if (const NodeInfo* info = view_.find_node(node)) n.rack = info->rack;
-    added_.push_back(std::move(n));
-    known_[node] = true;
-    return true;
-  }
-  std::vector<NodeEndpointT>& added() { return added_; }
-
- private:
-  const MetadataSnapshot& view_;
-  const EndpointResolver& resolver_;
-  std::unordered_map<int32_t, bool> known_;
-  std::vector<NodeEndpointT> added_;
-};
-
-/// Tries to attach the decision's hint: true when the node has an endpoint.
-template <class Collector>
-bool attach_hint(const PartitionDecision& pd, Collector& nodes, AnswerStats* st) {
-  if (!pd.has_hint() || pd.hint_epoch <= pd.request_epoch) return false;
-  if (!nodes.add(pd.hint_leader)) {
-    if (st) st->hints_dropped++;
-    return false;
-  }
-  if (st) st->hints++;
-  return true;
-}
 
 }  // namespace epochgate::policy::detail

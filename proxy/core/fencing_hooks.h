@@ -2,9 +2,9 @@
 // (policy/ decides, this seam applies). The session calls plan_request() for
 // every request the API table (codec/api_table.h) marks decided, and the
 // response hooks for the responses it learns from or must merge. The hooks
-// take any hinted response as one variant (codec::HintedResponse, generated),
-// so the seam does not grow with the APIs. Implementations run on the
-// session's loop thread and must not block.
+// take any response the policy reads as one variant (PolicyResponse, from
+// the generated list of decided APIs), so the seam does not grow with the
+// APIs. Implementations run on the session's loop thread and must not block.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "codec/header.h"
@@ -19,6 +20,7 @@
 #include "codec/messages/metadata_response.h"
 #include "metrics/close_reason.h"
 #include "proxy/core/in_flight_queue.h"
+#include "proxy/core/request_frame.h"
 
 namespace epochgate::proxy {
 
@@ -27,20 +29,24 @@ class Connection;
 class BufferBudget;
 struct ReroutePlan;
 
+/// A decoded response the policy reads: every decided API's, and Metadata's
+/// (the one API learned without being decided).
+#define EPOCHGATE_POLICY_RESPONSE_PTR(Req, Resp) codec::Resp*,
+using PolicyResponse = std::variant<EPOCHGATE_FOR_EACH_DECIDED_API(EPOCHGATE_POLICY_RESPONSE_PTR)
+                                        codec::MetadataResponse*>;
+#undef EPOCHGATE_POLICY_RESPONSE_PTR
+
 /// Policy hooks a session calls; see PolicyFencing (proxy/fencing/policy_fencing.h).
 class FencingHooks {
  public:
   virtual ~FencingHooks() = default;
 
-  /// One request frame (payload after the size prefix) on the listener of `node_id`.
+  /// One request on the listener of `node_id`: the frame with its header
+  /// read once by the session (proxy/core/request_frame.h).
   struct RequestInput {
     int32_t node_id = -1;
-    int16_t api_key = 0;
-    int16_t api_version = 0;
-    int32_t correlation_id = 0;
-    const uint8_t* frame = nullptr;
-    size_t size = 0;
-    bool expects_response = true;
+    /// The request; `frame->decided` and `frame->header_parsed` are true.
+    const RequestFrame* frame = nullptr;
     bool after_hold = false;  ///< held for hold_timeout_ms already: never hold again
     uint64_t hold_started_ms = 0;  ///< monotonic ms the request started waiting (0: not held)
     BufferBudget* budget = nullptr;  ///< where the decoded request's memory is counted (may be null)
@@ -77,26 +83,30 @@ class FencingHooks {
     std::shared_ptr<ReroutePlan> reroute;
   };
 
+  /// Decides on a request the API table marks decided at its version
+  /// (the session checked `frame->decided`; nothing here checks it again).
   virtual RequestPlan plan_request(const RequestInput& in) = 0;
 
-  /// Learns leaders, epochs and upstream node addresses (before rewriting).
-  virtual void learn_metadata(const codec::MetadataResponse& m, int16_t version) = 0;
+  /// The response steps of the session's one pipeline
+  /// (proxy/session/response_pipeline.cc): decode, learn_response, rewrite
+  /// addresses, amend_response (merge, backfill), encode.
+  ///
+  /// learn_response: learns from a broker response BEFORE its addresses are
+  /// rewritten (NodeEndpoints then still name upstream brokers): Metadata,
+  /// CurrentLeader hints, leader errors, node addresses. `version` is the
+  /// upstream version; `node_id` the broker that answered (-1: the
+  /// bootstrap listener). A response the table does not mark learned is
+  /// left alone.
+  virtual void learn_response(PolicyResponse m, int16_t version, int32_t node_id) = 0;
 
-  /// Learns from a broker response BEFORE its addresses are rewritten
-  /// (NodeEndpoints then still name upstream brokers): CurrentLeader hints,
-  /// leader errors, node addresses. `version` is the upstream version.
-  virtual void learn_response(codec::HintedResponse m, int16_t version, int32_t node_id) = 0;
-
-  /// Amends a response AFTER address rewriting, at the client's version: merges
-  /// a split request's local part, backfills missing hints (epochgate
-  /// addresses). Returns true if the response changed.
-  virtual bool amend_response(InFlightEntry& e, codec::HintedResponse m, int16_t client_version,
+  /// amend_response: amends a response of a decided API AFTER address
+  /// rewriting, at the client's version: learns which partitions the broker
+  /// served below the view's epoch, merges a split request's local part,
+  /// backfills missing KIP-951 hints (epochgate addresses). Returns true if
+  /// the response changed.
+  virtual bool amend_response(InFlightEntry& e, PolicyResponse m, int16_t client_version,
                               int32_t node_id) = 0;
-  /// Any other response the table marks learned or decided, or with a split
-  /// context (responses without addresses or hints):
-  /// decode, learn, merge. `node_id` is the broker that answered (-1: the
-  /// bootstrap listener). Sets `changed` and fills `out` (size-prefixed) when
-  /// the bytes change. Returns false with `error` on a malformed response (close).
+
   /// The view's leader and epoch of partition `partition` of topic `topic`
   /// (by id when `topic` is empty); false when the view knows none. With
   /// `refresh`, asks for an urgent refresh of the topic too.
@@ -104,9 +114,6 @@ class FencingHooks {
                          int32_t& leader, int32_t& epoch, bool refresh) {
     return false;
   }
-  virtual bool on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
-                                 const uint8_t* body, size_t len, std::vector<uint8_t>& out,
-                                 bool& changed, std::string& error) = 0;
 };
 
 }  // namespace epochgate::proxy

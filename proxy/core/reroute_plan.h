@@ -15,6 +15,7 @@
 
 #include "codec/header.h"
 #include "codec/messages/produce_request.h"
+#include "codec/messages/produce_response.h"
 #include "policy/decision.h"
 #include "policy/mode_resolver.h"
 #include "policy/reroute_order_guard.h"
@@ -75,6 +76,10 @@ struct ReroutePlan {
   const char* refuse = nullptr;
   /// `records` counted against limits.buffer_budget_bytes while the plan lives.
   BudgetCharge charge;
+  /// Every partition answered locally (the plan's frame is its encoding):
+  /// that answer, decoded, for the leaders' answers to merge into
+  /// (RerouteState::response) without decoding the frame again.
+  std::optional<codec::ProduceResponse> local_answer;
   /// Set when the request stopped waiting for order without its wait being
   /// over ("hold_full", "hold_timeout"): a target the guard then refuses for
   /// an earlier write is counted under this reason.

@@ -5,45 +5,35 @@
 
 #include "codec/header.h"
 #include "codec/message_io.h"
+#include "codec/messages/api_traits.h"
+#include "codec/wire_ints.h"
 #include "proxy/core/in_flight_request.h"
 
 namespace epochgate::proxy {
 
-bool RerouteState::apply(std::vector<uint8_t>& frame, int16_t version) const {
+bool RerouteState::merge_answers(codec::ProduceResponse& m) const {
+  using R = codec::PartitionShape<codec::ProduceResponse>;
   bool any = false;
   for (const auto& a : answers) any = any || a.has_value();
-  if (!any || frame.size() < 8) return false;
-  const uint8_t* body = frame.data() + 4;
-  size_t size = frame.size() - 4;
-  codec::ResponseHeader h;
-  if (!codec::parse_response_header(body, size, codec::response_header_version(0, version), h).ok())
-    return false;
-  h.header_version = codec::response_header_version(0, version);
-  codec::ProduceResponse m;
-  codec::Bytes trailing;
-  if (!codec::decode_body_allow_trailing(body + h.size, size - h.size, version, m, trailing).ok())
-    return false;
+  if (!any) return false;
   for (size_t i = 0; i < answers.size(); ++i) {
     if (!answers[i]) continue;
     const RerouteTargetPart& t = plan->targets[i];
-    for (auto& topic : m.responses) {
-      if (topic.name != t.topic || topic.topic_id != t.topic_id) continue;
-      for (auto& p : topic.partition_responses)
-        if (p.index == t.partition) p = *answers[i];
+    for (auto& topic : R::topics(m)) {
+      if (R::name(topic) != t.topic || R::id(topic) != t.topic_id) continue;
+      for (auto& p : R::partitions(topic))
+        if (R::partition(p) == t.partition) p = *answers[i];
     }
   }
-  m.throttle_time_ms = std::max(m.throttle_time_ms, throttle_time_ms);
+  R::set_throttle(m, std::max(R::throttle(m), throttle_time_ms));
   if (!endpoints.empty()) {
-    auto& eps = m.node_endpoints ? *m.node_endpoints : m.node_endpoints.emplace();
+    auto& eps = R::make_node_endpoints(m);
     for (const auto& n : endpoints) {
       bool dup = false;
       for (const auto& have : eps) dup = dup || have.node_id == n.node_id;
       if (!dup) eps.push_back(n);
     }
   }
-  std::vector<uint8_t> out;
-  codec::encode_frame(out, h, m, version);
-  frame = std::move(out);
   return true;
 }
 
@@ -53,7 +43,22 @@ RerouteState::~RerouteState() {
 
 bool finish_rerouted(InFlightRequest& e) {
   if (e.ready || e.outstanding() > 0 || e.response.empty()) return false;
-  if (e.reroute) e.reroute->apply(e.response, e.api_version);
+  if (RerouteState* st = e.reroute.get(); st != nullptr && st->response) {
+    const bool merged = st->merge_answers(*st->response);
+    if (merged || st->response_changed) {
+      // Encoded once, from views into the bytes it replaces.
+      std::vector<uint8_t> out;
+      codec::encode_frame(out, st->response_header, *st->response, e.api_version);
+      if (st->response_trailing.size > 0) {
+        out.insert(out.end(), st->response_trailing.data,
+                   st->response_trailing.data + st->response_trailing.size);
+        write_be32(out.data(), static_cast<uint32_t>(out.size() - 4));
+      }
+      st->response.reset();
+      st->response_trailing = codec::Bytes{};
+      e.response = std::move(out);
+    }
+  }
   e.ready = true;
   return true;
 }

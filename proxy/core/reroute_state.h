@@ -15,7 +15,9 @@
 #include <optional>
 #include <vector>
 
+#include "codec/header.h"
 #include "codec/messages/produce_response.h"
+#include "codec/types.h"
 #include "policy/reroute_order_guard.h"
 #include "proxy/core/reroute_owner.h"
 #include "proxy/core/reroute_plan.h"
@@ -80,6 +82,21 @@ struct RerouteState {
   /// A metadata refresh was learned while they waited: the view's leader
   /// may then be the refused one itself (the refusal came inside the move).
   bool rehop_refreshed = false;
+  /// The client's response, decoded, that the leaders' answers merge into:
+  /// the broker's part as the response pipeline left it (learned from,
+  /// addresses rewritten, merged with epochgate's own answers, backfilled),
+  /// or the policy's local answer when every partition was fenced. Unset
+  /// until one of them is in. Its byte views (unknown tagged fields) point
+  /// into the entry's `response`, which keeps the bytes it was decoded from
+  /// until finish_rerouted() encodes it.
+  std::optional<codec::ProduceResponse> response;
+  /// The header `response` is encoded with (the client's header version).
+  codec::ResponseHeader response_header;
+  /// Bytes the broker sent after the body, kept when it is encoded.
+  codec::Bytes response_trailing;
+  /// The pipeline changed `response` against the bytes kept: it is
+  /// encoded even when no leader's answer merges.
+  bool response_changed = false;
 
   RerouteState() = default;
   RerouteState(const RerouteState&) = delete;
@@ -87,15 +104,20 @@ struct RerouteState {
   /// Reports still-open direct writes as answered: their connection closed.
   ~RerouteState();
 
-  /// Replaces the rerouted partitions in `frame`, a size-prefixed
-  /// ProduceResponse at `version` (header included), with the leaders'
-  /// answers, and adds their NodeEndpoints. False (frame untouched) when
-  /// there is nothing to replace or the frame does not decode.
-  bool apply(std::vector<uint8_t>& frame, int16_t version) const;
+  /// Merge step of the response pipeline for the rerouted partitions:
+  /// puts the leaders' answers in place of epochgate's own
+  /// NOT_LEADER_OR_FOLLOWER answers in `m` (the client's response at its
+  /// version, in the request's partition order), the larger throttle, and
+  /// the leaders' NodeEndpoints not already there. Written over the
+  /// generated PartitionShape<ProduceResponse>. False (nothing changed)
+  /// when no leader's answer came.
+  bool merge_answers(codec::ProduceResponse& m) const;
 };
 
 /// Called when a part of `e` (which has `e.reroute`) was answered: once
-/// none is outstanding, the leaders' answers go into `e.response` and `e`
+/// none is outstanding, the leaders' answers merge into the decoded
+/// response (RerouteState::merge_answers), which is encoded once into
+/// `e.response` (the kept bytes stay when nothing changed), and `e`
 /// becomes ready. True when it did.
 bool finish_rerouted(InFlightRequest& e);
 

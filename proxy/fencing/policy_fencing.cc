@@ -1,6 +1,6 @@
 // proxy/fencing/policy_fencing.cc: FencingHooks over policy/. Which API goes where
 // comes from the generated API table and traits (codec/messages/api_traits.h);
-// nothing here names an API except how the view learns from each response.
+// nothing here names an API but Produce, the one that reroutes.
 // Each decided request decodes under limits.max_partitions_per_request and
 // counts against the buffer budget for as long as it lives.
 #include "proxy/fencing/policy_fencing.h"
@@ -50,36 +50,6 @@ void drop_record_views(Req& req) {
   using Q = codec::PartitionShape<Req>;
   for (auto& t : Q::topics(req))
     for (auto& p : Q::partitions(t)) Q::drop_views(p);
-}
-
-// How the view learns from each response it reads (policy/metadata_view.h).
-// An API the table marks learned without an overload here does not compile.
-policy::LearnReport learn_into(policy::MetadataView& v, const codec::ProduceResponse& m,
-                               int16_t version, int32_t node, uint64_t now) {
-  return v.learn_from_produce_response(m, version, node, now);
-}
-policy::LearnReport learn_into(policy::MetadataView& v, const codec::FetchResponse& m,
-                               int16_t version, int32_t node, uint64_t now) {
-  return v.learn_from_fetch_response(m, version, node, now);
-}
-policy::LearnReport learn_into(policy::MetadataView& v, const codec::ShareFetchResponse& m,
-                               int16_t version, int32_t node, uint64_t now) {
-  return v.learn_from_share_fetch_response(m, version, node, now);
-}
-policy::LearnReport learn_into(policy::MetadataView& v, const codec::ShareAcknowledgeResponse& m,
-                               int16_t version, int32_t node, uint64_t now) {
-  return v.learn_from_share_acknowledge_response(m, version, node, now);
-}
-policy::LearnReport learn_into(policy::MetadataView& v, const codec::ListOffsetsResponse& m,
-                               int16_t version, int32_t node, uint64_t now) {
-  // The broker that answered: its own NOT_LEADER_OR_FOLLOWER for a partition
-  // the view says it leads marks the entry doubted.
-  return v.learn_from_list_offsets_response(m, version, node, now);
-}
-policy::LearnReport learn_into(policy::MetadataView& v,
-                               const codec::OffsetForLeaderEpochResponse& m, int16_t version,
-                               int32_t node, uint64_t now) {
-  return v.learn_from_offset_for_leader_epoch_response(m, version, node, now);
 }
 
 }  // namespace
@@ -170,9 +140,11 @@ void PolicyFencing::count_decision(const policy::RequestDecision& d, const Reque
 }
 
 template <typename Req, typename Resp>
-FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const codec::RequestHeader& h,
-                                              const uint8_t* body, size_t len) {
+FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
   RequestPlan plan;
+  // The header the session parsed when the frame arrived.
+  const codec::RequestHeader& h = in.frame->header;
+  const int16_t version = h.api_version;
   Settings s = settings();
   Req req;
   codec::Bytes trailing;  // ignored as a broker ignores it; dropped if re-encoded
@@ -181,13 +153,13 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
   // and deciding on them would hold every connection of this worker.
   codec::DecodeBounds bounds;
   bounds.max_entries = s.config->limits.max_partitions_per_request;
-  codec::Status st =
-      codec::decode_body_allow_trailing(body, len, in.api_version, req, trailing, bounds);
+  codec::Status st = codec::decode_body_allow_trailing(in.frame->body(), in.frame->body_size(),
+                                                       version, req, trailing, bounds);
   BudgetCharge charge(in.budget, bounds.decoded_bytes);
   if (!st.ok()) {
     plan.action = RequestPlan::Action::kClose;
     plan.malformed = true;
-    plan.reason = std::string(Req::kName) + " v" + std::to_string(in.api_version) + ": " +
+    plan.reason = std::string(Req::kName) + " v" + std::to_string(version) + ": " +
                   st.message();
     if (st.code == codec::Errc::kTooManyPartitions) {
       // As a broker refuses a request it will not process: close this one
@@ -209,15 +181,15 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
   // checks the view (a producer that is never told of the move would
   // otherwise wait for a refresh on every write once the entry is old).
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>)
-    if (may_hold && policy::all_topics_reroute(req, in.api_version, s.compiled->modes, *snap))
+    if (may_hold && policy::all_topics_reroute(req, version, s.compiled->modes, *snap))
       may_hold = false;
   policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(), may_hold};
   policy::RequestDecision d;
-  policy::decide(req, in.api_version, ctx, d);
+  policy::decide(req, version, ctx, d);
   refresh(d.urgent_refresh);
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
     if (s.compiled->modes.has_reroute_rules() && d.action != policy::Action::kHold) {
-      plan.reroute = make_reroute_plan(req, in.api_version, h, d, s.compiled->modes, *snap,
+      plan.reroute = make_reroute_plan(req, version, h, d, s.compiled->modes, *snap,
                                        in.node_id, in.budget);
       if (plan.reroute && plan.reroute->observed > 0 && metrics_)
         metrics_->reroute().observed(plan.reroute->observed);
@@ -227,18 +199,18 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
     using Q = codec::PartitionShape<Req>;
     const auto& topics = Q::topics(req);
     if (ti >= topics.size()) return {};
-    if (!Q::by_id(in.api_version)) return std::string(Q::name(topics[ti]));
+    if (!Q::by_id(version)) return std::string(Q::name(topics[ti]));
     return std::string(snap->topic_name(Q::id(topics[ti])));
   });
 
   auto encode_local = [&](const Resp& local) {
     codec::ResponseHeader rh;
-    rh.correlation_id = in.correlation_id;
-    codec::encode_frame(plan.frame, rh, local, in.api_version);
+    rh.correlation_id = in.frame->correlation_id();
+    codec::encode_frame(plan.frame, rh, local, version);
   };
   // Partitions forwarded below the view's epoch: the broker's answer says
   // whether the view's epoch is still the cluster's.
-  auto probe = [&] { plan.context = make_served_probe(req, in.api_version, d); };
+  auto probe = [&] { plan.context = make_served_probe(req, version, d); };
   switch (d.action) {
     case policy::Action::kForwardAsIs:
       probe();
@@ -254,8 +226,8 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
       }
       // A broker appends the partitions it leads and then closes the
       // connection for the rest (no response either way): forward those.
-      Req rewritten = policy::rewrite_request(req, in.api_version, d);
-      codec::encode_frame(plan.frame, h, rewritten, in.api_version);
+      Req rewritten = policy::rewrite_request(req, version, d);
+      codec::encode_frame(plan.frame, h, rewritten, version);
       plan.reason += " for " + std::to_string(d.fenced) + " of " +
                      std::to_string(d.partitions.size()) + " partitions; the others forwarded";
       plan.action = RequestPlan::Action::kForwardThenClose;
@@ -263,16 +235,19 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
     }
     case policy::Action::kAnswerLocally: {
       policy::AnswerStats stats;
-      Resp local = policy::build_local_response(req, in.api_version, d, *snap, endpoints_, &stats);
+      Resp local = policy::build_local_response(req, version, d, *snap, endpoints_, &stats);
       encode_local(local);
+      // Its reroutes' answers merge into it later (RerouteState::response).
+      if constexpr (std::is_same_v<Req, codec::ProduceRequest>)
+        if (plan.reroute) plan.reroute->local_answer = std::move(local);
       if (metrics_)
         for (uint32_t i = 0; i < stats.hints; ++i) metrics_->hint("synthesized");
       plan.action = RequestPlan::Action::kAnswerLocally;
       return plan;
     }
     case policy::Action::kForwardRewritten: {
-      Req rewritten = policy::rewrite_request(req, in.api_version, d);
-      codec::encode_frame(plan.frame, h, rewritten, in.api_version);
+      Req rewritten = policy::rewrite_request(req, version, d);
+      codec::encode_frame(plan.frame, h, rewritten, version);
       plan.action = RequestPlan::Action::kForwardRewritten;
       probe();
       return plan;
@@ -280,12 +255,12 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
     case policy::Action::kSplit: {
       policy::AnswerStats stats;
       auto split = std::make_unique<SplitContext<Req, Resp>>();
-      split->local = policy::build_local_response(req, in.api_version, d, *snap, endpoints_, &stats);
+      split->local = policy::build_local_response(req, version, d, *snap, endpoints_, &stats);
       if (metrics_)
         for (uint32_t i = 0; i < stats.hints; ++i) metrics_->hint("synthesized");
-      Req rewritten = policy::rewrite_request(req, in.api_version, d);
-      codec::encode_frame(plan.frame, h, rewritten, in.api_version);
-      split->version = in.api_version;
+      Req rewritten = policy::rewrite_request(req, version, d);
+      codec::encode_frame(plan.frame, h, rewritten, version);
+      split->version = version;
       split->decision = std::move(d);
       split->request = std::move(req);
       split->charge = std::move(charge);
@@ -300,22 +275,10 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
 }
 
 FencingHooks::RequestPlan PolicyFencing::plan_request(const RequestInput& in) {
-  if (!policy::policy_decides(in.api_key, in.api_version)) return RequestPlan{};
-  codec::RequestHeader h;
-  codec::Status st = codec::parse_request_header(in.frame, in.size, h);
-  if (!st.ok()) {
-    RequestPlan p;
-    p.action = RequestPlan::Action::kClose;
-    p.malformed = true;
-    p.reason = "request header: " + st.message();
-    return p;
-  }
-  const uint8_t* body = in.frame + h.size;
-  size_t len = in.size - h.size;
-  return codec::with_api(in.api_key, RequestPlan{}, [&](auto api) {
+  return codec::with_api(in.frame->api_key(), RequestPlan{}, [&](auto api) {
     using A = decltype(api);
     if constexpr (A::kDecided)
-      return plan<typename A::Request, typename A::Response>(in, h, body, len);
+      return plan<typename A::Request, typename A::Response>(in);
     else
       return RequestPlan{};
   });
@@ -337,9 +300,16 @@ void PolicyFencing::learn_metadata(const codec::MetadataResponse& m, int16_t ver
   after_learning(view_.learn_metadata(m, version, now_ms(), policy::Source::kMetadataResponse));
 }
 
-void PolicyFencing::learn_response(codec::HintedResponse m, int16_t version, int32_t node_id) {
-  std::visit([&](auto* r) { after_learning(learn_into(view_, *r, version, node_id, now_ms())); },
-             m);
+void PolicyFencing::learn_response(PolicyResponse m, int16_t version, int32_t node_id) {
+  std::visit(
+      [&](auto* r) {
+        using Resp = std::remove_pointer_t<decltype(r)>;
+        if constexpr (std::is_same_v<Resp, codec::MetadataResponse>)
+          learn_metadata(*r, version);
+        else if constexpr (codec::Api<Resp::kApiKey>::kLearned)
+          after_learning(view_.learn_from(*r, version, node_id, now_ms()));
+      },
+      m);
 }
 
 template <typename Resp>
@@ -364,7 +334,8 @@ bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int
                                 std::move(split->local));
     touched = true;
   }
-  if (policy::version_carries_hints(Resp::kApiKey, client_version)) {
+  if constexpr (codec::kCarriesHints<Resp>) {
+    if (!policy::version_carries_hints(Resp::kApiKey, client_version)) return touched;
     Settings s = settings();
     auto snap = view_.snapshot();
     policy::BackfillContext bc{*snap, endpoints_, node_id, now_ms(),
@@ -382,49 +353,17 @@ bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int
   return touched;
 }
 
-bool PolicyFencing::amend_response(InFlightEntry& e, codec::HintedResponse m,
-                                   int16_t client_version, int32_t node_id) {
-  return std::visit([&](auto* r) { return amend(e, *r, client_version, node_id); }, m);
-}
-
-template <typename Req, typename Resp>
-bool PolicyFencing::merge_other(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
-                                const uint8_t* body, size_t len, std::vector<uint8_t>& out,
-                                bool& changed, std::string& error) {
-  Resp m;
-  codec::Bytes trailing;
-  codec::Status st = codec::decode_body_allow_trailing(body, len, e.upstream_version, m, trailing);
-  if (!st.ok()) {
-    error = std::string(Resp::kName) + ": " + st.message();
-    return false;
-  }
-  if constexpr (codec::Api<Resp::kApiKey>::kLearned)
-    after_learning(learn_into(view_, m, e.upstream_version, node_id, now_ms()));
-  learn_served(e, m, node_id);
-  auto* split = dynamic_cast<SplitContext<Req, Resp>*>(e.context.get());
-  if (split == nullptr) return true;
-  Resp merged = policy::merge_responses(split->request, split->version, split->decision,
-                                        std::move(m), std::move(split->local));
-  out.clear();
-  codec::encode_frame(out, h, merged, e.api_version);
-  changed = true;
-  return true;
-}
-
-bool PolicyFencing::on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h,
-                                      const uint8_t* body, size_t len, std::vector<uint8_t>& out,
-                                      bool& changed, std::string& error) {
-  changed = false;
-  return codec::with_api(e.api_key, true, [&](auto api) {
-    using A = decltype(api);
-    // Responses with addresses or hints go through the session's rewrite and
-    // learn_response/amend_response instead.
-    if constexpr ((A::kDecided || A::kLearned) && !codec::kCarriesAddresses<typename A::Response>)
-      return merge_other<typename A::Request, typename A::Response>(e, node_id, h, body, len, out, changed,
-                                                                    error);
-    else
-      return true;
-  });
+bool PolicyFencing::amend_response(InFlightEntry& e, PolicyResponse m, int16_t client_version,
+                                   int32_t node_id) {
+  return std::visit(
+      [&](auto* r) {
+        using Resp = std::remove_pointer_t<decltype(r)>;
+        if constexpr (codec::Api<Resp::kApiKey>::kDecided)
+          return amend(e, *r, client_version, node_id);
+        else
+          return false;
+      },
+      m);
 }
 
 }  // namespace epochgate::proxy

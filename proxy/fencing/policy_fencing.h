@@ -39,16 +39,15 @@ class PolicyFencing : public FencingHooks {
   void set_refresher(RefreshRequests* r) { refresher_ = r; }
 
   RequestPlan plan_request(const RequestInput& in) override;
-  void learn_metadata(const codec::MetadataResponse& m, int16_t version) override;
+  /// Learns leaders, epochs and upstream node addresses from a Metadata
+  /// response passing through (before its addresses are rewritten).
+  void learn_metadata(const codec::MetadataResponse& m, int16_t version);
 
-  void learn_response(codec::HintedResponse m, int16_t version, int32_t node_id) override;
-  bool amend_response(InFlightEntry& e, codec::HintedResponse m, int16_t client_version,
+  void learn_response(PolicyResponse m, int16_t version, int32_t node_id) override;
+  bool amend_response(InFlightEntry& e, PolicyResponse m, int16_t client_version,
                       int32_t node_id) override;
   bool leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
                  int32_t& leader, int32_t& epoch, bool refresh) override;
-  bool on_other_response(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h, const uint8_t* body,
-                         size_t len, std::vector<uint8_t>& out, bool& changed,
-                         std::string& error) override;
 
  private:
   struct Settings {
@@ -57,16 +56,12 @@ class PolicyFencing : public FencingHooks {
   };
   Settings settings() const;
   template <typename Req, typename Resp>
-  RequestPlan plan(const RequestInput& in, const codec::RequestHeader& h, const uint8_t* body,
-                   size_t len);
+  RequestPlan plan(const RequestInput& in);
   template <typename Resp>
   bool amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id);
   /// A broker served partitions the request carried below the view's epoch.
   template <typename Resp>
   void learn_served(const InFlightEntry& e, const Resp& m, int32_t node_id);
-  template <typename Req, typename Resp>
-  bool merge_other(InFlightEntry& e, int32_t node_id, codec::ResponseHeader& h, const uint8_t* body,
-                   size_t len, std::vector<uint8_t>& out, bool& changed, std::string& error);
   /// Counts and logs the decision's fences; `topic_of(topic_index)` names
   /// a request topic (called only for a fence).
   void count_decision(const policy::RequestDecision& d, const RequestInput& in,

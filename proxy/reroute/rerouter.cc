@@ -101,6 +101,14 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
   st->owner = this;
   if (refuse == nullptr) refuse = st->plan->refuse;
   st->refuse = refuse;
+  // Every partition answered locally: that answer, decoded, is what the
+  // leaders' answers merge into (e.response holds its encoding).
+  if (st->plan->local_answer) {
+    st->response = std::move(st->plan->local_answer);
+    st->plan->local_answer.reset();
+    st->response_header.correlation_id = e.correlation_id;
+    st->response_header.header_version = codec::response_header_version(e.api_key, e.api_version);
+  }
   e.reroute = st;
   const ReroutePlan& p = *st->plan;
   // Forwarded partitions: in flight on the client's path until answered.
@@ -238,25 +246,12 @@ std::vector<size_t> Rerouter::retarget(RerouteState& st,
 void Rerouter::after_broker_answer(InFlightRequest& e) {
   const std::shared_ptr<RerouteState>& st = e.reroute;
   ReroutePlan& p = *st->plan;
-  if (p.spare.empty() || !enabled() || e.response.size() < 8) {
+  // The response pipeline left the broker's answer decoded in st->response.
+  if (p.spare.empty() || !enabled() || !st->response) {
     direct_answered(*st);
     return;
   }
-  const uint8_t* frame = e.response.data() + 4;
-  size_t size = e.response.size() - 4;
-  codec::ResponseHeader h;
-  if (!codec::parse_response_header(frame, size, codec::response_header_version(0, e.api_version),
-                                    h).ok()) {
-    direct_answered(*st);
-    return;
-  }
-  codec::ProduceResponse m;
-  codec::Bytes trailing;
-  if (!codec::decode_body_allow_trailing(frame + h.size, size - h.size, e.api_version, m, trailing)
-           .ok()) {
-    direct_answered(*st);
-    return;
-  }
+  const codec::ProduceResponse& m = *st->response;
   std::vector<std::pair<size_t, int32_t>> picks;
   for (const auto& topic : m.responses) {
     for (const auto& part : topic.partition_responses) {

@@ -2,6 +2,7 @@
 #include "proxy/session/request_path.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -59,12 +60,11 @@ bool looks_like_request(const uint8_t* frame, size_t size) {
 }
 
 // The mechanism named by a SaslHandshake request body (a STRING), or empty.
-std::string_view handshake_mechanism(const uint8_t* frame, size_t size) {
-  codec::RequestHeader h;
-  if (!codec::parse_request_header(frame, size, h).ok() || size - h.size < 2) return {};
-  const uint8_t* body = frame + h.size;
+std::string_view handshake_mechanism(const RequestFrame& f) {
+  if (!f.header_parsed || f.body_size() < 2) return {};
+  const uint8_t* body = f.body();
   size_t len = (size_t{body[0]} << 8) | body[1];
-  if (len > size - h.size - 2) return {};
+  if (len > f.body_size() - 2) return {};
   return std::string_view(reinterpret_cast<const char*>(body + 2), len);
 }
 
@@ -175,198 +175,224 @@ void RequestPath::start_reroute(InFlightRequest& e, std::shared_ptr<ReroutePlan>
   ctx_.rerouter->start(e, std::move(plan), in_flight_.reroute_sink(), ticket, reroute_refusal());
 }
 
-RequestPath::Step RequestPath::handle(uint8_t* frame, size_t size) {
+RequestPath::Step RequestPath::handle(uint8_t* data, size_t size) {
   if (sasl_.client_sends_raw_token()) {
-    if (!sasl_.rounds_unknown() || !looks_like_request(frame, size))
-      return forward_raw_sasl_token(frame, size);
+    if (!sasl_.rounds_unknown() || !looks_like_request(data, size))
+      return forward_raw_sasl_token(data, size);
     sasl_.on_request_after_tokens();
   }
-  int16_t key = 0, version = 0;
-  int32_t corr = 0;
-  if (!codec::peek_request_ids(frame, size, key, version, corr)) {
+  RequestFrame f;
+  f.data = data;
+  f.size = size;
+  if (!read_ids(f)) return Step::kClosed;
+  if (std::optional<Step> answered = answer_before_forwarding(f)) return *answered;
+  if (!read_header(f)) return Step::kClosed;
+  const uint64_t now = now_ns();
+  if (!f.decided) return forward(f, now, Planned{});
+  return follow_plan(f, now);
+}
+
+bool RequestPath::read_ids(RequestFrame& f) {
+  codec::RequestHeader& h = f.header;
+  if (!codec::peek_request_ids(f.data, f.size, h.api_key, h.api_version, h.correlation_id)) {
     host_.frame_error(CloseReason::kTruncated, "request header shorter than 8 bytes");
-    return Step::kClosed;
+    return false;
   }
-  if (ctx_.metrics) ctx_.metrics->request(key);
-  host_.count_client_login(sasl_.on_client_request(key));
+  if (ctx_.metrics) ctx_.metrics->request(h.api_key);
+  host_.count_client_login(sasl_.on_client_request(h.api_key));
+  f.info = codec::api_info(h.api_key);
+  f.upstream_version = h.api_version;
+  return true;
+}
+
+std::optional<RequestPath::Step> RequestPath::answer_before_forwarding(const RequestFrame& f) {
+  const int16_t key = f.api_key();
+  const int16_t version = f.api_version();
   if (key == codec::kSaslHandshake && ctx_.config->upstream_sasl.on_behalf_of_clients) {
-    refuse_client_sasl(corr, version);
+    refuse_client_sasl(f.correlation_id(), version);
     return Step::kConsumed;
   }
-  uint64_t now = now_ns();
-  const codec::ApiInfo* info = codec::api_info(key);
-
-  if (key == codec::kApiVersions && info != nullptr && version > info->max_version) {
+  if (f.info == nullptr || version <= f.info->max_version) return std::nullopt;
+  if (key == codec::kApiVersions) {
     // As a broker does: answer v0 with our range so the client retries lower.
-    InFlightRequest& e = in_flight_.push(corr, key, version, now);
+    InFlightRequest& e = in_flight_.push(f.correlation_id(), key, version, now_ns());
     in_flight_.add_local_part(e);
-    e.response = unsupported_api_versions_response(corr);
+    e.response = unsupported_api_versions_response(f.correlation_id());
     e.ready = true;
     return Step::kConsumed;
   }
   // A response carrying broker addresses must never pass undecoded.
-  if (info != nullptr && info->decoded && !info->addresses.empty() && version > info->max_version) {
+  if (f.info->decoded && !f.info->addresses.empty()) {
     host_.frame_error(CloseReason::kUnsupportedVersion,
-                std::string(info->name) + " v" + std::to_string(version) +
-                    " is newer than epochgate decodes (its ApiVersions said so)");
+                      std::string(f.info->name) + " v" + std::to_string(version) +
+                          " is newer than epochgate decodes (its ApiVersions said so)");
     return Step::kClosed;
   }
+  return std::nullopt;
+}
 
-  bool expects_response = true;
-  int16_t upstream_version = version;
-  // The wait the request itself grants its broker; past it plus
-  // limits.upstream_overdue_ms an unanswered request is reported. Long polls
-  // whose wait the request does not bound (group rebalances, share sessions)
-  // are not watched.
-  int32_t own_wait_ms = 0;
-  if (key == kJoinGroup || key == kSyncGroup || key == codec::kShareFetch)
-    own_wait_ms = -1;
-  if (key == codec::kProduce || key == codec::kFetch) {
-    codec::RequestHeader h;
-    codec::Status st = codec::parse_request_header(frame, size, h);
-    if (!st.ok()) {
-      host_.frame_error(metrics::close_reason(st.code), "request header: " + st.message());
-      return Step::kClosed;
-    }
-    own_wait_ms = request_own_wait_ms(key, frame + h.size, size - h.size, version).value_or(0);
-    if (key == codec::kProduce) {
-      auto acks = produce_acks(frame + h.size, size - h.size, version);
-      if (!acks) {
-        host_.frame_error(CloseReason::kTruncated, "Produce request too short to hold Acks");
-        return Step::kClosed;
-      }
-      expects_response = *acks != 0;
-      if (bridging_.produce && version == 10) upstream_version = 9;
-    } else if (bridging_.fetch && version == 16) {
-      upstream_version = 15;
-    }
+bool RequestPath::read_header(RequestFrame& f) {
+  const int16_t key = f.api_key();
+  const int16_t version = f.api_version();
+  // Long polls whose wait the request does not bound (group rebalances,
+  // share sessions) are not watched for overdue answers.
+  if (key == kJoinGroup || key == kSyncGroup || key == codec::kShareFetch) f.own_wait_ms = -1;
+  f.decided = ctx_.fencing != nullptr && f.info != nullptr && f.info->decided.contains(version);
+  const bool peeks_body = key == codec::kProduce || key == codec::kFetch;
+  if (!peeks_body && !f.decided && key != codec::kSaslHandshake) return true;
+  codec::Status st = codec::parse_request_header(f.data, f.size, f.header);
+  f.header_parsed = st.ok();
+  if (!st.ok()) {
+    // A SaslHandshake goes on as it is (a broker answers it); a request
+    // epochgate must read closes the connection.
+    if (key == codec::kSaslHandshake) return true;
+    host_.frame_error(peeks_body ? metrics::close_reason(st.code) : CloseReason::kMalformedRequest,
+                      "request header: " + st.message());
+    return false;
   }
-
-  std::unique_ptr<EntryContext> forward_context;  // what the policy wants back with the answer
-  std::shared_ptr<ReroutePlan> reroute;  // a Produce on a rerouting topic
-  policy::Ticket held_ticket = 0;        // its order-guard ticket, if it was held
-  if (ctx_.fencing != nullptr && info != nullptr && info->decided.contains(version)) {
-    FencingHooks::RequestInput in{node_id_, key, version, corr, frame, size, expects_response};
-    in.after_hold = hold_started_ns_ != 0 &&
-                    now - hold_started_ns_ >= uint64_t{ctx_.config->policy.hold_timeout_ms} * 1000000;
-    in.hold_started_ms = hold_started_ns_ / 1000000;
-    in.budget = ctx_.budget;
-    in.client = &client_;
-    FencingHooks::RequestPlan plan = ctx_.fencing->plan_request(in);
-    if (plan.action == FencingHooks::RequestPlan::Action::kHold && !in.after_hold) {
-      // Ask again once the refresh had a chance; later requests wait behind
-      // this one so per-partition order (idempotent sequences) is kept.
-      if (hold_started_ns_ == 0) hold_started_ns_ = now;
-      host_.hold_request();
-      return Step::kHold;
+  if (!peeks_body) return true;
+  f.own_wait_ms = request_own_wait_ms(key, f.body(), f.body_size(), version).value_or(0);
+  if (key == codec::kProduce) {
+    std::optional<int16_t> acks = produce_acks(f.body(), f.body_size(), version);
+    if (!acks) {
+      host_.frame_error(CloseReason::kTruncated, "Produce request too short to hold Acks");
+      return false;
     }
-    hold_started_ns_ = 0;
-    reroute = std::move(plan.reroute);
-    if (reroute && (reroute->streams.empty() || ctx_.rerouter == nullptr)) reroute.reset();
-    if (reroute && hold_for_order(*reroute, now)) return Step::kHold;
-    // Only a request that was held carries a ticket into start_reroute.
-    held_ticket = std::exchange(order_ticket_, 0);
-    switch (plan.action) {
-      case FencingHooks::RequestPlan::Action::kForward:
-      case FencingHooks::RequestPlan::Action::kHold:
-        forward_context = std::move(plan.context);
-        break;
-      case FencingHooks::RequestPlan::Action::kForwardRewritten: {
-        // The plan carries a whole new request frame (size-prefixed).
-        if (expects_response) {
-          InFlightRequest& e = in_flight_.push(corr, key, version, now);
-          e.upstream_version = upstream_version;
-          e.own_wait_ms = own_wait_ms;
-          e.context = std::move(plan.context);
-          // A split: the part epochgate answered waits in the context for
-          // the broker's part, and the policy merges them on its answer.
-          if (plan.local_part) in_flight_.add_local_part(e);
-          in_flight_.mark_forwarded(e, now);
-          if (reroute) start_reroute(e, std::move(reroute), held_ticket);
-        } else {
-          in_flight_.forwarded_without_response(corr);
-        }
-        if (upstream_version != version) {
-          write_be16(plan.frame.data() + 6, upstream_version);
-          if (ctx_.metrics) ctx_.metrics->version_downgrade(key);
-        }
-        upstream_->queue(plan.frame.data(), plan.frame.size());
-        return Step::kConsumed;
-      }
-      case FencingHooks::RequestPlan::Action::kAnswerLocally: {
-        InFlightRequest& e = in_flight_.push(corr, key, version, now);
-        in_flight_.add_local_part(e);
-        e.response = std::move(plan.frame);
-        e.ready = true;
-        if (reroute) {
-          e.ready = false;
-          start_reroute(e, std::move(reroute), held_ticket);
-          e.ready = e.outstanding() == 0;  // every reroute refused: the local answer
-        }
-        return Step::kConsumed;
-      }
-      case FencingHooks::RequestPlan::Action::kForwardThenClose:
-        // acks=0: the stale partitions posted to their leader instead of
-        // closing the connection; nothing is answered either way.
-        if (reroute && reroute->targets.size() == reroute->fenced &&
-            ctx_.rerouter->post_all(reroute, reroute_refusal())) {
-          in_flight_.forwarded_without_response(corr);
-          if (upstream_version != version) write_be16(plan.frame.data() + 6, upstream_version);
-          upstream_->queue(plan.frame.data(), plan.frame.size());
-          return Step::kConsumed;
-        }
-        in_flight_.forwarded_without_response(corr);
-        if (upstream_version != version) write_be16(plan.frame.data() + 6, upstream_version);
-        upstream_->queue(plan.frame.data(), plan.frame.size());
-        EPOCHGATE_PROXY_LOG(info, "fenced_acks0", "client {} node {}: closing connection: {}",
-                            client_.peer(), node_id_, plan.reason);
-        host_.close_once_upstream_written(CloseReason::kFencedAcks0);
-        return Step::kClosed;
-      case FencingHooks::RequestPlan::Action::kClose:
-        if (plan.malformed) {
-          host_.frame_error(plan.close_reason, plan.reason);
-          return Step::kClosed;
-        }
-        if (reroute && reroute->targets.size() == reroute->fenced &&
-            ctx_.rerouter->post_all(reroute, reroute_refusal()))
-          return Step::kConsumed;
-        // acks=0 Produce to a stale leader: a broker closes the connection.
-        // close() counts the reason.
-        EPOCHGATE_PROXY_LOG(info, "fenced_acks0", "client {} node {}: closing connection: {}",
-                            client_.peer(), node_id_, plan.reason);
-        host_.close(CloseReason::kFencedAcks0);
-        return Step::kClosed;
-    }
+    f.expects_response = *acks != 0;
+    if (bridging_.produce && version == 10) f.upstream_version = 9;
+  } else if (bridging_.fetch && version == 16) {
+    f.upstream_version = 15;
   }
+  return true;
+}
 
-  if (upstream_version != version && ctx_.metrics) ctx_.metrics->version_downgrade(key);
+void RequestPath::bridge_version(const RequestFrame& f, uint8_t* payload) {
+  if (!f.bridged()) return;
+  write_be16(payload + 2, static_cast<uint16_t>(f.upstream_version));
+  if (ctx_.metrics) ctx_.metrics->version_downgrade(f.api_key());
+}
+
+void RequestPath::owe_answer(const RequestFrame& f, uint64_t now, Planned& p, bool local_part) {
+  if (!f.expects_response) {
+    in_flight_.forwarded_without_response(f.correlation_id());
+    return;
+  }
+  InFlightRequest& e = in_flight_.push(f.correlation_id(), f.api_key(), f.api_version(), now);
+  e.upstream_version = f.upstream_version;
+  e.own_wait_ms = f.own_wait_ms;
+  e.context = std::move(p.context);
+  // A split: the part epochgate answered waits in the context for the
+  // broker's part, and the policy merges them on its answer.
+  if (local_part) in_flight_.add_local_part(e);
+  in_flight_.mark_forwarded(e, now);
+  if (p.reroute) start_reroute(e, std::move(p.reroute), p.ticket);
+}
+
+RequestPath::Step RequestPath::follow_plan(RequestFrame& f, uint64_t now) {
+  FencingHooks::RequestInput in;
+  in.node_id = node_id_;
+  in.frame = &f;
+  in.after_hold = hold_started_ns_ != 0 &&
+                  now - hold_started_ns_ >= uint64_t{ctx_.config->policy.hold_timeout_ms} * 1000000;
+  in.hold_started_ms = hold_started_ns_ / 1000000;
+  in.budget = ctx_.budget;
+  in.client = &client_;
+  FencingHooks::RequestPlan plan = ctx_.fencing->plan_request(in);
+  if (plan.action == FencingHooks::RequestPlan::Action::kHold && !in.after_hold) {
+    // Ask again once the refresh had a chance; later requests wait behind
+    // this one so per-partition order (idempotent sequences) is kept.
+    if (hold_started_ns_ == 0) hold_started_ns_ = now;
+    host_.hold_request();
+    return Step::kHold;
+  }
+  hold_started_ns_ = 0;
+  Planned p;
+  p.reroute = std::move(plan.reroute);
+  if (p.reroute && (p.reroute->streams.empty() || ctx_.rerouter == nullptr)) p.reroute.reset();
+  if (p.reroute && hold_for_order(*p.reroute, now)) return Step::kHold;
+  // Only a request that was held carries a ticket into start_reroute.
+  p.ticket = std::exchange(order_ticket_, 0);
+  switch (plan.action) {
+    case FencingHooks::RequestPlan::Action::kForward:
+    case FencingHooks::RequestPlan::Action::kHold:
+      p.context = std::move(plan.context);
+      return forward(f, now, std::move(p));
+    case FencingHooks::RequestPlan::Action::kForwardRewritten:
+      // The plan carries a whole new request frame (size-prefixed).
+      p.context = std::move(plan.context);
+      owe_answer(f, now, p, plan.local_part);
+      bridge_version(f, plan.frame.data() + 4);
+      upstream_->queue(plan.frame.data(), plan.frame.size());
+      return Step::kConsumed;
+    case FencingHooks::RequestPlan::Action::kAnswerLocally:
+      answer_locally(f, std::move(plan.frame), now, p);
+      return Step::kConsumed;
+    case FencingHooks::RequestPlan::Action::kForwardThenClose:
+    case FencingHooks::RequestPlan::Action::kClose:
+      return close_for_acks0(f, plan, p);
+  }
+  return Step::kConsumed;
+}
+
+void RequestPath::answer_locally(const RequestFrame& f, std::vector<uint8_t> frame, uint64_t now,
+                                 Planned& p) {
+  InFlightRequest& e = in_flight_.push(f.correlation_id(), f.api_key(), f.api_version(), now);
+  in_flight_.add_local_part(e);
+  e.response = std::move(frame);
+  e.ready = true;
+  if (p.reroute) {
+    e.ready = false;
+    start_reroute(e, std::move(p.reroute), p.ticket);
+    e.ready = e.outstanding() == 0;  // every reroute refused: the local answer
+  }
+}
+
+RequestPath::Step RequestPath::close_for_acks0(const RequestFrame& f,
+                                               FencingHooks::RequestPlan& plan, Planned& p) {
+  const bool forwards = plan.action == FencingHooks::RequestPlan::Action::kForwardThenClose;
+  if (!forwards && plan.malformed) {
+    host_.frame_error(plan.close_reason, plan.reason);
+    return Step::kClosed;
+  }
+  // acks=0: the stale partitions posted to their leader instead of closing
+  // the connection; nothing is answered either way.
+  const bool posted = p.reroute && p.reroute->targets.size() == p.reroute->fenced &&
+                      ctx_.rerouter->post_all(p.reroute, reroute_refusal());
+  if (forwards) {
+    // The partitions this broker leads go to it first (as a broker appends
+    // them before it closes the connection).
+    in_flight_.forwarded_without_response(f.correlation_id());
+    bridge_version(f, plan.frame.data() + 4);
+    upstream_->queue(plan.frame.data(), plan.frame.size());
+  }
+  if (posted) return Step::kConsumed;
+  EPOCHGATE_PROXY_LOG(info, "fenced_acks0", "client {} node {}: closing connection: {}",
+                      client_.peer(), node_id_, plan.reason);
+  // acks=0 Produce to a stale leader: a broker closes the connection.
+  // close() counts the reason.
+  if (forwards) host_.close_once_upstream_written(CloseReason::kFencedAcks0);
+  else host_.close(CloseReason::kFencedAcks0);
+  return Step::kClosed;
+}
+
+RequestPath::Step RequestPath::forward(RequestFrame& f, uint64_t now, Planned p) {
   // The frame sits whole in the client input buffer, size prefix included,
   // and is consumed once this returns (unless the buffer itself went
   // upstream, below): the version, if bridged, is patched in place, and the
   // frame goes out from there.
-  uint8_t* own = frame;
-  if (upstream_version != version) write_be16(own + 2, upstream_version);
-  if (key == codec::kSaslHandshake)
-    sasl_.on_handshake_request(version, handshake_mechanism(frame, size));
+  bridge_version(f, f.data);
+  if (f.api_key() == codec::kSaslHandshake)
+    sasl_.on_handshake_request(f.api_version(), handshake_mechanism(f));
   // A large frame alone in the client's input buffer (read into a buffer
   // of its own size) goes upstream in that very buffer, never copied: not
   // when the upstream socket is full, not while a write is in flight.
   ByteBuffer& held = client_.input();
-  if (size + 4 >= Connection::kWriteThroughBytes && held.size() == size + 4 &&
-      held.begin() == own - 4)
+  if (f.size + 4 >= Connection::kWriteThroughBytes && held.size() == f.size + 4 &&
+      held.begin() == f.data - 4)
     upstream_->write_owned(client_.take_input());
   else
-    upstream_->write_through(own - 4, size + 4);
-  if (expects_response) {
-    InFlightRequest& e = in_flight_.push(corr, key, version, now);
-    e.upstream_version = upstream_version;
-    e.own_wait_ms = own_wait_ms;
-    e.context = std::move(forward_context);
-    in_flight_.mark_forwarded(e, now);
-    if (reroute) start_reroute(e, std::move(reroute), held_ticket);
-  } else {
-    in_flight_.forwarded_without_response(corr);
-  }
+    upstream_->write_through(f.data - 4, f.size + 4);
+  owe_answer(f, now, p, false);
   return Step::kConsumed;
 }
 

@@ -11,10 +11,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "policy/reroute_order_guard.h"
+#include "proxy/core/fencing_hooks.h"
 #include "proxy/core/in_flight_queue.h"
+#include "proxy/core/request_frame.h"
 #include "proxy/core/worker_context.h"
 #include "proxy/net/connection.h"
 #include "proxy/session/sasl_framing.h"
@@ -41,16 +44,61 @@ class RequestPath {
     kClosed,    ///< the session closed (bad request, fenced acks=0)
     kHold,      ///< held for a metadata refresh: keep it, offer it again later
   };
-  /// One whole request: `frame` is the payload after the 4-byte size
+  /// One whole request: `data` is the payload after the 4-byte size
   /// prefix, which must precede it in the same buffer (the frame is
   /// forwarded from there, its version patched in place when bridged).
-  Step handle(uint8_t* frame, size_t size);
+  /// Its header is read once (read_ids, read_header) into a RequestFrame
+  /// that the policy's plan and the reroute share.
+  Step handle(uint8_t* data, size_t size);
   /// True while a request handle() kept (kHold: for a refresh or for
   /// order) waits in the client input to be offered again. It was accepted
   /// from the client, so a drain carries it to its answer.
   bool holds_request() const { return hold_started_ns_ != 0 || order_hold_started_ns_ != 0; }
 
  private:
+  /// What a request's plan hands on to its forwarding: the policy's context
+  /// for the answer, the partitions to reroute, and the order-guard ticket
+  /// of a request that was held for order (0: none).
+  struct Planned {
+    std::unique_ptr<EntryContext> context;
+    std::shared_ptr<ReroutePlan> reroute;
+    policy::Ticket ticket = 0;
+  };
+
+  /// Reads api key, version and correlation id, counts the request, and
+  /// looks up its API table row. False when the session closed (truncated).
+  bool read_ids(RequestFrame& f);
+  /// Requests answered or refused before anything is forwarded: a client
+  /// SaslHandshake while epochgate logs in for it, an ApiVersions newer than
+  /// epochgate knows, an addressed API at a version it cannot decode.
+  /// nullopt when the request goes on.
+  std::optional<Step> answer_before_forwarding(const RequestFrame& f);
+  /// Parses the header where the request is read further (Produce and Fetch
+  /// bodies, decided versions, SaslHandshake), the acks and own wait, and
+  /// the KIP-951 bridge's upstream version. False when the session closed.
+  bool read_header(RequestFrame& f);
+  /// Asks the policy and carries out its plan (hold, forward as is or
+  /// rewritten, answer locally, close for a fenced acks=0 Produce).
+  Step follow_plan(RequestFrame& f, uint64_t now);
+  /// Forwards the client's own bytes (bridged in place) and records what
+  /// the client is owed.
+  Step forward(RequestFrame& f, uint64_t now, Planned p);
+  /// The policy's local answer (`frame`, size-prefixed) becomes the
+  /// request's response, once its reroutes (if any) are in.
+  void answer_locally(const RequestFrame& f, std::vector<uint8_t> frame, uint64_t now,
+                      Planned& p);
+  /// A fenced acks=0 Produce (kClose, kForwardThenClose): its stale
+  /// partitions posted to their leaders when every one can go, else the
+  /// connection closes as a broker's would (after the partitions it leads,
+  /// for kForwardThenClose). A malformed request closes as a frame error.
+  Step close_for_acks0(const RequestFrame& f, FencingHooks::RequestPlan& plan, Planned& p);
+  /// The in-flight record of a forwarded request (none for acks=0), with
+  /// its context, its local part (a split) and its reroute.
+  void owe_answer(const RequestFrame& f, uint64_t now, Planned& p, bool local_part);
+  /// The KIP-951 bridge: writes `f.upstream_version` into the request
+  /// header at `payload` (a frame payload after its size prefix) and counts
+  /// epochgate_version_downgrades_total; nothing when `f` is not bridged.
+  void bridge_version(const RequestFrame& f, uint8_t* payload);
   /// Forwards a raw SASL token (SaslHandshake v0 framing) as it is.
   Step forward_raw_sasl_token(uint8_t* frame, size_t size);
   /// Hands the partitions `plan` reroutes for request `e` to the worker's

@@ -4,17 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <string>
-#include <type_traits>
 
 #include "codec/api_table.h"
-#include "codec/api_versions_io.h"
-#include "codec/message_io.h"
-#include "codec/messages/api_traits.h"
-#include "codec/metadata_brokers.h"
 #include "codec/wire_ints.h"
 #include "metrics/proxy_metrics.h"
 #include "proxy/core/fencing_hooks.h"
-#include "proxy/fencing/address_rewriter.h"
 #include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 #include "proxy/reroute/rerouter.h"
@@ -62,20 +56,6 @@ bool authenticate_token_empty(const uint8_t* p, size_t n, bool flexible) {
   return bytes <= 0;
 }
 
-
-// Encodes `header` + `msg` at `version` as a size-prefixed frame into `out`.
-// Bytes a peer sent after the body (brokers ignore them) are kept, so an
-// unchanged message re-encodes byte-identical.
-template <typename M>
-void encode_response_frame(const codec::ResponseHeader& header, const M& msg, int16_t version,
-                           std::vector<uint8_t>& out, const codec::Bytes& trailing) {
-  out.clear();
-  codec::encode_frame(out, header, msg, version);
-  if (trailing.size > 0) {
-    out.insert(out.end(), trailing.data, trailing.data + trailing.size);
-    write_be32(out.data(), static_cast<uint32_t>(out.size() - 4));
-  }
-}
 
 }  // namespace
 
@@ -171,9 +151,13 @@ bool ResponsePath::handle(const uint8_t* frame, size_t size) {
       e->context) {
     std::vector<uint8_t> rewritten;
     BrokerTail tail;
-    bool changed = false;
-    if (!transform_response(*e, frame, size, rewritten, tail, changed)) return false;
-    if (changed) {
+    Made made = Made::kUnchanged;
+    if (!transform_response(*e, frame, size, rewritten, tail, made)) return false;
+    if (made == Made::kKept) {
+      deliver_rerouted(*e);
+      return true;
+    }
+    if (made == Made::kChanged) {
       deliver(*e, rewritten.data(), rewritten.size(), tail);
       return true;
     }
@@ -190,13 +174,10 @@ void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix,
     e.response.insert(e.response.end(), tail.data, tail.data + tail.len);
   };
   if (e.reroute) {
-    // The leaders' answers replace epochgate's own for the rerouted
-    // partitions; until every part is in, the response waits in its slot.
-    // after_broker_answer also ends the guard's record of the writes the
-    // broker answered (except those still waiting to be rerouted).
+    // Not decoded by the pipeline (it keeps every Produce with reroutes):
+    // kept as bytes, so nothing is rerouted at moment 2.
     keep();
-    if (ctx_.rerouter) ctx_.rerouter->after_broker_answer(e);
-    if (finish_rerouted(e)) flush_ready();
+    deliver_rerouted(e);
     return;
   }
   if (in_flight_.is_front(e)) {
@@ -210,6 +191,15 @@ void ResponsePath::deliver(InFlightRequest& e, const uint8_t* frame_with_prefix,
   e.ready = true;
 }
 
+void ResponsePath::deliver_rerouted(InFlightRequest& e) {
+  // The leaders' answers replace epochgate's own for the rerouted
+  // partitions; until every part is in, the response waits in its slot.
+  // after_broker_answer also ends the guard's record of the writes the
+  // broker answered (except those still waiting to be rerouted).
+  if (ctx_.rerouter) ctx_.rerouter->after_broker_answer(e);
+  if (finish_rerouted(e)) flush_ready();
+}
+
 void ResponsePath::flush_ready() {
   while (InFlightRequest* f = in_flight_.front()) {
     if (!f->ready) break;
@@ -217,141 +207,6 @@ void ResponsePath::flush_ready() {
     record_proxy_latency(ctx_, *f);
     in_flight_.pop_front();
   }
-}
-
-bool ResponsePath::transform_response(InFlightRequest& e, const uint8_t* frame, size_t size,
-                                      std::vector<uint8_t>& out, BrokerTail& tail,
-                                      bool& changed) {
-  const int16_t key = e.api_key;
-  const int16_t up_version = e.upstream_version;
-  const int16_t client_version = e.api_version;
-  codec::ResponseHeader h;
-  codec::Status st =
-      codec::parse_response_header(frame, size, codec::response_header_version(key, up_version), h);
-  if (!st.ok()) {
-    host_.frame_error(metrics::close_reason(st.code), "response header from " + upstream_name_);
-    return false;
-  }
-  const uint8_t* body = frame + h.size;
-  size_t body_len = size - h.size;
-  // The client gets the header version of the version it asked for.
-  h.header_version = codec::response_header_version(key, client_version);
-  switch (key) {
-    case codec::kApiVersions: {
-      codec::ApiVersionsResponse m;
-      int16_t used_version = up_version;
-      codec::Status s =
-          codec::decode_api_versions_response(body, body_len, up_version, m, used_version);
-      // A broker refusing the version (error 35, body in v0) or a body that
-      // decodes in neither version: the client handles it as from the broker.
-      if (!s.ok() || m.error_code != 0) return true;
-      for (const auto& k : m.api_keys) {
-        if (k.api_key == codec::kProduce) broker_max_produce_ = k.max_version;
-        if (k.api_key == codec::kFetch) broker_max_fetch_ = k.max_version;
-      }
-      bool bridge = ctx_.config->policy.kip951_bridge && ctx_.fencing != nullptr;
-      if (cap_api_versions(m, bridge) > 0) {
-        bridging_.produce = bridge && broker_max_produce_ == 9;
-        bridging_.fetch = bridge && broker_max_fetch_ == 15;
-        if (ctx_.metrics) ctx_.metrics->api_versions_capped();
-        encode_response_frame(h, m, used_version, out, codec::Bytes{});
-        changed = true;
-      }
-      return true;
-    }
-    default:
-      break;
-  }
-  // Responses that carry broker addresses: decode, learn, rewrite, amend.
-  enum class Done { kOk, kFailed, kNotAddressed };
-  Done done = codec::with_api(key, Done::kNotAddressed, [&](auto api) {
-    using M = typename decltype(api)::Response;
-    if constexpr (codec::kCarriesAddresses<M>)
-      return rewrite_response<M>(e, h, body, body_len, out, tail, changed) ? Done::kOk
-                                                                             : Done::kFailed;
-    else
-      return Done::kNotAddressed;
-  });
-  if (done != Done::kNotAddressed) return done == Done::kOk;
-  if (ctx_.fencing) {
-    std::string error;
-    if (!ctx_.fencing->on_other_response(e, node_id_, h, body, body_len, out, changed, error)) {
-      host_.frame_error(CloseReason::kMalformedResponse, error + " from " + upstream_name_);
-      return false;
-    }
-  }
-  return true;
-}
-
-bool ResponsePath::splice_metadata_brokers(const codec::MetadataResponse& m, int16_t version,
-                                           const codec::ResponseHeader& h, const uint8_t* body,
-                                           size_t body_len, std::vector<uint8_t>& out,
-                                           BrokerTail& tail) {
-  size_t begin = 0, end = 0;
-  if (!codec::metadata_brokers_span(body, body_len, version, &begin, &end).ok()) return false;
-  // The header and ThrottleTimeMs as the broker sent them (the client asked
-  // for the version the broker answered, so the header version is the same).
-  const uint8_t* frame = body - h.size;
-  out.clear();
-  out.resize(4);
-  out.insert(out.end(), frame, body + begin);
-  codec::encode_metadata_brokers(m.brokers, version, out);
-  tail.data = body + end;
-  tail.len = body_len - end;
-  write_be32(out.data(), static_cast<uint32_t>(out.size() - 4 + tail.len));
-  return true;
-}
-
-template <typename M>
-bool ResponsePath::rewrite_response(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
-                                    size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail,
-                                    bool& changed) {
-  M m;
-  codec::Bytes trailing;
-  codec::Status s =
-      codec::decode_body_allow_trailing(body, body_len, e.upstream_version, m, trailing);
-  if (!s.ok()) {
-    host_.frame_error(metrics::close_reason(s.code),
-                std::string(M::kName) + " from " + upstream_name_ + ": " + s.message());
-    return false;
-  }
-  constexpr bool kHinted = codec::kCarriesHints<M>;
-  // Learn first (upstream addresses), then rewrite what the broker sent, then
-  // let the policy add what it adds (epochgate addresses only).
-  if (ctx_.fencing) {
-    if constexpr (std::is_same_v<M, codec::MetadataResponse>) {
-      ctx_.fencing->learn_metadata(m, e.upstream_version);
-    } else if constexpr (kHinted) {
-      ctx_.fencing->learn_response(&m, e.upstream_version, node_id_);
-    }
-  }
-  RewriteResult r = rewrite_addresses(m, e.api_version, *ctx_.endpoints);
-  if (r.failed) {
-    host_.frame_error(CloseReason::kEndpointUnmapped, "no listener for a broker node id in a response");
-    return false;
-  }
-  if (r.rewritten > 0 && ctx_.metrics) {
-    ctx_.metrics->addresses_rewritten(e.api_key, r.rewritten);
-    // A broker's own KIP-951 hint, now pointing at epochgate.
-    if constexpr (kHinted)
-      for (int i = 0; i < r.rewritten; ++i) ctx_.metrics->hint("rewritten");
-  }
-  bool touched = e.upstream_version != e.api_version || r.rewritten > 0;
-  if constexpr (kHinted) {
-    if (ctx_.fencing) touched |= ctx_.fencing->amend_response(e, &m, e.api_version, node_id_);
-  }
-  if (touched) {
-    changed = true;
-    if constexpr (std::is_same_v<M, codec::MetadataResponse>) {
-      // Only the Brokers array changed: the topics and partitions after it
-      // go out as the broker's own bytes.
-      if (e.upstream_version == e.api_version &&
-          splice_metadata_brokers(m, e.api_version, h, body, body_len, out, tail))
-        return true;
-    }
-    encode_response_frame(h, m, e.api_version, out, trailing);
-  }
-  return true;
 }
 
 }  // namespace epochgate::proxy

@@ -64,17 +64,33 @@ class ResponsePath {
  private:
   /// Delivers the broker's raw answer to a SASL token; false to close.
   bool deliver_raw_sasl_token(const uint8_t* frame, size_t size);
-  /// Decodes, learns from and rewrites a response that needs it. Returns false
-  /// when the session closed; sets `out` (and `tail`) and `changed` when the
-  /// bytes changed.
+  /// What the pipeline made of a response's bytes.
+  enum class Made : uint8_t {
+    kUnchanged,  ///< the broker's bytes go to the client as they came
+    kChanged,    ///< `out` (then `tail`) replace them
+    /// A Produce with reroutes: kept decoded in its RerouteState (its bytes
+    /// in the entry's `response`) until the leaders' answers merge into it.
+    kKept,
+  };
+  /// Parses the header and runs the response through the one pipeline
+  /// (proxy/session/response_pipeline.cc), ApiVersions through its cap.
+  /// Returns false when the session closed; sets `made` (and `out`, `tail`).
   bool transform_response(InFlightRequest& e, const uint8_t* frame, size_t size,
-                          std::vector<uint8_t>& out, BrokerTail& tail, bool& changed);
-  /// Responses that carry broker addresses: decode, learn, rewrite, let the
-  /// policy amend (merge, backfill hints), re-encode only if something changed.
+                          std::vector<uint8_t>& out, BrokerTail& tail, Made& made);
+  /// ApiVersions: caps what the broker offers to what epochgate decodes and
+  /// decides the KIP-951 bridge from the broker's Produce and Fetch range.
+  bool cap_api_versions_response(InFlightRequest& e, const codec::ResponseHeader& h,
+                                 const uint8_t* body, size_t body_len, std::vector<uint8_t>& out,
+                                 Made& made);
+  /// The pipeline of a response of type M (addressed, learned or decided):
+  /// decode, learn, rewrite addresses, merge and backfill (the policy's
+  /// amend_response), then keep it decoded for its reroutes (a Produce
+  /// with reroutes, RerouteState::response) or encode it if something
+  /// changed. False when the session closed (a malformed response, an
+  /// unmapped node).
   template <typename M>
-  bool rewrite_response(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
-                        size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail,
-                        bool& changed);
+  bool run_pipeline(InFlightRequest& e, codec::ResponseHeader& h, const uint8_t* body,
+                    size_t body_len, std::vector<uint8_t>& out, BrokerTail& tail, Made& made);
   /// A MetadataResponse whose only change is its broker addresses, at the
   /// version the broker answered: `out` gets the frame up to the end of a
   /// re-encoded Brokers array and `tail` the broker's bytes after it (every
@@ -88,6 +104,10 @@ class ResponsePath {
   /// frame is `frame_with_prefix`, then `tail` when it has one.
   void deliver(InFlightRequest& e, const uint8_t* frame_with_prefix, size_t len,
                BrokerTail tail = {});
+  /// The broker's part of a request with reroutes, kept in `e.response`
+  /// and decoded in its RerouteState: moment 2 of rerouting
+  /// (Rerouter::after_broker_answer), then the response once every part is in.
+  void deliver_rerouted(InFlightRequest& e);
 
   WorkerContext& ctx_;
   int32_t node_id_;

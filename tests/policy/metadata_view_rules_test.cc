@@ -278,7 +278,7 @@ TEST(MetadataViewRules, EpochsNeverGoBackwardsUnderRandomLearnSequences) {
         pr.error_code = rng() % 2 ? codec::kErrNotLeaderOrFollower : codec::kErrFencedLeaderEpoch;
         if (rng() % 2)
           pr.current_leader = codec::ProduceResponse::LeaderIdAndEpoch{leader, epoch, {}};
-        view.learn_from_produce_response(resp, 10, static_cast<int32_t>(rng() % 3), now);
+        view.learn_from(resp, 10, static_cast<int32_t>(rng() % 3), now);
       }
       auto snap = view.snapshot();
       const TopicEntry* t = snap->find_topic("topic");
@@ -322,7 +322,7 @@ TEST(MetadataViewRules, ProduceResponseErrorsAndHints) {
   b.current_leader = codec::ProduceResponse::LeaderIdAndEpoch{1, 8, {}};
   resp.node_endpoints = std::vector<codec::ProduceResponse::NodeEndpoint>{
       {1, "broker-1.upstream", 9092, std::nullopt, {}}, {7, "broker-7.upstream", 9092, "r", {}}};
-  LearnReport rep = view.learn_from_produce_response(resp, 10, 1, 2000);
+  LearnReport rep = view.learn_from(resp, 10, 1, 2000);
   EXPECT_EQ(rep.hints_learned, 1u);
   EXPECT_EQ(rep.marked_suspect, 1u);
   EXPECT_EQ(rep.new_nodes, (std::vector<int32_t>{7}));
@@ -340,11 +340,11 @@ TEST(MetadataViewRules, SuccessFromANonLeaderAsksForARefresh) {
   auto& t = resp.responses.emplace_back();
   t.name = "orders";
   t.partition_responses.emplace_back().index = 0;  // error 0 from broker 2; view says leader 1
-  LearnReport rep = view.learn_from_produce_response(resp, 9, 2, 2000);
+  LearnReport rep = view.learn_from(resp, 9, 2, 2000);
   EXPECT_EQ(rep.urgent_refresh.size(), 1u);
   EXPECT_FALSE(rep.published);
   // From the leader itself: nothing to do, no lock, no snapshot.
-  rep = view.learn_from_produce_response(resp, 9, 1, 2000);
+  rep = view.learn_from(resp, 9, 1, 2000);
   EXPECT_TRUE(rep.urgent_refresh.empty());
   EXPECT_FALSE(rep.published);
 }
@@ -359,7 +359,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   fp.partition_index = 2;
   fp.error_code = codec::kErrFencedLeaderEpoch;
   fp.current_leader = codec::FetchResponse::LeaderIdAndEpoch{1, 10, {}};
-  LearnReport rep = view.learn_from_fetch_response(fr, 16, 3, 2000);
+  LearnReport rep = view.learn_from(fr, 16, 3, 2000);
   EXPECT_EQ(rep.hints_learned, 1u);
   EXPECT_EQ(view.snapshot()->find_partition("orders", 2)->leader_id, 1);
 
@@ -371,7 +371,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   sp.error_code = codec::kErrNotLeaderOrFollower;
   sp.current_leader = {4, 4, {}};
   sr.node_endpoints.push_back({4, "broker-4.upstream", 9093, std::nullopt, {}});
-  rep = view.learn_from_share_fetch_response(sr, 1, 2, 2100);
+  rep = view.learn_from(sr, 1, 2, 2100);
   EXPECT_EQ(rep.hints_learned, 1u);
   EXPECT_EQ(view.snapshot()->find_partition("payments", 0)->leader_id, 4);
   EXPECT_EQ(view.snapshot()->find_node(4)->port, 9093);
@@ -383,7 +383,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   ap.partition_index = 0;
   ap.error_code = codec::kErrNotLeaderOrFollower;
   ap.current_leader = {-1, -1, {}};
-  rep = view.learn_from_share_acknowledge_response(ar, 1, 4, 2200);
+  rep = view.learn_from(ar, 1, 4, 2200);
   EXPECT_TRUE(view.snapshot()->find_partition("payments", 0)->doubted)
       << "the leader the view names refused without a hint";
 
@@ -391,7 +391,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   auto& lt = lr.topics.emplace_back();
   lt.name = "orders";
   lt.partitions.emplace_back().error_code = codec::kErrUnknownLeaderEpoch;
-  rep = view.learn_from_list_offsets_response(lr, 4, 1, 2300);
+  rep = view.learn_from(lr, 4, 1, 2300);
   EXPECT_EQ(rep.urgent_refresh.size(), 1u);
   EXPECT_FALSE(view.snapshot()->find_partition("orders", 0)->suspect())
       << "UNKNOWN_LEADER_EPOCH: the broker is behind, the view is not wrong";
@@ -400,7 +400,7 @@ TEST(MetadataViewRules, FetchAndShareResponsesTeachHintsAndNodes) {
   auto& ot = orr.topics.emplace_back();
   ot.topic = "orders";
   ot.partitions.emplace_back().error_code = codec::kErrFencedLeaderEpoch;
-  rep = view.learn_from_offset_for_leader_epoch_response(orr, 3, 1, 2400);
+  rep = view.learn_from(orr, 3, 1, 2400);
   EXPECT_EQ(rep.urgent_refresh.size(), 1u);
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "codec/header.h"
 #include "codec/message_io.h"
 #include "codec/messages/all.h"
 #include "config/config.h"
@@ -88,14 +89,18 @@ struct Rig {
     fencing.set_config(c);
     learn_two_leaders(fencing);
   }
-  FencingHooks::RequestPlan plan(const std::vector<uint8_t>& frame, int32_t node) {
+  FencingHooks::RequestPlan plan(std::vector<uint8_t> frame, int32_t node) {
+    // As the session's request path reads it: the header once, then the plan.
+    RequestFrame f;
+    f.data = frame.data() + 4;
+    f.size = frame.size() - 4;
+    EXPECT_TRUE(codec::parse_request_header(f.data, f.size, f.header).ok());
+    f.header_parsed = true;
+    f.decided = true;
+    f.upstream_version = f.header.api_version;
     FencingHooks::RequestInput in;
     in.node_id = node;
-    in.api_key = codec::kProduce;
-    in.api_version = 9;
-    in.correlation_id = 42;
-    in.frame = frame.data() + 4;
-    in.size = frame.size() - 4;
+    in.frame = &f;
     in.budget = &budget;
     return fencing.plan_request(in);
   }

@@ -16,7 +16,6 @@
 namespace epochgate::proxy {
 namespace {
 
-using policy::testing::encode_body;
 using policy::testing::list_offsets_request;
 using policy::testing::orders;
 using policy::testing::Req;
@@ -57,22 +56,18 @@ class PolicyFencingLearn : public ::testing::Test {
     fencing_.set_config(std::make_shared<const config::Config>());
   }
 
-  /// Feeds one upstream response of `api_key` at `version`, answered by `node`.
+  /// Feeds one upstream response of `api_key` at `version`, answered by
+  /// `node`, through the policy's steps of the response pipeline (learn,
+  /// then amend), as the session's response path does.
   template <class Resp>
-  void answer(int16_t api_key, int16_t version, const Resp& resp, int32_t node) {
+  void answer(int16_t api_key, int16_t version, Resp resp, int32_t node) {
     InFlightEntry e;
     e.api_key = api_key;
     e.api_version = version;
     e.upstream_version = version;
-    std::vector<uint8_t> body = encode_body(resp, version);
-    codec::ResponseHeader h;
-    std::vector<uint8_t> out;
-    bool changed = true;
-    std::string error;
-    ASSERT_TRUE(fencing_.on_other_response(e, node, h, body.data(), body.size(), out, changed,
-                                           error))
-        << error;
-    EXPECT_FALSE(changed) << "learning never changes the bytes";
+    fencing_.learn_response(&resp, version, node);
+    EXPECT_FALSE(fencing_.amend_response(e, &resp, version, node))
+        << "learning never changes the response";
   }
 
   bool suspect() { return view_.snapshot()->find_partition("orders", 0)->suspect(); }

@@ -26,15 +26,9 @@ class HoldingHooks final : public FencingHooks {
     if (!in.after_hold && (holds_ < 0 || calls <= holds_)) p.action = RequestPlan::Action::kHold;
     return p;
   }
-  void learn_metadata(const codec::MetadataResponse&, int16_t) override {}
-  void learn_response(codec::HintedResponse, int16_t, int32_t) override {}
-  bool amend_response(InFlightEntry&, codec::HintedResponse, int16_t, int32_t) override {
+  void learn_response(PolicyResponse, int16_t, int32_t) override {}
+  bool amend_response(InFlightEntry&, PolicyResponse, int16_t, int32_t) override {
     return false;
-  }
-  bool on_other_response(InFlightEntry&, int32_t, codec::ResponseHeader&, const uint8_t*, size_t,
-                         std::vector<uint8_t>&, bool& changed, std::string&) override {
-    changed = false;
-    return true;
   }
   int calls = 0;
   bool saw_after_hold = false;
