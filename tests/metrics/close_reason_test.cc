@@ -34,7 +34,9 @@ TEST(CloseReason, CodecFailuresCloseWithTheCodecsName) {
 TEST(CloseReason, OnlyFrameErrorsAreSeededInTheFrameErrorFamily) {
   for (std::size_t i = 0; i < kCloseReasonCount; ++i) {
     const auto r = static_cast<CloseReason>(i);
-    if (frame_error_seeded(r)) EXPECT_TRUE(is_frame_error(r)) << close_reason_name(r);
+    if (frame_error_seeded(r)) {
+      EXPECT_TRUE(is_frame_error(r)) << close_reason_name(r);
+    }
   }
   EXPECT_TRUE(is_frame_error(CloseReason::kMaxConnections));
   EXPECT_FALSE(is_frame_error(CloseReason::kIdleTimeout));

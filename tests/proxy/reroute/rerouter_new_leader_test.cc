@@ -31,6 +31,9 @@ TEST(RerouterNewLeader, RefusedForwardedWriteGoesToTheLeaderTheViewNames) {
   h.correlation_id = 11;
   r->entry.response.clear();
   codec::encode_frame(r->entry.response, h, broker, r->plan->version);
+  // As the response pipeline leaves it: decoded in the RerouteState.
+  r->entry.reroute->response = broker;
+  r->entry.reroute->response_header = h;
   rig.rerouter->after_broker_answer(r->entry);
   EXPECT_FALSE(finish_rerouted(r->entry)) << "the leader's part is still out";
   FakeBrokerClient* leader = rig.brokers.node(2);

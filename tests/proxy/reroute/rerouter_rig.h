@@ -55,15 +55,8 @@ class LeaderTable final : public FencingHooks {
     return true;
   }
   RequestPlan plan_request(const RequestInput&) override { return {}; }
-  void learn_metadata(const codec::MetadataResponse&, int16_t) override {}
-  void learn_response(codec::HintedResponse, int16_t, int32_t) override {}
-  bool amend_response(InFlightEntry&, codec::HintedResponse, int16_t, int32_t) override {
-    return false;
-  }
-  bool on_other_response(InFlightEntry&, int32_t, codec::ResponseHeader&, const uint8_t*, size_t,
-                         std::vector<uint8_t>&, bool&, std::string&) override {
-    return false;
-  }
+  void learn_response(PolicyResponse, int16_t, int32_t) override {}
+  bool amend_response(InFlightEntry&, PolicyResponse, int16_t, int32_t) override { return false; }
 
  private:
   std::map<std::pair<std::string, int32_t>, std::pair<int32_t, int32_t>> leaders_;
@@ -175,7 +168,7 @@ class RerouterRig {
   /// A ProduceResponse frame (size prefix, header) answering every write of
   /// `plan`: rerouted ones NOT_LEADER_OR_FOLLOWER (epochgate's own answer),
   /// forwarded ones `forwarded_error`.
-  static std::vector<uint8_t> answer_frame(const ReroutePlan& plan, int16_t forwarded_error) {
+  static codec::ProduceResponse answer_of(const ReroutePlan& plan, int16_t forwarded_error) {
     codec::ProduceResponse m;
     auto& topic = m.responses.emplace_back();
     topic.name = "t";
@@ -188,10 +181,21 @@ class RerouterRig {
           s.target >= 0 ? static_cast<int16_t>(codec::kErrNotLeaderOrFollower) : forwarded_error;
       part.base_offset = s.target >= 0 ? -1 : 7;
     }
+    return m;
+  }
+
+  static codec::ResponseHeader answer_header(const ReroutePlan& plan) {
     codec::ResponseHeader h;
     h.correlation_id = 11;
+    h.header_version = codec::response_header_version(0, plan.version);
+    return h;
+  }
+
+  /// A ProduceResponse frame (size prefix, header) answering every write of
+  /// `plan` as answer_of() does.
+  static std::vector<uint8_t> answer_frame(const ReroutePlan& plan, int16_t forwarded_error) {
     std::vector<uint8_t> out;
-    codec::encode_frame(out, h, m, plan.version);
+    codec::encode_frame(out, answer_header(plan), answer_of(plan, forwarded_error), plan.version);
     return out;
   }
 
@@ -209,8 +213,12 @@ class RerouterRig {
     for (const Write& w : writes) forwarded = forwarded || w.leader < 0;
     if (forwarded)
       r->upstream_part = r->entry.add_part(RequestPart::Source::kUpstream);
-    else
+    else {
+      // Every write answered locally: the plan carries the decoded answer
+      // (as PolicyFencing makes it) and the entry its encoding.
       r->entry.response = answer_frame(*r->plan, 0);
+      r->plan->local_answer = answer_of(*r->plan, 0);
+    }
     r->entry.add_part(RequestPart::Source::kLocal);
     Request* raw = r.get();
     r->sink->flush = [raw] { ++raw->flushes; };
@@ -228,6 +236,12 @@ class RerouterRig {
   void broker_answers(Request& r, int16_t error) {
     r.entry.answer_part(static_cast<size_t>(r.upstream_part));
     r.entry.response = answer_frame(*r.plan, error);
+    // The response pipeline leaves a rerouted Produce's answer decoded in
+    // its RerouteState.
+    if (r.entry.reroute) {
+      r.entry.reroute->response = answer_of(*r.plan, error);
+      r.entry.reroute->response_header = answer_header(*r.plan);
+    }
     rerouter->after_broker_answer(r.entry);
     finish_rerouted(r.entry);
   }
