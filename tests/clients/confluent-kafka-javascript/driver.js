@@ -85,9 +85,8 @@ async function produceAll(a, p, n, { prefix = '', size = a.recordSize, partition
 // A KafkaConsumer reading until `stop()` or the deadline; `setup` assigns or subscribes.
 async function read(a, conf, setup, { stop, onMessage = null, eof = null } = {}) {
   const c = new rdk.KafkaConsumer({
-    ...base(a), 'group.id': `assign-${a.topic}`, 'enable.auto.commit': false,
-    'auto.offset.reset': 'earliest', ...conf,
-  }, {});
+    ...base(a), 'group.id': `assign-${a.topic}`, 'enable.auto.commit': false, ...conf,
+  }, { 'auto.offset.reset': 'earliest' }); // a topic setting here: the global one is not used
   const got = [];
   let failure = null;
   c.on('data', (m) => { got.push(m); if (onMessage) onMessage(m); });
