@@ -334,7 +334,7 @@ def op_consume_move(a):
 
 
 if __name__ == "__main__":
-    cli.run(CLIENT, ck.version()[0], {
+    cli.run(CLIENT, ck.version(), {  # the package version (libversion() is librdkafka's)
         "metadata": op_metadata, "produce": op_produce, "produce-idempotent": op_produce_idempotent,
         "transactions": op_transactions, "consume-assign": op_consume_assign,
         "consume-group": op_consume_group, "offsets": op_offsets, "large-record": op_large_record,
