@@ -10,7 +10,7 @@ const CLIENT = 'kafkajs';
 const mods = cli.modules(CLIENT);
 const kafkajs = require(path.join(mods, 'kafkajs'));
 const VERSION = require(path.join(mods, 'kafkajs', 'package.json')).version;
-const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = kafkajs;
+const { Kafka, CompressionTypes, CompressionCodecs, Partitioners, logLevel } = kafkajs;
 
 // KafkaJS ships gzip only; the others are codec packages registered here.
 CompressionCodecs[CompressionTypes.Snappy] = require(path.join(mods, 'kafkajs-snappy'));
@@ -27,6 +27,9 @@ const UNSUPPORTED = {
   'consume-assign': `KafkaJS ${VERSION} has no manual partition assignment (its consumer always joins a group)`,
   'share-consume': `KafkaJS ${VERSION} has no share consumer (KIP-932)`,
 };
+
+// KafkaJS 2's default partitioner, named so it does not warn on every producer.
+const producerOf = (k, opts) => k.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false, ...opts });
 
 function kafka(a) {
   return new Kafka({
@@ -130,7 +133,7 @@ async function opMetadata(a) {
 }
 
 async function produceOp(a, producerOpts = {}) {
-  const p = kafka(a).producer({ allowAutoTopicCreation: false, ...producerOpts });
+  const p = producerOf(kafka(a), { ...producerOpts });
   await p.connect();
   try {
     const { acked, error } = await produceAll(a, p, a.records);
@@ -148,7 +151,7 @@ async function opProduceIdempotent(a) {
 
 async function opTransactions(a) {
   const k = kafka(a);
-  const p = k.producer({ transactionalId: a.transactionalId, idempotent: true, maxInFlightRequests: 1 });
+  const p = producerOf(k, { transactionalId: a.transactionalId, idempotent: true, maxInFlightRequests: 1 });
   await p.connect();
   try {
     a.acks = 'all';
@@ -213,7 +216,7 @@ async function opOffsets(a) {
 async function opLargeRecord(a) {
   const size = Math.max(a.recordSize, 1024 * 1024);
   const k = kafka(a);
-  const p = k.producer({ allowAutoTopicCreation: false });
+  const p = producerOf(k, {});
   await p.connect();
   let r;
   try {
@@ -232,7 +235,7 @@ async function opLargeRecord(a) {
 async function opManyPartitions(a) {
   const k = kafka(a);
   const count = await withAdmin(a, async (ad) => (await ad.fetchTopicMetadata({ topics: [a.topic] })).topics[0].partitions.length);
-  const p = k.producer({ allowAutoTopicCreation: false });
+  const p = producerOf(k, {});
   await p.connect();
   let r;
   try {
@@ -265,7 +268,7 @@ async function opAdmin(a) {
 async function opProduceMove(a) {
   const log = new cli.MoveLog(a);
   a.acks = 'all';
-  const p = kafka(a).producer({ allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
+  const p = producerOf(kafka(a), { idempotent: true, maxInFlightRequests: 1 });
   await p.connect();
   try {
     const { acked, error } = await produceAll(a, p, a.records, {
