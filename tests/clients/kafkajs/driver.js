@@ -42,7 +42,7 @@ function kafka(a) {
   });
 }
 
-async function produceAll(a, producer, n, { prefix = '', size = a.recordSize, partitionOf = null, onAck = null, send = null } = {}) {
+async function produceAll(a, producer, n, { prefix = '', size = a.recordSize, partitionOf = null, onAck = null, send = null, sequential = false } = {}) {
   const pacer = new cli.Pacer(a.rate);
   const sender = send || ((msgs) => producer.send({
     topic: a.topic, messages: msgs, acks: ACKS[a.acks], compression: COMPRESSION[a.compression],
@@ -66,8 +66,12 @@ async function produceAll(a, producer, n, { prefix = '', size = a.recordSize, pa
       metas.push(...md);
       if (onAck) onAck(md[0], first);
     }, (e) => { error = error || `${e.name}: ${e.message}`; }));
-    // Paced sends run concurrently; unpaced batches one after another.
-    if (batch > 1) await pending[pending.length - 1];
+    // Unpaced batches go one after another. Paced sends run concurrently,
+    // except with idempotence: KafkaJS numbers a partition's records when
+    // send() is called, and concurrent sends retried across a leader move
+    // reached the broker out of order (OUT_OF_ORDER_SEQUENCE_NUMBER, straight
+    // at the cluster as through epochgate), so those wait for each ack.
+    if (batch > 1 || sequential) await pending[pending.length - 1];
   }
   await cli.bounded(a, Promise.all(pending), 'produce');
   return { acked, error, metas };
@@ -272,7 +276,7 @@ async function opProduceMove(a) {
   await p.connect();
   try {
     const { acked, error } = await produceAll(a, p, a.records, {
-      onAck: (md, i) => log.event(md.partition, Number(md.baseOffset), i),
+      onAck: (md, i) => log.event(md.partition, Number(md.baseOffset), i), sequential: true,
     });
     if (error || acked !== a.records) throw new cli.Failed(`${acked} of ${a.records} acknowledged: ${error}`);
     return { records: acked, max_gap_ms: Math.round(log.maxGapMs * 10) / 10 };
