@@ -14,6 +14,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev node-llhttp
   kcat python3-kafka python3-confluent-kafka python3-prometheus-client python3-yaml
   curl procps golang-go
+  # tools/clients/fetch-python.sh: the client matrix's Python libraries
+  # from PyPI, one venv each.
+  python3-venv
   openssl  # the TLS unit tests: certificates (tools/tls/make-certs.sh), s_server/s_client peers
   # Compiler cache outside the clone: a second build of the same sources (a
   # fresh clone, the sanitizer and fuzz builds) reuses the objects.
