@@ -192,6 +192,10 @@ void ProxyMetrics::epoch_injected(uint64_t n) {
   impl_->epochs_injected.Increment(static_cast<double>(n));
 }
 
+void ProxyMetrics::injected_epoch_answered(uint64_t n) {
+  impl_->injected_epoch_answers.Increment(static_cast<double>(n));
+}
+
 void ProxyMetrics::metadata_refresh(std::string_view trigger) {
   interned_counter(impl_->refresh_triggers, impl_->refresh_children, impl_->refreshes, "trigger",
                    trigger)

@@ -115,6 +115,10 @@ class ProxyMetrics {
   void hint(std::string_view source);
   /// epochgate_epochs_injected_total
   void epoch_injected(uint64_t n = 1);
+  /// epochgate_injected_epoch_answers_total: `n` partitions answered
+  /// NOT_LEADER_OR_FOLLOWER in place of the broker's epoch error for an
+  /// epoch epochgate injected.
+  void injected_epoch_answered(uint64_t n);
   /// epochgate_metadata_refreshes_total{trigger="periodic|urgent|no_epoch|startup"}
   void metadata_refresh(std::string_view trigger);
   /// epochgate_metadata_refresh_errors_total{reason}: one refresh round in

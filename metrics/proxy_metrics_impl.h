@@ -139,6 +139,8 @@ struct ProxyMetrics::Impl {
         fenced(register_family<FamilyId::fenced_partitions_total>(*registry)),
         hints(register_family<FamilyId::hints_total>(*registry)),
         epochs_injected(register_family<FamilyId::epochs_injected_total>(*registry).Add({})),
+        injected_epoch_answers(
+            register_family<FamilyId::injected_epoch_answers_total>(*registry).Add({})),
         refreshes(register_family<FamilyId::metadata_refreshes_total>(*registry)),
         view_partitions(register_family<FamilyId::view_partitions>(*registry).Add({})),
         topics_forgotten(register_family<FamilyId::view_topics_forgotten_total>(*registry).Add({})),
@@ -256,6 +258,7 @@ struct ProxyMetrics::Impl {
   Family<Counter>& fenced;
   Family<Counter>& hints;
   Counter& epochs_injected;
+  Counter& injected_epoch_answers;
   Family<Counter>& refreshes;
   Gauge& view_partitions;
   Counter& topics_forgotten;

@@ -2,14 +2,18 @@
 // went to the broker at a lower leader epoch than the view's (the view
 // doubted or disputed its own epoch, or observe mode let them through), so
 // that the broker serving them without error can tell the view its epoch is
-// wrong (MetadataView::learn_served). Must never keep views into the request
-// frame, or name a partition that was answered locally.
+// wrong (MetadataView::learn_served); and which ones carry an epoch
+// epochgate wrote in for a client that sent -1, so that the broker's epoch
+// errors for those are answered as the client would have been answered
+// without the epoch. Must never keep views into the request frame, or name
+// a partition that was answered locally.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "codec/kafka_errors.h"
 #include "codec/messages/api_traits.h"
 #include "policy/decision.h"
 #include "policy/metadata_view.h"
@@ -20,10 +24,14 @@ namespace epochgate::proxy {
 /// The in-flight entry's context for such a request.
 struct ServedProbe : EntryContext {
   std::vector<policy::MetadataView::Served> partitions;
+  /// Partitions whose CurrentLeaderEpoch epochgate injected (the client sent
+  /// -1), with the epoch written in.
+  std::vector<policy::MetadataView::Served> injected;
 };
 
 /// A probe for the partitions of `req` (decided as `d`) that go upstream at
-/// an epoch below the view's, or null when there are none.
+/// an epoch below the view's or with an injected epoch, or null when there
+/// are none.
 template <typename Req>
 std::unique_ptr<ServedProbe> make_served_probe(const Req& req, int16_t version,
                                                const policy::RequestDecision& d) {
@@ -34,10 +42,12 @@ std::unique_ptr<ServedProbe> make_served_probe(const Req& req, int16_t version,
     std::unique_ptr<ServedProbe> probe;
     const auto& topics = Q::topics(req);
     for (const auto& p : d.partitions) {
-      const bool forwarded = !p.answered_locally() && !p.injected() &&
-                             p.verdict != policy::Verdict::kHold;
-      if (!forwarded || p.request_epoch < 0 || p.view_epoch <= p.request_epoch) continue;
       if (p.topic_index >= topics.size()) continue;
+      const bool injected = p.injected();
+      const bool forwarded =
+          !p.answered_locally() && !injected && p.verdict != policy::Verdict::kHold;
+      const bool below_view = forwarded && p.request_epoch >= 0 && p.view_epoch > p.request_epoch;
+      if (!below_view && !injected) continue;
       const auto& t = topics[p.topic_index];
       policy::MetadataView::Served s;
       if (Q::by_id(version))
@@ -45,9 +55,9 @@ std::unique_ptr<ServedProbe> make_served_probe(const Req& req, int16_t version,
       else
         s.topic.name = std::string(Q::name(t));
       s.partition = p.partition;
-      s.epoch = p.request_epoch;
+      s.epoch = injected ? p.view_epoch : p.request_epoch;
       if (!probe) probe = std::make_unique<ServedProbe>();
-      probe->partitions.push_back(std::move(s));
+      (injected ? probe->injected : probe->partitions).push_back(std::move(s));
     }
     return probe;
   }
@@ -75,6 +85,37 @@ std::vector<policy::MetadataView::Served> served_by(const ServedProbe& probe, co
     }
   }
   return out;
+}
+
+/// Answers the broker's epoch errors for the partitions of `probe.injected`
+/// in `m` as the broker would have answered the client's own request, which
+/// carried no epoch: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH become
+/// NOT_LEADER_OR_FOLLOWER (a broker that does not lead the partition at the
+/// client's epoch -1 says that). Clients from before KIP-320 know only that
+/// error and refresh their metadata on it; some end a read on any other
+/// (kafka-go's Reader). Returns the partitions changed.
+template <typename Resp>
+uint32_t answer_injected_as_sent(const ServedProbe& probe, Resp& m, int16_t version) {
+  using Q = codec::PartitionShape<Resp>;
+  uint32_t changed = 0;
+  if constexpr (Q::kPresent) {
+    if (probe.injected.empty()) return 0;
+    for (auto& t : Q::topics(m)) {
+      for (auto& p : Q::partitions(t)) {
+        const int16_t err = Q::error_code(p);
+        if (err != codec::kErrFencedLeaderEpoch && err != codec::kErrUnknownLeaderEpoch) continue;
+        for (const auto& s : probe.injected) {
+          const bool same_topic =
+              Q::by_id(version) ? s.topic.id == Q::id(t) : s.topic.name == Q::name(t);
+          if (!same_topic || s.partition != Q::partition(p)) continue;
+          Q::set_error_code(p, codec::kErrNotLeaderOrFollower);
+          ++changed;
+          break;
+        }
+      }
+    }
+  }
+  return changed;
 }
 
 }  // namespace epochgate::proxy

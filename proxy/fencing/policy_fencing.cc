@@ -313,6 +313,25 @@ void PolicyFencing::learn_response(PolicyResponse m, int16_t version, int32_t no
 }
 
 template <typename Resp>
+uint32_t PolicyFencing::answer_injected(const InFlightEntry& e, Resp& m) {
+  using Req = policy::RequestOf<Resp>;
+  const auto* probe = dynamic_cast<const ServedProbe*>(e.context.get());
+  std::unique_ptr<ServedProbe> of_split;
+  if (probe == nullptr) {
+    // A split request keeps its decision: the injected partitions of its
+    // forwarded half are named there.
+    const auto* split = dynamic_cast<const SplitContext<Req, Resp>*>(e.context.get());
+    if (split == nullptr) return 0;
+    of_split = make_served_probe(split->request, split->version, split->decision);
+    probe = of_split.get();
+  }
+  if (probe == nullptr) return 0;
+  const uint32_t n = answer_injected_as_sent(*probe, m, e.upstream_version);
+  if (n > 0 && metrics_) metrics_->injected_epoch_answered(n);
+  return n;
+}
+
+template <typename Resp>
 void PolicyFencing::learn_served(const InFlightEntry& e, const Resp& m, int32_t node_id) {
   const auto* probe = dynamic_cast<const ServedProbe*>(e.context.get());
   if (probe == nullptr) return;
@@ -334,6 +353,9 @@ bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int
                                 std::move(split->local));
     touched = true;
   }
+  // Before the backfill, so the answer the client gets carries the hint its
+  // own NOT_LEADER_OR_FOLLOWER would have.
+  if (answer_injected(e, m) > 0) touched = true;
   if constexpr (codec::kCarriesHints<Resp>) {
     if (!policy::version_carries_hints(Resp::kApiKey, client_version)) return touched;
     Settings s = settings();

@@ -62,6 +62,11 @@ class PolicyFencing : public FencingHooks {
   /// A broker served partitions the request carried below the view's epoch.
   template <typename Resp>
   void learn_served(const InFlightEntry& e, const Resp& m, int32_t node_id);
+  /// The broker's epoch errors for partitions whose epoch epochgate injected
+  /// in `e`'s request, answered in `m` as for the client's own -1
+  /// (answer_injected_as_sent). Returns the partitions changed.
+  template <typename Resp>
+  uint32_t answer_injected(const InFlightEntry& e, Resp& m);
   /// Counts and logs the decision's fences; `topic_of(topic_index)` names
   /// a request topic (called only for a fence).
   void count_decision(const policy::RequestDecision& d, const RequestInput& in,

@@ -17,6 +17,11 @@ sent straight at the cluster as the control:
   the broker's hint rewritten; enforce: a stale_epoch fence from the real
   epochs).
 - Metadata v12: same leaders and epochs both ways, only epochgate's ports.
+- a sessionless Fetch v10 without an epoch (-1, as clients from before
+  KIP-320 send) to the old leader, after a move epochgate has not learned
+  yet: epochgate writes its view's (previous) epoch in, and the real broker
+  answers FENCED_LEADER_EPOCH; the client, which sent no epoch, must get
+  NOT_LEADER_OR_FOLLOWER, as straight at the cluster.
 Every response frame received through epochgate is searched for any upstream
 broker's host:port encoding; the direct frames must contain them (control).
 
@@ -82,9 +87,9 @@ class Gate(sl.GateClient):
         return out
 
 
-def _setup(h, mode):
+def _setup(h, mode, name=None):
     c = rk.cluster(h)
-    topic = rk.create_topic(c, "wire-" + mode, partitions=3)
+    topic = rk.create_topic(c, "wire-" + (name or mode), partitions=3)
     # Epoch 1, so that "the previous epoch" is 0 and not -1 (no epoch).
     c.ctl("move %s 0 2" % topic)
     gate = sl.start_gate(h, None, upstream=c.bootstrap,
@@ -165,6 +170,31 @@ def test_observe_mode_rewrites_real_broker_hints(h):
 def test_enforce_mode_answers_with_real_epochs(h):
     before, after = _check_mode(h, "enforce")
     assert sl.delta(after, before, sl.FENCED, reason="stale_epoch") >= 1, sl.fences_text(after)
+
+
+def test_injected_epoch_one_move_behind_answers_as_without_epoch(h):
+    c, topic, gate, g, d, md_gate, md_direct = _setup(h, "enforce", name="injected")
+    old, epoch = _partition0(md_direct, topic)
+    new = 1 + old % 3
+    before = sl.scrape(gate)
+    # The move reaches the brokers straight from the Admin client: nothing
+    # tells epochgate's view (its periodic refresh is minutes away).
+    c.ctl("move %s 0 %d" % (topic, new))
+    moved = sw.parse_metadata_response_v12(d.exchange(sw.metadata_request_v12(20, [topic]), new))
+    assert _partition0(moved, topic) == (new, epoch + 1), moved
+    v = sl.view_partition(gate, topic, 0)
+    assert (v["leader"], v["epoch"]) == (old, epoch), ("the view learned the move already", v)
+
+    fd = sw.parse_fetch_response(d.exchange(sw.fetch_request(21, topic, [(0, -1, 0)], version=10), old), 10)
+    fg = sw.parse_fetch_response(g.exchange(sw.fetch_request(22, topic, [(0, -1, 0)], version=10), old), 10)
+    dp, gp = fd["partitions"][(topic, 0)], fg["partitions"][(topic, 0)]
+    after = sl.scrape(gate)
+    h.note("Fetch v10 without epoch to the old leader %d: direct error %d, epochgate error %d" % (
+        old, dp["error"], gp["error"]))
+    assert dp["error"] == NOT_LEADER, fd
+    assert gp["error"] == NOT_LEADER, fg
+    assert sl.delta(after, before, "epochgate_epochs_injected_total") == 1, after
+    assert sl.delta(after, before, "epochgate_injected_epoch_answers_total") == 1, after
 
 
 for _f in list(globals().values()):
