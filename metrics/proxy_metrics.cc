@@ -97,11 +97,15 @@ T& child(std::atomic<T*>& cell, Family<T>& family, MakeLabels&& make_labels) {
   return *p;
 }
 
+// The same for a latency histogram. The labels are made only on first use:
+// this runs for every response, and building a Labels map (a node, two
+// strings) each time cost more than the observation itself.
+template <typename MakeLabels>
 Histogram& histogram_child(std::atomic<Histogram*>& cell, Family<Histogram>& family,
-                           const prometheus::Labels& labels) {
+                           MakeLabels&& make_labels) {
   Histogram* p = cell.load(std::memory_order_acquire);
   if (p == nullptr) {
-    p = &family.Add(labels, latency_buckets());
+    p = &family.Add(make_labels(), latency_buckets());
     cell.store(p, std::memory_order_release);
   }
   return *p;
@@ -339,7 +343,7 @@ struct ProxyMetrics::Impl {
       const prometheus::Labels labels{{"api", api_label(api)}};
       child(request_children[slot], requests, [&] { return labels; });
       child(response_children[slot], responses, [&] { return labels; });
-      histogram_child(latency_children[slot], upstream_latency, labels);
+      histogram_child(latency_children[slot], upstream_latency, [&] { return labels; });
     }
     for (int16_t api : kRewritingApis) {
       child(rewritten_children[api_slot(api)], addresses_rewritten_family, [&] {
@@ -605,9 +609,9 @@ void ProxyMetrics::upstream_overdue(int16_t api_key) {
 
 void ProxyMetrics::upstream_latency(int16_t api_key, double seconds) {
   const int slot = api_slot(api_key);
-  histogram_child(impl_->latency_children[slot], impl_->upstream_latency,
-                  {{"api", api_label(api_key)}})
-      .Observe(seconds);
+  histogram_child(impl_->latency_children[slot], impl_->upstream_latency, [&] {
+    return prometheus::Labels{{"api", api_label(api_key)}};
+  }).Observe(seconds);
 }
 
 void ProxyMetrics::proxy_latency(double seconds) {
