@@ -82,6 +82,44 @@ policy::LearnReport learn_into(policy::MetadataView& v,
   return v.learn_from_offset_for_leader_epoch_response(m, version, node, now);
 }
 
+// The decision of one request, reused by the thread's next request: its
+// vectors keep their capacity, so deciding costs no allocation for them
+// (callgrind: two to three allocations and frees per Produce before). A
+// nested decision on the same thread (none today) gets a fresh one. Capacity
+// beyond kKeptDecisionEntries is given back after use, so one huge request
+// does not pin its memory for the life of the worker.
+class DecisionLease {
+ public:
+  DecisionLease() : d_(busy() ? fresh_ : reused()), leased_(!busy()) {
+    if (leased_) busy() = true;
+  }
+  ~DecisionLease() {
+    if (!leased_) return;
+    if (d_.partitions.capacity() > kKeptDecisionEntries ||
+        d_.topic_start.capacity() > kKeptDecisionEntries ||
+        d_.urgent_refresh.capacity() > kKeptDecisionEntries)
+      d_ = policy::RequestDecision{};
+    busy() = false;
+  }
+  DecisionLease(const DecisionLease&) = delete;
+  DecisionLease& operator=(const DecisionLease&) = delete;
+  policy::RequestDecision& get() { return d_; }
+
+ private:
+  static constexpr size_t kKeptDecisionEntries = 1024;
+  static policy::RequestDecision& reused() {
+    thread_local policy::RequestDecision d;
+    return d;
+  }
+  static bool& busy() {
+    thread_local bool b = false;
+    return b;
+  }
+  policy::RequestDecision fresh_;
+  policy::RequestDecision& d_;
+  bool leased_;
+};
+
 }  // namespace
 
 PolicyFencing::PolicyFencing(policy::MetadataView& view, const policy::EndpointResolver& endpoints,
@@ -212,7 +250,8 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in, const code
     if (may_hold && policy::all_topics_reroute(req, in.api_version, s.compiled->modes, *snap))
       may_hold = false;
   policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(), may_hold};
-  policy::RequestDecision d;
+  DecisionLease lease;
+  policy::RequestDecision& d = lease.get();
   policy::decide(req, in.api_version, ctx, d);
   refresh(d.urgent_refresh);
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
