@@ -2,7 +2,8 @@
 # bench/run.sh: the one command behind bench/RESULTS.md and bench/latency.png
 # (throughput, and the leader-move benchmark). Installs HAProxy and
 # gnuplot from Debian when missing, builds epochgate and the bench programs in
-# Release, runs epochgate-bench (about 8 minutes on 2 cores, up to 13 on a
+# Release, runs epochgate-bench (about 16 minutes on 2 cores, the record-size
+# sweep half of it (--sweep-rounds 1 halves that), up to 22 on a
 # loaded machine; --scale adds 4-5), draws the plot
 # and copies the results into bench/. Never part of the test suite.
 #
