@@ -2,7 +2,8 @@
 # bench/run.sh: the one command behind bench/RESULTS.md and bench/latency.png
 # (throughput, and the leader-move benchmark). Installs HAProxy and
 # gnuplot from Debian when missing, builds epochgate and the bench programs in
-# Release, runs epochgate-bench (about 8 minutes on 2 cores, up to 13 on a
+# Release, runs epochgate-bench (about 16 minutes on 2 cores, the record-size
+# sweep half of it (--sweep-rounds 1 halves that), up to 22 on a
 # loaded machine; --scale adds 4-5), draws the plot
 # and copies the results into bench/. Never part of the test suite.
 #
@@ -99,7 +100,14 @@ if [[ $PROFILE_ONLY -eq 0 ]]; then
     # The soak section comes from a separate hour-long run (tools/soak), not
     # from this one: carried over from the file being replaced.
     soak_section=$(awk '/^## /{keep = /^## Soak/} keep' "$SRC/bench/RESULTS.md" 2>/dev/null || true)
+    # So is the TLS section when this run has no --tls (it is replaced below
+    # when it has): a regeneration without --tls used to drop it.
+    tls_section=""
+    if [[ $TLS -eq 0 ]]; then
+      tls_section=$(awk '/^## /{keep = /^## TLS/} keep' "$SRC/bench/RESULTS.md" 2>/dev/null || true)
+    fi
     cp "$OUT/RESULTS.md" "$SRC/bench/RESULTS.md"
+    if [[ -n "$tls_section" ]]; then printf '\n%s\n' "$tls_section" >> "$SRC/bench/RESULTS.md"; fi
     if [[ -n "$soak_section" ]]; then printf '\n%s\n' "$soak_section" >> "$SRC/bench/RESULTS.md"; fi
     cp "$OUT/latency.png" "$SRC/bench/latency.png"
     echo "run.sh: wrote bench/RESULTS.md and bench/latency.png" >&2
@@ -174,4 +182,17 @@ if [[ $TLS -eq 1 ]]; then
   [[ $QUICK -eq 1 ]] && TLS_ARGS+=(--messages 20000 --rounds 1 --idle 200)
   /usr/bin/python3 "$SRC/bench/tls_bench.py" "${TLS_ARGS[@]}"
   echo "run.sh: TLS table in $OUT/TLS.md" >&2
+  if [[ $QUICK -eq 0 && $PROFILE_ONLY -eq 0 ]]; then
+    # Into RESULTS.md before the soak section (kept last), as its own section.
+    /usr/bin/python3 - "$SRC/bench/RESULTS.md" "$OUT/TLS.md" "$CMDLINE" <<'PY'
+import sys
+path, tls, cmd = sys.argv[1], open(sys.argv[2]).read().strip(), sys.argv[3]
+text = open(path).read()
+section = "## TLS on both sides\n\nFrom `" + cmd + "` (bench/tls_bench.py, same build):\n\n" + tls + "\n"
+at = text.find("\n## Soak")
+text = text + "\n" + section if at < 0 else text[:at + 1] + section + "\n" + text[at + 1:]
+open(path, "w").write(text)
+PY
+    echo "run.sh: TLS section added to bench/RESULTS.md" >&2
+  fi
 fi

@@ -115,6 +115,7 @@ struct BenchResults {
   double soak_minutes = 0;
   std::vector<SoakSample> soak;
   std::string soak_error;
+  std::string sweep_section;   ///< markdown from the record-size sweep (size_sweep.h), or ""
   std::string scale_sections;  ///< markdown from the scale scenarios (scale.h), or ""
   double scale_seconds = 0;
   double wall_seconds = 0;

@@ -4,7 +4,9 @@
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,92 @@ long long steady_ns() {
 
 namespace {
 
+// The number after `"key":` at or after `from` in librdkafka's statistics
+// JSON (any spaces around the colon); `*end` (may be null) is where it ends.
+bool number_after(const std::string& json, const std::string& key, size_t from, double* value,
+                  size_t* end) {
+  const std::string quoted = "\"" + key + "\"";
+  for (size_t at = json.find(quoted, from); at != std::string::npos;
+       at = json.find(quoted, at + 1)) {
+    size_t i = at + quoted.size();
+    while (i < json.size() && json[i] == ' ') ++i;
+    if (i >= json.size() || json[i] != ':') continue;
+    ++i;
+    while (i < json.size() && json[i] == ' ') ++i;
+    char* stop = nullptr;
+    *value = std::strtod(json.c_str() + i, &stop);
+    if (stop == json.c_str() + i) continue;
+    if (end) *end = static_cast<size_t>(stop - json.c_str());
+    return true;
+  }
+  return false;
+}
+
+// Sum of every `"key": N` in the JSON: one per broker for broker counters.
+double sum_of(const std::string& json, const std::string& key) {
+  double total = 0, v = 0;
+  for (size_t from = 0, end = 0; number_after(json, key, from, &v, &end); from = end) total += v;
+  return total;
+}
+
+// Sums of the "sum" and "cnt" of every rolling-average object `name` (the
+// topics' "batchsize", "batchcnt"): each statistics emission covers the
+// window since the previous one, so adding every emission adds up the run.
+void add_window(const std::string& json, const std::string& name, double* sum, double* cnt) {
+  const std::string quoted = "\"" + name + "\"";
+  for (size_t at = json.find(quoted); at != std::string::npos; at = json.find(quoted, at + 1)) {
+    const size_t close = json.find('}', at);
+    double v = 0;
+    size_t end = 0;
+    if (number_after(json, "sum", at, &v, &end) && end < close) *sum += v;
+    if (number_after(json, "cnt", at, &v, &end) && end < close) *cnt += v;
+  }
+}
+
+// Request counts and bytes of one statistics emission, summed over brokers.
+// Only the "brokers" object: the partitions under "topics" have counters of
+// the same names (their record bytes), which would count everything twice.
+void totals(const std::string& json, const char* api, bool received, WireShape* out) {
+  const size_t begin = json.find("\"brokers\"");
+  const size_t end = json.find("\"topics\"");
+  const std::string brokers =
+      begin == std::string::npos ? std::string() : json.substr(begin, end == std::string::npos
+                                                                          ? std::string::npos
+                                                                          : end - begin);
+  out->requests = static_cast<long long>(sum_of(brokers, api));
+  out->bytes = sum_of(brokers, received ? "rxbytes" : "txbytes");
+}
+
+struct ShapeState {
+  bool measuring = false;
+  std::string last_json;  ///< the latest emission (cumulative counters)
+  WireShape base;         ///< counters when measuring began
+  double batches = 0, batch_bytes = 0, batch_records = 0, unused = 0;
+  long long emissions = 0;
+};
+
+void record_stats(ShapeState& sh, const char* json, size_t len) {
+  sh.last_json.assign(json, len);
+  ++sh.emissions;
+  if (sh.measuring) {
+    add_window(sh.last_json, "batchsize", &sh.batch_bytes, &sh.batches);
+    add_window(sh.last_json, "batchcnt", &sh.batch_records, &sh.unused);
+  }
+}
+
+// Serves events until a statistics emission newer than now has arrived (at
+// most 2 s): counters read after it cover everything sent before this call.
+void await_emission(rd_kafka_t* rk, const ShapeState& sh) {
+  const long long seen = sh.emissions;
+  const long long deadline = steady_ns() + 2000000000LL;
+  while (sh.emissions <= seen && steady_ns() < deadline) rd_kafka_poll(rk, 50);
+}
+
+int on_consumer_stats(rd_kafka_t*, char* json, size_t len, void* opaque) {
+  record_stats(*static_cast<ShapeState*>(opaque), json, len);
+  return 0;  // librdkafka frees the JSON
+}
+
 struct ProduceState {
   const ProduceSpec* spec = nullptr;
   bool measuring = false;
@@ -27,7 +115,25 @@ struct ProduceState {
   long long last_done_ns = 0;
   LatencySamples* latency = nullptr;
   std::string first_error;
+  ShapeState shape;
 };
+
+int on_stats(rd_kafka_t*, char* json, size_t len, void* opaque) {
+  record_stats(static_cast<ProduceState*>(opaque)->shape, json, len);
+  return 0;  // librdkafka frees the JSON
+}
+
+// The shape of the measured phase: counters now minus when it began.
+WireShape measured_shape(const ShapeState& sh, const char* api, bool received) {
+  WireShape now;
+  totals(sh.last_json, api, received, &now);
+  now.requests -= sh.base.requests;
+  now.bytes -= sh.base.bytes;
+  now.batches = static_cast<long long>(sh.batches);
+  now.batch_bytes = sh.batch_bytes;
+  now.batch_records = sh.batch_records;
+  return now;
+}
 
 void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   auto* st = static_cast<ProduceState*>(opaque);
@@ -83,11 +189,18 @@ ProduceResult run_produce(const ProduceSpec& spec) {
       !set(conf, "log_level", "3", &err) ||
       !set(conf, "message.timeout.ms", "60000", &err) ||
       (spec.retry_backoff_ms > 0 &&
-       !set(conf, "retry.backoff.ms", std::to_string(spec.retry_backoff_ms), &err))) {
+       !set(conf, "retry.backoff.ms", std::to_string(spec.retry_backoff_ms), &err)) ||
+      (spec.window_kbytes > 0 &&
+       !set(conf, "queue.buffering.max.kbytes", std::to_string(spec.window_kbytes), &err)) ||
+      (spec.batch_bytes > 0 && !set(conf, "batch.size", std::to_string(spec.batch_bytes), &err)) ||
+      (spec.max_message_bytes > 0 &&
+       !set(conf, "message.max.bytes", std::to_string(spec.max_message_bytes), &err)) ||
+      (spec.wire_shape && !set(conf, "statistics.interval.ms", "200", &err))) {
     rd_kafka_conf_destroy(conf);
     return result;
   }
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  if (spec.wire_shape) rd_kafka_conf_set_stats_cb(conf, on_stats);
   rd_kafka_conf_set_opaque(conf, &st);
   char errstr[256];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
@@ -127,6 +240,12 @@ ProduceResult run_produce(const ProduceSpec& spec) {
   if (err.empty() && st.warm_outstanding != 0) err = "warm-up messages not delivered in 30 s";
 
   if (err.empty()) {
+    if (spec.wire_shape) {
+      // Counters from here on: the latest emission after the warm-up.
+      await_emission(rk, st.shape);
+      totals(st.shape.last_json, "Produce", false, &st.shape.base);
+      st.shape.measuring = true;
+    }
     const long long start = steady_ns();
     const long long end = start + static_cast<long long>(spec.seconds * 1e9);
     const double interval_ns = spec.rate > 0 ? 1e9 / spec.rate : 0;
@@ -159,6 +278,10 @@ ProduceResult run_produce(const ProduceSpec& spec) {
       rd_kafka_poll(rk, 5);
       if (spec.on_tick) spec.on_tick(static_cast<double>(steady_ns() - start) / 1e9);
     }
+    if (spec.wire_shape) {
+      await_emission(rk, st.shape);  // one more emission covering the tail
+      result.shape = measured_shape(st.shape, "Produce", false);
+    }
     result.delivered = st.delivered;
     result.failed = st.failed;
     result.seconds = static_cast<double>(st.last_done_ns - start) / 1e9;
@@ -185,10 +308,17 @@ ConsumeResult run_consume(const ConsumeSpec& spec, const std::atomic<bool>* stop
       !set(conf, "enable.partition.eof", "false", &err) ||
       !set(conf, "fetch.wait.max.ms", std::to_string(spec.fetch_wait_max_ms), &err) ||
       !set(conf, "socket.nagle.disable", "true", &err) ||
-      !set(conf, "log_level", "3", &err)) {
+      !set(conf, "log_level", "3", &err) ||
+      (spec.wire_shape && !set(conf, "statistics.interval.ms", "200", &err))) {
     rd_kafka_conf_destroy(conf);
     if (ready) *ready = true;
     return result;
+  }
+  ShapeState shape;
+  shape.measuring = true;
+  if (spec.wire_shape) {
+    rd_kafka_conf_set_stats_cb(conf, on_consumer_stats);
+    rd_kafka_conf_set_opaque(conf, &shape);
   }
   char errstr[256];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
@@ -228,6 +358,7 @@ ConsumeResult run_consume(const ConsumeSpec& spec, const std::atomic<bool>* stop
         seen = 0;
         ++result.passes;
       }
+      if (spec.wire_shape) rd_kafka_poll(rk, 0);  // statistics arrive on the main queue
       rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 50);
       if (m == nullptr) continue;
       const long long now = steady_ns();
@@ -252,6 +383,10 @@ ConsumeResult run_consume(const ConsumeSpec& spec, const std::atomic<bool>* stop
       rd_kafka_message_destroy(m);
     }
     result.seconds = static_cast<double>(last_ns - first_ns) / 1e9;
+    if (spec.wire_shape) {
+      await_emission(rk, shape);
+      result.shape = measured_shape(shape, "Fetch", true);
+    }
     if (spec.max_messages > 0 && seen < spec.max_messages && err.empty())
       err = "only " + std::to_string(seen) + " of " + std::to_string(spec.max_messages) +
             " messages before the timeout";

@@ -13,6 +13,22 @@
 
 namespace epochgate::bench {
 
+/// The shape of the requests a client sent, from librdkafka's statistics
+/// (statistics.interval.ms): what a proxy in the path sees per frame.
+struct WireShape {
+  long long requests = 0;    ///< Produce (or Fetch) requests sent in the measured phase
+  double bytes = 0;          ///< bytes sent (producer) or received (consumer) on broker sockets
+  long long batches = 0;     ///< producer: record batches (one per partition per request)
+  double batch_bytes = 0;    ///< producer: bytes of those batches
+  double batch_records = 0;  ///< producer: records in those batches
+  /// Bytes per request (producer: request frames; consumer: response frames).
+  double bytes_per_request() const { return requests > 0 ? bytes / requests : 0; }
+  double batches_per_request() const {
+    return requests > 0 ? static_cast<double>(batches) / requests : 0;
+  }
+  double records_per_batch() const { return batches > 0 ? batch_records / batches : 0; }
+};
+
 /// One delivery report as the producer saw it.
 struct DeliveryEvent {
   int32_t partition = -1;
@@ -37,6 +53,10 @@ struct ProduceSpec {
   int window_messages = 20000;  ///< queue.buffering.max.messages
   bool embed_send_time = false; ///< first 8 payload bytes = send time (for consumers)
   int warmup_messages = 200;    ///< produced and flushed before measuring
+  int window_kbytes = 0;        ///< queue.buffering.max.kbytes; 0 = librdkafka's default
+  int batch_bytes = 0;          ///< batch.size; 0 = librdkafka's default (1,000,000)
+  int max_message_bytes = 0;    ///< message.max.bytes; 0 = librdkafka's default (1,000,000)
+  bool wire_shape = false;      ///< collect ProduceResult::shape (statistics every 200 ms)
   /// Called for every delivery report of the measured phase (poll thread).
   std::function<void(const DeliveryEvent&)> on_delivery;
   /// Called from the produce loop about every millisecond with seconds since
@@ -56,6 +76,7 @@ struct ProduceResult {
     return msgs_per_sec() * message_bytes / (1024.0 * 1024.0);
   }
   LatencySamples latency;  ///< produce() to delivery report, µs
+  WireShape shape;         ///< with ProduceSpec::wire_shape
 };
 
 ProduceResult run_produce(const ProduceSpec& spec);
@@ -74,6 +95,7 @@ struct ConsumeSpec {
   double timeout_seconds = 10;
   int fetch_wait_max_ms = 100;
   bool measure_end_to_end = false;  ///< payload carries the send time
+  bool wire_shape = false;          ///< collect ConsumeResult::shape (Fetch requests, rx bytes)
 };
 
 /// Result of a consume run.
@@ -87,6 +109,7 @@ struct ConsumeResult {
   double msgs_per_sec() const { return seconds > 0 ? messages / seconds : 0; }
   double mib_per_sec() const { return seconds > 0 ? bytes / seconds / (1024.0 * 1024.0) : 0; }
   LatencySamples end_to_end;  ///< send time to receipt, µs
+  WireShape shape;            ///< with ConsumeSpec::wire_shape (whole run, all passes)
 };
 
 /// Consumes until max_messages, timeout, or `*stop` turns true (may be null).

@@ -36,6 +36,7 @@
 #include "leader_move.h"
 #include "proxy_process.h"
 #include "scale.h"
+#include "size_sweep.h"
 #include "wire_client.h"
 
 namespace epochgate::bench {
@@ -65,6 +66,14 @@ struct Options {
   /// YAML appended to every epochgate configuration the bench writes (a
   /// before/after of one setting, e.g. "limits:\n  stream_fetch_min_bytes: 0\n").
   std::string epochgate_yaml;
+  /// Command words put before the enforcing epochgate's argv (e.g.
+  /// /usr/bin/valgrind --tool=callgrind ...; the first is a path, not looked
+  /// up on PATH): the profile of a program that cannot be attached to.
+  std::vector<std::string> epochgate_wrapper;
+  int profile_record_bytes = 0;  ///< --profile-workload produce*: the sweep's shape at this size
+  bool profile_small_frames = false;  ///< ... its small-frame shape (linger.ms 0, 1 MiB in flight)
+  int sweep_rounds = 2;          ///< the record-size sweep (size_sweep.h); capped by --rounds
+  std::vector<int> sweep_sizes;  ///< empty: the sweep's default sizes
 };
 
 void usage() {
@@ -77,7 +86,10 @@ void usage() {
                "         [--scale [--scale-topics N] [--scale-partitions N]\n"
                "          [--scale-idle-connections N] [--scale-sidecars N]\n"
                "          [--scale-window S]]\n"
-               "         [--only produce,consume,latency,pingpong,idle,leader,micro,soak]\n"
+               "         [--only produce,consume,sweep,latency,pingpong,idle,leader,micro,soak]\n"
+               "         [--epochgate-wrapper 'valgrind --tool=callgrind ...'] [--profile-record-bytes N]\n"
+               "         [--profile-small-frames]\n"
+               "         [--sweep-rounds N] [--sweep-sizes 100,1024,16384,1048576]\n"
                "         [--profile-cmd 'perf record ... -p {pid}' [--profile-seconds S]\n"
                "          [--profile-workload produce|produce-all|consume]]\n"
                "         [--command TEXT] [--source-rev TEXT] [--epochgate-yaml TEXT]\n");
@@ -106,6 +118,17 @@ bool parse(int argc, char** argv, Options* o) {
     else if (a == "--profile-seconds") o->profile_seconds = std::atof(next().c_str());
     else if (a == "--profile-workload") o->profile_workload = next();
     else if (a == "--scale") o->scale = true;
+    else if (a == "--epochgate-wrapper") {
+      std::stringstream words(next());
+      for (std::string w; words >> w;) o->epochgate_wrapper.push_back(w);
+    } else if (a == "--profile-record-bytes") o->profile_record_bytes = std::atoi(next().c_str());
+    else if (a == "--profile-small-frames") o->profile_small_frames = true;
+    else if (a == "--sweep-rounds") o->sweep_rounds = std::atoi(next().c_str());
+    else if (a == "--sweep-sizes") {
+      std::stringstream list(next());
+      for (std::string item; std::getline(list, item, ',');)
+        o->sweep_sizes.push_back(std::atoi(item.c_str()));
+    }
     else if (a == "--scale-topics") o->scale_ctx.topics = std::atoi(next().c_str());
     else if (a == "--scale-partitions") o->scale_ctx.partitions = std::atoi(next().c_str());
     else if (a == "--scale-idle-connections")
@@ -186,7 +209,13 @@ bool start_epochgate(const Options& o, const std::string& bootstrap, const std::
                                    "--admin",             "127.0.0.1:0", "--config",
                                    cfg,                   "--log-level", "warn",
                                    "--ready-file",        "-"};
-  if (!proc.start(argv, o.out + "/" + name + ".log", "epochgate ready", 20000, error)) return false;
+  int ready_ms = 20000;
+  if (!o.epochgate_wrapper.empty() && mode == "enforce") {
+    argv.insert(argv.begin(), o.epochgate_wrapper.begin(), o.epochgate_wrapper.end());
+    ready_ms = 180000;  // valgrind starts slowly
+  }
+  if (!proc.start(argv, o.out + "/" + name + ".log", "epochgate ready", ready_ms, error))
+    return false;
   *out_bootstrap = proc.ready_field("bootstrap");
   if (out_bootstrap->empty()) {
     *error = "epochgate ready line without bootstrap=: " + proc.ready_line();
@@ -719,13 +748,24 @@ int run_profile(const Options& o, Rig& rig) {
     if (!cr.ok) err = cr.error;
   } else {
     ProduceSpec ps;
-    ps.bootstrap = rig.bootstrap[c];
+    if (o.profile_record_bytes > 0) {
+      ps = sweep_produce_spec(SweepOptions{}, rig.bootstrap[c], "t", o.profile_record_bytes,
+                              o.profile_small_frames);
+    } else {
+      ps.bootstrap = rig.bootstrap[c];
+      ps.wire_shape = true;
+    }
     ps.seconds = o.profile_seconds;
     if (o.profile_workload == "produce-all") ps.acks = "all";
     ProduceResult pr = run_produce(ps);
     bytes = static_cast<double>(pr.delivered) * ps.message_bytes;
     seconds = pr.seconds;
     err = pr.error;
+    std::printf("shape: %lld Produce requests, %.0f request bytes (%.0f per request), %.1f "
+                "partitions per request, %.1f records per batch, %lld records of %d B\n",
+                pr.shape.requests, pr.shape.bytes, pr.shape.bytes_per_request(),
+                pr.shape.batches_per_request(), pr.shape.records_per_batch(), pr.delivered,
+                ps.message_bytes);
   }
   const double cpu1 = cpu_seconds_of(rig.pid[c]);
   kill(profiler.pid(), SIGINT);
@@ -794,6 +834,7 @@ int main(int argc, char** argv) {
   Rig rig;
   std::string error;
   const bool needs_rig = !o.profile_cmd.empty() || want("produce") || want("consume") ||
+                         want("sweep") ||
                          want("latency") || want("pingpong") || want("idle") ||
                          (o.soak_minutes > 0 && want("soak"));
   if (needs_rig && !start_rig(o, rig, &error)) {
@@ -815,6 +856,18 @@ int main(int argc, char** argv) {
     run_produce_scenario(o, rig, r, "all");
   }
   if (want("consume")) run_consume_scenario(o, rig, r);
+  if (want("sweep")) {
+    SweepOptions so;
+    so.rounds = std::max(1, std::min(o.sweep_rounds, o.rounds));
+    so.seconds = o.seconds;
+    if (!o.sweep_sizes.empty()) so.sizes = o.sweep_sizes;
+    so.log = [](const std::string& line) { log_line("%s", line.c_str()); };
+    // (c) is left out: the sweep's question is epochgate with fencing on.
+    std::vector<SweepTarget> targets;
+    for (int c : {kDirect, kHaproxy, kEpochgateEnforce, kSpliceRelay, kCopyRelay})
+      targets.push_back({c, rig.bootstrap[c], rig.pid[c], rig.cluster[c].get()});
+    r.sweep_section = run_size_sweep(so, targets);
+  }
   if (want("latency")) run_latency_scenario(o, rig, r);
   if (want("idle")) run_idle_scenario(o, rig, r, r.idle_after_load);
   if (want("leader")) run_leader_scenario(o, r);

@@ -336,6 +336,7 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
     }
     md << "\n";
   }
+  md << r.sweep_section;
 
   // ---- ping-pong ----
   if (!r.ping_api_versions[kDirect].rtt.empty()) {

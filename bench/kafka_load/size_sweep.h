@@ -1,0 +1,50 @@
+// bench/kafka_load: the record-size sweep. Produce (acks=1 and acks=all) and
+// Fetch at several record sizes through direct, HAProxy, epochgate enforcing
+// (fencing on), the splice relay and the copy relay, alternating inside one
+// run; CPU per GB and throughput as ratios, plus the shape of the frames each
+// workload produced (bytes per request, partitions per request, records per
+// batch) from the client's own statistics, so a figure can be read against
+// another harness's. A benchmark: asserts nothing.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "client_load.h"
+
+namespace epochgate::bench {
+
+class EmbeddedCluster;
+
+/// One configuration of the rig the sweep drives.
+struct SweepTarget {
+  int config = -1;                     ///< ConfigId (bench_results.h)
+  std::string bootstrap;               ///< what clients of this configuration bootstrap from
+  pid_t pid = -1;                      ///< the proxy process (its CPU is measured); -1: direct
+  EmbeddedCluster* cluster = nullptr;  ///< its own cluster (topics created, Fetch data preloaded)
+};
+
+/// How long and at which sizes.
+struct SweepOptions {
+  int rounds = 1;           ///< rounds per workload and size; the order rotates each round
+  double seconds = 3;       ///< measured phase per run
+  std::vector<int> sizes = {100, 1024, 16384, 1048576};  ///< record value bytes
+  int window_kbytes = 32768;  ///< producer bytes in flight (queue.buffering.max.kbytes)
+  std::function<void(const std::string&)> log;  ///< progress lines (may be empty)
+};
+
+/// The producer the sweep runs at `size`-byte records: librdkafka's batching
+/// defaults (linger.ms 5, batch.size 1,000,000) with `options.window_kbytes`
+/// in flight, so every size keeps the same client memory; batch.size and
+/// message.max.bytes grow only where one record would not fit (1 MiB). With
+/// `small_frames`: linger.ms 0 and 1 MiB in flight (small requests).
+ProduceSpec sweep_produce_spec(const SweepOptions& options, const std::string& bootstrap,
+                               const std::string& topic, int size, bool small_frames);
+
+/// Runs the sweep over `targets` and returns its RESULTS.md section (markdown).
+std::string run_size_sweep(const SweepOptions& options, const std::vector<SweepTarget>& targets);
+
+}  // namespace epochgate::bench
