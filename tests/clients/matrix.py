@@ -20,6 +20,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -285,6 +286,13 @@ class Matrix:
         }
 
 
+def _runnable(program):
+    """A path that is executable, or a bare name found on PATH (node)."""
+    if os.sep not in program:
+        return shutil.which(program) is not None
+    return os.access(program, os.X_OK)
+
+
 def missing_clients(reg):
     """{client: why it cannot run} for drivers whose program is not there
     after the fetch scripts ran."""
@@ -293,7 +301,7 @@ def missing_clients(reg):
     for c in reg["clients"]:
         if c.get("fetch") in failed:
             missing[c["name"]] = "fetch failed: %s" % failed[c["fetch"]].strip().splitlines()[-1:]
-        elif not os.access(c["argv"][0], os.X_OK):
+        elif not _runnable(c["argv"][0]):
             missing[c["name"]] = "%s not there (run %s)" % (c["argv"][0], c.get("fetch"))
     return missing
 

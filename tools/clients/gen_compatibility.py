@@ -59,7 +59,10 @@ driven by a small program in `tests/clients/` through the same operations
 (`tests/clients/README.md`). Each operation runs straight at the cluster
 and through epochgate against the same cluster in one run
 (`tests/clients/matrix.py`; ctest `clients.matrix_realkafka`, label
-`realkafka`, and `clients.matrix_mock`, label `clients`).
+`realkafka`, registered with `-DEPOCHGATE_CLIENT_MATRIX_REAL=ON` and not yet
+part of `make test` because some clients' own group joins and move runs
+fail at random on a loaded machine, straight at the cluster as through
+epochgate; and `clients.matrix_mock`, label `clients`, in `make test`).
 
 A cell reads *direct / through epochgate*: **ok**, **FAIL**, **n/a** (the
 client has no such feature; the reason is listed below) or **-** (not run:
@@ -204,9 +207,10 @@ def write(path, results, differences=None):
 
 
 def status_differences(committed, fresh, differences=None):
-    """Cells whose statuses differ between two results of one cluster, but
-    for the known differences (tests/clients/differences.json), which
-    depend on timing."""
+    """Cells epochgate fails now, though the client passes them straight at
+    the cluster, where the committed results had another status, and cells
+    missing from the committed results; but for the known differences
+    (tests/clients/differences.json), which depend on timing."""
     differences = load_differences() if differences is None else differences
     skip = {(d["client"], d["cell"]) for d in differences if d["cluster"] in (fresh["cluster"], "all")}
     old = {(r["client"], r["cell"]): (r["direct"]["status"], r["epochgate"]["status"]) for r in committed["results"]}
@@ -216,7 +220,11 @@ def status_differences(committed, fresh, differences=None):
         new = (r["direct"]["status"], r["epochgate"]["status"])
         if key in skip:
             continue
-        if key in old and old[key] != new:
+        # A regression is epochgate failing a cell it passed when the page
+        # was made, while the client still passes it straight at the
+        # cluster; a client's own failure straight at the cluster varies
+        # from run to run and is not one.
+        if key in old and old[key] != new and new[1] != "ok" and new[0] == "ok":
             out.append("%s %s: committed %s/%s, now %s/%s" % (key + old[key] + new))
         elif key not in old:
             out.append("%s %s: not in the committed results" % key)
