@@ -29,6 +29,13 @@ struct ServedProbe : EntryContext {
   std::vector<policy::MetadataView::Served> injected;
 };
 
+/// True when `c` is a probe that only names injected epochs (nothing to
+/// learn from the broker serving a partition below the view's epoch).
+inline bool only_injected(const EntryContext& c) {
+  const auto* probe = dynamic_cast<const ServedProbe*>(&c);
+  return probe != nullptr && probe->partitions.empty();
+}
+
 /// A probe for the partitions of `req` (decided as `d`) that go upstream at
 /// an epoch below the view's or with an injected epoch, or null when there
 /// are none.

@@ -10,6 +10,7 @@
 #include "metrics/proxy_metrics.h"
 #include "metrics/stream_metrics.h"
 #include "proxy/core/fencing_hooks.h"
+#include "proxy/core/served_probe.h"
 #include "proxy/fencing/address_rewriter.h"
 #include "proxy/net/clock.h"
 
@@ -44,7 +45,12 @@ bool ResponseStream::try_begin(ByteBuffer& in, size_t frame_size) {
   InFlightRequest* e = in_flight_.peek_upstream(corr);
   // Anything that changes more than the tail, or that must wait for other
   // parts or older responses, is read whole (proxy/session/response_path.h).
-  if (e == nullptr || e->api_key != codec::kFetch || e->context || e->reroute ||
+  // A context that only names injected epochs does not: a broker's epoch
+  // error for those comes in a small answer, read whole and rewritten
+  // there; a response large enough to stream carries records, and a
+  // partition errored beside them reaches the client as the broker sent it.
+  if (e == nullptr || e->api_key != codec::kFetch ||
+      (e->context && !only_injected(*e->context)) || e->reroute ||
       e->raw_sasl_token || e->upstream_version != e->api_version || !in_flight_.is_front(*e))
     return false;
   InFlightRequest* matched = nullptr;

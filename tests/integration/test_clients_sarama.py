@@ -24,8 +24,12 @@ def test_sarama_idempotent_produce_keeps_order(h):
 
 
 def test_sarama_lives_through_leader_move(h):
+    # sarama 1.22.1 (Debian) can panic in its async producer when a leader
+    # move makes it retry ("sync: negative WaitGroup counter", the family of
+    # IBM/sarama issues 909 and 1652): seen straight at the mock cluster in a
+    # full suite. Through epochgate the run must still pass in full.
     cl.BothWays(h).roundtrip("sarama", ["--acks", "all", "--idempotent"], ordered=True,
-                             leader_move=True)
+                             leader_move=True, known_direct_crash="negative WaitGroup counter")
 
 
 if __name__ == "__main__":
