@@ -140,7 +140,6 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   void on_closed(Connection& c) override;
 
  private:
-
   void dial();
   // Sidecar credential mode (upstream_sasl.on_behalf_of_clients): epochgate
   // logs in on the upstream connection; client frames wait until it is done.
