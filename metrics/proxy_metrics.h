@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "metrics/close_reason.h"
+#include "metrics/side.h"
 
 namespace prometheus {
 class Counter;
@@ -24,8 +25,6 @@ class StreamMetrics;
 
 /// Which way bytes flow: from clients to brokers, or back.
 enum class Direction { kClientToUpstream, kUpstreamToClient };
-/// Which end of a proxied pair a connection is.
-enum class Side { kClient, kUpstream };
 
 /// What the proxy's workers hold in memory that a client connection made
 /// (counts, not bytes, except `pooled_bytes`). Used as a change to add.

@@ -62,9 +62,6 @@ constexpr int16_t kRewritingApis[] = {0, 1, 3, 10, 60, 78, 79};
 int side_index(Side s) {
   return s == Side::kClient ? 0 : 1;
 }
-const char* side_label(Side s) {
-  return s == Side::kClient ? "client" : "upstream";
-}
 int direction_index(Direction d) {
   return d == Direction::kClientToUpstream ? 0 : 1;
 }

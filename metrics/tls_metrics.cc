@@ -56,8 +56,8 @@ TlsMetrics::TlsMetrics(std::shared_ptr<prometheus::Registry> registry)
     : impl_(std::make_unique<Impl>(*registry)) {}
 TlsMetrics::~TlsMetrics() = default;
 
-void TlsMetrics::handshake(std::string_view side, std::string_view reason, double seconds) {
-  const std::string s(side);
+void TlsMetrics::handshake(Side side, std::string_view reason, double seconds) {
+  const std::string s(side_label(side));
   const bool ok = reason == "ok";
   // Add returns the existing child for known labels (created up front).
   impl_->handshakes.Add({{"side", s}, {"result", ok ? "ok" : "failed"}, {"reason", std::string(reason)}})
@@ -94,8 +94,8 @@ void TlsMetrics::refresh_expiry(int64_t now) {
     for (const auto& [f, t] : files) impl_->expiry.Add({{"file", f}}).Set(double(t - now));
 }
 
-void TlsMetrics::renegotiation_refused(std::string_view side) {
-  impl_->renegotiations.Add({{"side", std::string(side)}}).Increment();
+void TlsMetrics::renegotiation_refused(Side side) {
+  impl_->renegotiations.Add({{"side", side_label(side)}}).Increment();
 }
 
 void TlsMetrics::reload(bool ok) { impl_->reloads.Add({{"result", ok ? "ok" : "refused"}}).Increment(); }

@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "metrics/side.h"
+
 namespace prometheus {
 class Registry;
 }
@@ -28,7 +30,7 @@ class TlsMetrics {
   /// epochgate_tls_handshakes_total{side, result="ok"|"failed", reason}
   /// (reason "ok" for a success) and, for a success,
   /// epochgate_tls_handshake_duration_seconds{side}.
-  void handshake(std::string_view side, std::string_view reason, double seconds);
+  void handshake(Side side, std::string_view reason, double seconds);
   /// epochgate_tls_certificate_expiry_seconds{file}: seconds from `now_unix`
   /// to each file's earliest notAfter (negative once expired). Replaces the
   /// previous set of files of that `owner` ("tls" or "upstream_tls").
@@ -40,7 +42,7 @@ class TlsMetrics {
   void reload(bool ok);
   /// epochgate_tls_renegotiations_refused_total{side}: a TLS 1.2 peer asked
   /// to renegotiate (RFC 5746) and was answered no_renegotiation.
-  void renegotiation_refused(std::string_view side);
+  void renegotiation_refused(Side side);
 
  private:
   struct Impl;

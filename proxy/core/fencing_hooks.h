@@ -18,6 +18,7 @@
 #include "codec/header.h"
 #include "codec/messages/api_traits.h"
 #include "codec/messages/metadata_response.h"
+#include "codec/messages/produce_response.h"
 #include "metrics/close_reason.h"
 #include "proxy/core/in_flight_queue.h"
 #include "proxy/core/request_frame.h"
@@ -112,6 +113,18 @@ class FencingHooks {
   /// `refresh`, asks for an urgent refresh of the topic too.
   virtual bool leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
                          int32_t& leader, int32_t& epoch, bool refresh) {
+    return false;
+  }
+
+  /// KIP-951 hint on a Produce partition `leader` accepted (a reroute's
+  /// answer): when the view agrees `leader` leads the partition (named as in
+  /// leader_of()), sets `p`'s CurrentLeader to it with the view's epoch and
+  /// gives `leader` an entry with epochgate's listener in `endpoints`
+  /// (unless it has one), through policy::HintBuilder. False, nothing
+  /// changed: the view disagrees or epochgate has no listener for `leader`.
+  virtual bool hint_leader(std::string_view topic, const codec::Uuid& id, int32_t partition,
+                           int32_t leader, codec::ProduceResponse::PartitionProduceResponse& p,
+                           std::vector<codec::ProduceResponse::NodeEndpoint>& endpoints) {
     return false;
   }
 };

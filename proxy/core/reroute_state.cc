@@ -37,6 +37,28 @@ bool RerouteState::merge_answers(codec::ProduceResponse& m) const {
   return true;
 }
 
+namespace {
+
+void keep_fields(codec::TaggedFields& fields, std::deque<std::string>& store) {
+  for (codec::TaggedField& f : fields) {
+    if (f.data.is_null || f.data.size == 0) continue;
+    const std::string& copy = store.emplace_back(f.data.view());
+    f.data.data = reinterpret_cast<const uint8_t*>(copy.data());
+  }
+}
+
+}  // namespace
+
+void RerouteState::keep_bytes(PartitionAnswer& p) {
+  keep_fields(p.unknown_tagged_fields, kept_bytes);
+  for (auto& e : p.record_errors) keep_fields(e.unknown_tagged_fields, kept_bytes);
+  if (p.current_leader) keep_fields(p.current_leader->unknown_tagged_fields, kept_bytes);
+}
+
+void RerouteState::keep_bytes(codec::ProduceResponse::NodeEndpoint& n) {
+  keep_fields(n.unknown_tagged_fields, kept_bytes);
+}
+
 RerouteState::~RerouteState() {
   if (owner != nullptr) owner->direct_answered(*this);
 }

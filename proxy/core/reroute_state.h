@@ -10,9 +10,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "codec/header.h"
@@ -54,6 +56,11 @@ struct RerouteState {
   std::vector<std::optional<PartitionAnswer>> answers;
   /// The leaders' NodeEndpoints, already rewritten to epochgate's listeners.
   std::vector<codec::ProduceResponse::NodeEndpoint> endpoints;
+  /// The bytes the views in `answers` and `endpoints` (unknown tagged
+  /// fields) point at: a leader's answer is decoded from its client's read
+  /// buffer, which is reused once the answer's callback returns, long
+  /// before the response is encoded. A deque: its strings never move.
+  std::deque<std::string> kept_bytes;
   int32_t throttle_time_ms = 0;
   policy::Ticket ticket = 0;
   uint64_t started_ns = 0;
@@ -103,6 +110,13 @@ struct RerouteState {
   RerouteState& operator=(const RerouteState&) = delete;
   /// Reports still-open direct writes as answered: their connection closed.
   ~RerouteState();
+
+  /// Copies the bytes of `p`'s unknown tagged fields (its own, its record
+  /// errors' and its CurrentLeader's) into kept_bytes and points `p` at
+  /// the copies, before `p` outlives the buffer it was decoded from.
+  void keep_bytes(PartitionAnswer& p);
+  /// The same for a leader's NodeEndpoints entry.
+  void keep_bytes(codec::ProduceResponse::NodeEndpoint& n);
 
   /// Merge step of the response pipeline for the rerouted partitions:
   /// puts the leaders' answers in place of epochgate's own

@@ -18,6 +18,7 @@
 #include "metrics/reroute_metrics.h"
 #include "policy/answer.h"
 #include "policy/decide.h"
+#include "policy/hint_builder.h"
 #include "policy/reroute_target.h"
 #include "proxy/core/reroute_plan.h"
 #include "proxy/core/served_probe.h"
@@ -284,16 +285,44 @@ FencingHooks::RequestPlan PolicyFencing::plan_request(const RequestInput& in) {
   });
 }
 
+namespace {
+
+// The view's entry of a partition named by topic name (or, without one, id).
+const policy::PartitionEntry* find_partition(const policy::MetadataSnapshot& snap,
+                                             std::string_view topic, const codec::Uuid& id,
+                                             int32_t partition) {
+  const policy::TopicEntry* t = !topic.empty() ? snap.find_topic(topic) : snap.find_topic(id);
+  return t ? t->partition(partition) : nullptr;
+}
+
+}  // namespace
+
 bool PolicyFencing::leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
                               int32_t& leader, int32_t& epoch, bool refresh_topic) {
   auto snap = view_.snapshot();
-  const policy::TopicEntry* t = !topic.empty() ? snap->find_topic(topic) : snap->find_topic(id);
+  const policy::PartitionEntry* p = find_partition(*snap, topic, id, partition);
   if (refresh_topic) refresh({policy::TopicRef{std::string(topic), id}}, "urgent");
-  const policy::PartitionEntry* p = t ? t->partition(partition) : nullptr;
   if (p == nullptr || p->leader_id < 0 || p->leader_epoch < 0) return false;
   leader = p->leader_id;
   epoch = p->leader_epoch;
   return true;
+}
+
+bool PolicyFencing::hint_leader(std::string_view topic, const codec::Uuid& id, int32_t partition,
+                                int32_t leader, codec::ProduceResponse::PartitionProduceResponse& p,
+                                std::vector<codec::ProduceResponse::NodeEndpoint>& endpoints) {
+  auto snap = view_.snapshot();
+  const policy::PartitionEntry* e = find_partition(*snap, topic, id, partition);
+  if (e == nullptr || e->leader_id != leader || e->leader_epoch < 0) return false;
+  // The builder works on a response: `endpoints` stands in for its NodeEndpoints.
+  codec::ProduceResponse carrier;
+  carrier.node_endpoints = std::move(endpoints);
+  policy::HintBuilder<codec::ProduceResponse> hints(*snap, endpoints_);
+  hints.seed(carrier);
+  const bool hinted = hints.hint(p, leader, e->leader_epoch);
+  hints.finish(carrier);
+  endpoints = std::move(*carrier.node_endpoints);
+  return hinted;
 }
 
 void PolicyFencing::learn_metadata(const codec::MetadataResponse& m, int16_t version) {

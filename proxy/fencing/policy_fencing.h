@@ -48,6 +48,9 @@ class PolicyFencing : public FencingHooks {
                       int32_t node_id) override;
   bool leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
                  int32_t& leader, int32_t& epoch, bool refresh) override;
+  bool hint_leader(std::string_view topic, const codec::Uuid& id, int32_t partition,
+                   int32_t leader, codec::ProduceResponse::PartitionProduceResponse& p,
+                   std::vector<codec::ProduceResponse::NodeEndpoint>& endpoints) override;
 
  private:
   struct Settings {

@@ -317,24 +317,8 @@ void Rerouter::tell_new_leader(RerouteState& st, int32_t leader, const RerouteTa
   // also moves the client to the new leader's listener, where its next
   // writes go directly (held by the guard behind what is still rerouted).
   // Clients that read hints only on errors learn at their next Metadata.
-  if (st.plan->version < 10 || ctx_.fencing == nullptr || ctx_.upstreams == nullptr ||
-      ctx_.endpoints == nullptr)
-    return;
-  int32_t view_leader = -1, epoch = -1;
-  if (!ctx_.fencing->leader_of(tp.topic, tp.topic_id, tp.partition, view_leader, epoch, false) ||
-      view_leader != leader || epoch < 0)
-    return;
-  std::optional<config::HostPort> up = ctx_.upstreams->upstream_of(leader);
-  AdvertisedAddress a;
-  if (!up || !ctx_.endpoints->advertise(leader, up->host, up->port, a)) return;
-  part.current_leader = codec::ProduceResponse::LeaderIdAndEpoch{leader, epoch, {}};
-  for (const auto& n : st.endpoints)
-    if (n.node_id == leader) return;
-  codec::ProduceResponse::NodeEndpoint n;
-  n.node_id = leader;
-  n.host = a.host;
-  n.port = a.port;
-  st.endpoints.push_back(std::move(n));
+  if (st.plan->version < 10 || ctx_.fencing == nullptr) return;
+  ctx_.fencing->hint_leader(tp.topic, tp.topic_id, tp.partition, leader, part, st.endpoints);
 }
 
 void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
@@ -372,6 +356,7 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
             else ++second;
           } else {
             if (part.error_code == 0 && !part.current_leader) tell_new_leader(*st, leg.leader, tp, part);
+            st->keep_bytes(part);
             st->answers[t] = std::move(part);
             ++delivered;
           }
@@ -380,7 +365,10 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
       }
     }
     if (!rw.failed && m.node_endpoints)
-      for (auto& n : *m.node_endpoints) st->endpoints.push_back(std::move(n));
+      for (auto& n : *m.node_endpoints) {
+        st->keep_bytes(n);
+        st->endpoints.push_back(std::move(n));
+      }
     if (ctx_.metrics) {
       ctx_.metrics->reroute().delivered(delivered);
       if (delivered > 0)

@@ -45,8 +45,10 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
       flow_(ctx, client_, node_id),
       requests_(ctx, node_id, client_, in_flight_, sasl_, bridging_, *this),
       responses_(ctx, node_id, client_, in_flight_, sasl_, bridging_, upstream_name_, *this) {
-  uv_timer_init(ctx.loop, &connect_timer_);
-  connect_timer_.data = this;
+  for (uv_timer_t* t : {&address_timer_, &hold_timer_, &write_deadline_timer_}) {
+    uv_timer_init(ctx.loop, t);
+    t->data = this;
+  }
   list_.add(this);
   client_.set_budget(ctx.budget, true);
   client_.set_pacer(ctx.pacer);
@@ -57,8 +59,28 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
 
 Session::~Session() = default;
 
+const char* Session::state_name(State s) {
+  switch (s) {
+    case State::kCreated: return "created";
+    case State::kAwaitingAddress: return "awaiting_address";
+    case State::kDialing: return "dialing";
+    case State::kOpen: return "open";
+    case State::kClosing: return "closing";
+  }
+  return "?";
+}
+
+const char* Session::intake_name(Intake i) {
+  switch (i) {
+    case Intake::kFlowing: return "flowing";
+    case Intake::kHeld: return "held";
+    case Intake::kClosingAfterWrite: return "closing_after_write";
+  }
+  return "?";
+}
+
 void Session::start() {
-  client_opened_ = true;
+  if (state_ != State::kCreated) return;
   if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kClient, node_id_);
   // Read the client's first frame while the upstream is dialed: a bad size
   // prefix or a client that leaves is handled at once, whatever the broker
@@ -73,14 +95,16 @@ void Session::start() {
   if (targets_.empty()) {
     // A client kept a node address across an epochgate restart: learn it first.
     ctx_.upstreams->request_refresh("unknown_node");
+    state_ = State::kAwaitingAddress;
     waiting_for_node_since_ns_ = now_ns();
-    uv_timer_start(&connect_timer_, &Session::on_connect_timeout, 100, 0);
+    uv_timer_start(&address_timer_, &Session::on_address_timer, 100, 0);
     return;
   }
   dial();
 }
 
 void Session::close_once_upstream_written(CloseReason reason) {
+  if (!open_for_requests()) return;
   client_.stop_reading();
   upstream_->flush();
   if (upstream_->queued_bytes() == 0) {
@@ -89,21 +113,23 @@ void Session::close_once_upstream_written(CloseReason reason) {
   }
   // Nothing more is read from the client; responses to its earlier requests
   // still flow. Bounded: a broker that stops reading cannot keep it open.
-  close_after_write_ = reason;
+  intake_ = Intake::kClosingAfterWrite;
+  close_after_write_reason_ = reason;
   upstream_->notify_when_written();
-  uv_timer_stop(&connect_timer_);
-  uv_timer_start(
-      &connect_timer_,
-      [](uv_timer_t* t) {
-        auto* s = static_cast<Session*>(t->data);
-        if (s->close_after_write_) s->close(*s->close_after_write_);
-      },
-      ctx_.config->limits.upstream_connect_timeout_ms, 0);
+  uv_timer_stop(&hold_timer_);
+  uv_timer_start(&write_deadline_timer_, &Session::on_write_deadline_timer,
+                 ctx_.config->limits.upstream_connect_timeout_ms, 0);
+}
+
+void Session::on_write_deadline_timer(uv_timer_t* t) {
+  auto* s = static_cast<Session*>(t->data);
+  if (s->state_ == State::kOpen && s->intake_ == Intake::kClosingAfterWrite)
+    s->close(s->close_after_write_reason_);
 }
 
 void Session::close(CloseReason reason) {
   if (state_ == State::kClosing) return;
-  bool was_open = upstream_open_;
+  const State was = state_;
   state_ = State::kClosing;
   if (spdlog::should_log(spdlog::level::debug))
     spdlog::debug("client {} node {}: connection closed: {}", client_.peer(), node_id_,
@@ -113,14 +139,17 @@ void Session::close(CloseReason reason) {
   count_client_login(sasl_.on_connection_closed());
   if (ctx_.metrics) {
     ctx_.metrics->connection_closed_reason(reason);
-    if (client_opened_) ctx_.metrics->connection_closed(Side::kClient, node_id_);
-    if (was_open) ctx_.metrics->connection_closed(Side::kUpstream, node_id_);
+    // start() counted the client; on_dialed() the upstream.
+    if (was != State::kCreated) ctx_.metrics->connection_closed(Side::kClient, node_id_);
+    if (was == State::kOpen) ctx_.metrics->connection_closed(Side::kUpstream, node_id_);
   }
   client_.close();
   if (upstream_) upstream_->close();
   dialer_->close();
-  uv_timer_stop(&connect_timer_);
-  uv_close(reinterpret_cast<uv_handle_t*>(&connect_timer_), &Session::on_timer_closed);
+  for (uv_timer_t* t : {&address_timer_, &hold_timer_, &write_deadline_timer_}) {
+    uv_timer_stop(t);
+    uv_close(reinterpret_cast<uv_handle_t*>(t), &Session::on_timer_closed);
+  }
 }
 
 void Session::on_timer_closed(uv_handle_t* h) {
@@ -135,7 +164,7 @@ void Session::on_closed(Connection&) {
 }
 
 void Session::maybe_free() {
-  if (state_ != State::kClosing || open_handles_ > 0 || !dialer_closed_) return;
+  if (state_ != State::kClosing || open_handles_ > 0) return;
   list_.remove(this);
   delete this;
 }
@@ -236,7 +265,7 @@ bool Session::pre_auth_header_missing(size_t size) {
 }
 
 void Session::process_client_input() {
-  if (state_ == State::kStarting || state_ == State::kDialing) {
+  if (state_ == State::kAwaitingAddress || state_ == State::kDialing) {
     check_held_client_input();
     return;
   }
@@ -246,8 +275,8 @@ void Session::process_client_input() {
   const auto& lim = ctx_.config->limits;
   size_t forwarded_bytes = 0;
   // Draining, only a request held before the drain is offered again.
-  while (state_ == State::kOpen && !in.empty() && (!draining_ || requests_.holds_request()) &&
-         !holding_ && !sasl_.holds_client_input() && !close_after_write_ && !own_login_) {
+  while (state_ == State::kOpen && intake_ == Intake::kFlowing && !in.empty() &&
+         (!draining_ || requests_.holds_request()) && !sasl_.holds_client_input() && !own_login_) {
     if (in_flight_.size() >= lim.max_in_flight_per_connection) break;
     if (own_relogin_at_ns_ != 0 && now_ns() >= own_relogin_at_ns_) {
       // KIP-368: log in again before the broker's session ends, once the
@@ -374,15 +403,15 @@ void Session::process_upstream_input() {
 // ---- backpressure and errors ------------------------------------------------
 
 void Session::update_backpressure() {
-  if (state_ != State::kOpen || close_after_write_) return;
+  if (!open_for_requests()) return;
   if (flow_.update_client(draining_, in_flight_.size())) process_client_input();
   if (state_ != State::kOpen) return;
   flow_.update_upstream(responses_.streaming());
 }
 
 void Session::on_drained(Connection& c) {
-  if (close_after_write_) {
-    if (&c == upstream_.get() && upstream_->queued_bytes() == 0) close(*close_after_write_);
+  if (intake_ == Intake::kClosingAfterWrite) {
+    if (&c == upstream_.get() && upstream_->queued_bytes() == 0) close(close_after_write_reason_);
     return;
   }
   update_backpressure();

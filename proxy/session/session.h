@@ -3,8 +3,8 @@
 // a file of its own: the dialer (proxy/core/dialer.h), the request path
 // (proxy/session/request_path.h), the response path (proxy/session/response_path.h), flow
 // control (proxy/session/flow_control.h) and the in-flight requests
-// (proxy/core/in_flight_queue.h). Owns both connections, the session's timer and
-// epochgate's own SASL login in sidecar mode; splits frames out of the
+// (proxy/core/in_flight_queue.h). Owns both connections, the session's timers
+// (one per purpose) and epochgate's own SASL login in sidecar mode; splits frames out of the
 // input buffers. Never lets an upstream address reach the client; never
 // answers acks=0.
 #pragma once
@@ -14,7 +14,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,11 +75,58 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// closing and not yet released), else 0.
   int upstream_connections() const {
     if (upstream_) return 1;
-    return state_ == State::kDialing || (state_ == State::kClosing && !dialer_closed_) ? 1 : 0;
+    // Closing, a dialer not yet released may still hold an attempt's socket.
+    return state_ == State::kDialing || (state_ == State::kClosing && dialer_) ? 1 : 0;
   }
   /// The process-wide client connection count this session is part of; it
   /// is decremented when the session closes.
   void count_against(std::atomic<uint32_t>* counter) { counter_ = counter; }
+
+  // The session's states. Events move it along the arrows; every state can
+  // go to kClosing (a peer closes or errs, bad bytes, drain done, close()).
+  //
+  //   kCreated --start(), node address known--------------> kDialing
+  //       |                                                   ^   |
+  //       | start(), address unknown                          |   | dialed and
+  //       v                      address learnt (address_timer_)  | answered
+  //   kAwaitingAddress ---------------------------------------+   v
+  //       |                                                     kOpen
+  //       | still unknown after        every target failed |      |
+  //       | limits.upstream_connect_timeout_ms              |      |
+  //       v                                                 v      v
+  //   kClosing <-------------------------------------------+------+
+  //       |  each handle closes (client, three timers, dialer, upstream)
+  //       v
+  //   freed (delete this)
+  //
+  // While kAwaitingAddress/kDialing the client is read only until one whole
+  // frame waits (check_held_client_input). Inside kOpen, Intake says whether
+  // the request path takes requests. Two more things stop it without a state
+  // of their own: epochgate's own SASL login in sidecar mode (own_login_ is
+  // that login) and a SASL exchange of the client's (sasl_). A drain
+  // (draining_) is not a state either: it can begin in any state before
+  // kClosing and combines with each (a request held before it still goes).
+  enum class State { kCreated, kAwaitingAddress, kDialing, kOpen, kClosing };
+  // What the request path does with the client's requests inside kOpen;
+  // kFlowing in every other state.
+  //
+  //   kFlowing --hold_request()--> kHeld --hold_timer_--> kFlowing
+  //      |                           |
+  //      +--close_once_upstream_written()--> kClosingAfterWrite
+  //                                  |        (closes when the upstream took its
+  //                                  +------>  bytes or at write_deadline_timer_)
+  enum class Intake {
+    kFlowing,            // requests go to the request path
+    kHeld,               // a request waits for a metadata refresh or for order
+    kClosingAfterWrite,  // nothing more is read; closes once upstream bytes are written
+  };
+  /// The state's name, for logs and tests.
+  static const char* state_name(State s);
+  /// The intake's name, for logs and tests.
+  static const char* intake_name(Intake i);
+  /// The session's state and, inside kOpen, its intake.
+  State state() const { return state_; }
+  Intake intake() const { return intake_; }
 
   // Intrusive list links (SessionList).
   Session* prev = nullptr;
@@ -94,27 +140,6 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   void on_closed(Connection& c) override;
 
  private:
-  // The session's states. Events move it along the arrows; every state can
-  // go to kClosing (a peer closes or errs, bad bytes, drain done, close()).
-  //
-  //   kStarting --node address known--> kDialing --dialed and answered--> kOpen
-  //       |                                 |                               |
-  //       | address still unknown after     | every target failed           |
-  //       | limits.upstream_connect_timeout_ms                              |
-  //       v                                 v                               v
-  //   kClosing <----------------------------+-------------------------------+
-  //       |  each handle closes (client, upstream, timer, dialer)
-  //       v
-  //   freed (delete this)
-  //
-  // While kStarting/kDialing the client is read only until one whole frame
-  // waits (check_held_client_input). Inside kOpen, four conditions stop the
-  // request path without leaving the state: epochgate's own SASL login in
-  // sidecar mode (own_login_), a request held for a refresh (holding_), a
-  // drain (draining_: no new requests, close once nothing is in flight or
-  // held), and closing once upstream bytes are written (close_after_write_).
-  enum class State { kStarting, kDialing, kOpen, kClosing };
-
   void dial();
   // Sidecar credential mode (upstream_sasl.on_behalf_of_clients): epochgate
   // logs in on the upstream connection; client frames wait until it is done.
@@ -137,10 +162,12 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   void sasl_answered() override { sasl_resume_client_ = true; }
   void responses_flushed() override;
 
-  static void on_connect_timeout(uv_timer_t* t);
+  // The timers, one per purpose; each runs only in its state.
+  static void on_address_timer(uv_timer_t* t);        // kAwaitingAddress: poll for it
+  static void on_hold_timer(uv_timer_t* t);           // kOpen/kHeld: offer it again
+  static void on_write_deadline_timer(uv_timer_t* t);  // kOpen/kClosingAfterWrite: give up
   static void on_timer_closed(uv_handle_t* h);
   void connect_failed(const char* why, int status);
-  static void on_hold_timer(uv_timer_t* t);
 
   /// Splits whole requests out of the client input and hands each to the
   /// request path, while the state lets requests flow.
@@ -165,15 +192,21 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   bool owes_nothing() const { return in_flight_.empty() && !requests_.holds_request(); }
   /// A drain may close the connection.
   bool drained() const { return draining_ && owes_nothing(); }
+  /// kOpen and taking requests or holding one (not closing after a write).
+  bool open_for_requests() const {
+    return state_ == State::kOpen && intake_ != Intake::kClosingAfterWrite;
+  }
   void maybe_free();
 
   WorkerContext& ctx_;
   SessionList& list_;
   int32_t node_id_;
-  State state_ = State::kStarting;
+  State state_ = State::kCreated;
+  Intake intake_ = Intake::kFlowing;
+  CloseReason close_after_write_reason_ = CloseReason::kShutdown;  // kClosingAfterWrite's
   Connection client_;
   std::unique_ptr<Connection> upstream_;  // set once dialed and answered
-  std::unique_ptr<Dialer> dialer_;
+  std::unique_ptr<Dialer> dialer_;  // released once it reported closed
   InFlightQueue in_flight_;
   SaslFraming sasl_;
   BrokerBridging bridging_;
@@ -187,17 +220,15 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   uint64_t own_relogin_at_ns_ = 0;        // 0: no session lifetime
   bool own_logged_in_ = false;
   bool sasl_resume_client_ = false;  // a SASL answer may have released held client frames
-  uv_timer_t connect_timer_;  // waiting for a node's address; request holds
+  uv_timer_t address_timer_;
+  uv_timer_t hold_timer_;
+  uv_timer_t write_deadline_timer_;
   std::vector<config::HostPort> targets_;
   std::atomic<uint32_t>* counter_ = nullptr;
-  int open_handles_ = 2;    // client, timer; +1 once the upstream is handed over
-  bool dialer_closed_ = false;
+  // client, three timers, dialer; +1 once the upstream is handed over
+  int open_handles_ = 5;
   bool draining_ = false;
-  bool upstream_open_ = false;
-  bool client_opened_ = false;  // start() ran: counted in connection metrics
-  bool processing_client_ = false;
-  bool holding_ = false;           // a request waits for a metadata refresh
-  std::optional<CloseReason> close_after_write_;  // closing once upstream bytes are written
+  bool processing_client_ = false;  // re-entry guard of process_client_input()
   uint64_t waiting_for_node_since_ns_ = 0;
   uint64_t last_activity_ns_ = 0;
   uint64_t partial_since_ns_ = 0;  // 0: no partial frame pending

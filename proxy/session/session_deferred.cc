@@ -10,22 +10,23 @@
 namespace epochgate::proxy {
 
 void Session::responses_flushed() {
-  if (state_ != State::kOpen || close_after_write_) return;
+  if (!open_for_requests()) return;
   if (drained()) {
     close(CloseReason::kDrain);
     return;
   }
   // Frames buffered while paused are offered from the hold timer, not from
   // inside the rerouter's callback that got here.
-  if (flow_.update_client(draining_, in_flight_.size()) && !holding_) hold_request();
+  if (flow_.update_client(draining_, in_flight_.size()) && intake_ == Intake::kFlowing)
+    hold_request();
   flow_.update_upstream(responses_.streaming());
 }
 
 void Session::reoffer_held() {
   // The hold timer runs the offer on the next loop turn: the rerouter's
   // callback that got here is never re-entered with client frames.
-  if (state_ != State::kOpen || close_after_write_ || !holding_) return;
-  uv_timer_start(&connect_timer_, &Session::on_hold_timer, 0, 0);
+  if (state_ != State::kOpen || intake_ != Intake::kHeld) return;
+  uv_timer_start(&hold_timer_, &Session::on_hold_timer, 0, 0);
 }
 
 }  // namespace epochgate::proxy

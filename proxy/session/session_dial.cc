@@ -71,7 +71,6 @@ void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
   flow_.attach_upstream(*upstream_);
   requests_.attach_upstream(*upstream_);
   state_ = State::kOpen;
-  upstream_open_ = true;
   if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kUpstream, node_id_);
   spdlog::debug("session {} -> {} (node {}) open", client_.peer(), upstream_name_, node_id_);
   if (logs_in_for_client()) {
@@ -89,20 +88,23 @@ void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
 }
 
 void Session::hold_request() {
-  holding_ = true;
-  uv_timer_start(&connect_timer_, &Session::on_hold_timer, 20, 0);
+  if (!open_for_requests()) return;
+  intake_ = Intake::kHeld;
+  uv_timer_start(&hold_timer_, &Session::on_hold_timer, 20, 0);
 }
 
 void Session::on_dial_failed() { connect_failed("no reachable upstream", 0); }
 
 void Session::on_dialer_closed() {
-  dialer_closed_ = true;
+  // Its last callback: nothing of it runs after this returns.
+  dialer_.reset();
+  --open_handles_;
   maybe_free();
 }
 
-void Session::on_connect_timeout(uv_timer_t* t) {
+void Session::on_address_timer(uv_timer_t* t) {
   auto* s = static_cast<Session*>(t->data);
-  if (s->state_ != State::kStarting || !s->targets_.empty()) return;
+  if (s->state_ != State::kAwaitingAddress) return;
   // Waiting to learn this node's address from a metadata refresh.
   auto addr = s->ctx_.upstreams->upstream_of(s->node_id_);
   if (addr) {
@@ -115,13 +117,13 @@ void Session::on_connect_timeout(uv_timer_t* t) {
     s->connect_failed("node address unknown", 0);
     return;
   }
-  uv_timer_start(&s->connect_timer_, &Session::on_connect_timeout, 100, 0);
+  uv_timer_start(&s->address_timer_, &Session::on_address_timer, 100, 0);
 }
 
 void Session::on_hold_timer(uv_timer_t* t) {
   auto* s = static_cast<Session*>(t->data);
-  if (s->state_ != State::kOpen || s->close_after_write_) return;
-  s->holding_ = false;
+  if (s->state_ != State::kOpen || s->intake_ != Intake::kHeld) return;
+  s->intake_ = Intake::kFlowing;
   s->process_client_input();
 }
 

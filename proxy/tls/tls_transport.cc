@@ -31,7 +31,7 @@ int uv_status_of(Failure f) {
 }  // namespace
 
 TlsTransport::TlsTransport(uv_loop_t* loop, std::unique_ptr<Transport> inner,
-                           std::unique_ptr<TlsEngine> engine, const char* side,
+                           std::unique_ptr<TlsEngine> engine, Side side,
                            uint32_t handshake_timeout_ms, metrics::TlsMetrics* metrics)
     : loop_(loop),
       inner_(std::move(inner)),
@@ -200,7 +200,7 @@ void TlsTransport::report_renegotiation() {
   if (n == renegotiations_seen_) return;
   renegotiations_seen_ = n;
   if (metrics_) metrics_->renegotiation_refused(side_);
-  if (side_[0] == 'c') {
+  if (side_ == Side::kClient) {
     EPOCHGATE_PROXY_LOG(warn, "tls_client_renegotiation",
                         "TLS client {} asked to renegotiate: refused (no_renegotiation alert)",
                         peer_text());
@@ -234,7 +234,7 @@ void TlsTransport::deliver_plain() {
       return;
     }
     state_ = State::kFailed;
-    if (side_[0] == 'c') {
+    if (side_ == Side::kClient) {
       EPOCHGATE_PROXY_LOG(warn, "tls_client_stream", "TLS error from client {}: {}", peer_text(),
                           engine_->detail());
     } else {
@@ -295,7 +295,7 @@ void TlsTransport::report_handshake(bool ok) {
   if (ok) return;
   const std::string& name = engine_->server_name();
   const std::string sni = name.empty() ? "" : " (server name \"" + name + "\")";
-  if (side_[0] == 'c') {
+  if (side_ == Side::kClient) {
     EPOCHGATE_PROXY_LOG(warn, "tls_client_handshake",
                         "TLS handshake with client {} failed{}: {}: {}; connection closed", peer_text(),
                         sni, reason, engine_->detail());

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "metrics/side.h"
 #include "proxy/net/transport.h"
 #include "proxy/tls/tls_engine.h"
 
@@ -42,11 +43,15 @@ class TlsTransport final : public Transport, private TransportUser {
     kClosing,      ///< close() called: waiting for the inner transport and the timers
   };
 
-  /// `side`: "client" (a client's connection to epochgate) or "upstream"
-  /// (epochgate's to a broker), for the metric and logs. `handshake_timeout_ms`
-  /// 0: no deadline of its own (the upstream dial has one). `metrics` may be null.
+  /// Which connection this is: kClient, a client's to epochgate (epochgate
+  /// is the TLS server), or kUpstream, epochgate's to a broker; it names the
+  /// `side` label of the TLS metrics and the peer in log lines.
+  using Side = metrics::Side;
+
+  /// `handshake_timeout_ms` 0: no deadline of its own (the upstream dial
+  /// has one). `metrics` may be null.
   TlsTransport(uv_loop_t* loop, std::unique_ptr<Transport> inner,
-               std::unique_ptr<TlsEngine> engine, const char* side,
+               std::unique_ptr<TlsEngine> engine, Side side,
                uint32_t handshake_timeout_ms, metrics::TlsMetrics* metrics);
   ~TlsTransport() override;
   TlsTransport(const TlsTransport&) = delete;
@@ -123,7 +128,7 @@ class TlsTransport final : public Transport, private TransportUser {
   uv_loop_t* loop_;
   std::unique_ptr<Transport> inner_;
   std::unique_ptr<TlsEngine> engine_;
-  const char* side_;
+  Side side_;
   uint32_t timeout_ms_;
   metrics::TlsMetrics* metrics_;
   TransportUser* user_ = nullptr;

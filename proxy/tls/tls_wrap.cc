@@ -24,7 +24,8 @@ std::unique_ptr<TlsTransport> wrap_client(uv_loop_t* loop, const TlsServices& tl
   }
   auto t = std::make_unique<TlsTransport>(
       loop, std::move(tcp), TlsEngine::server(std::move(ctx), std::move(route), std::move(exists)),
-                                          "client", tls.handshake_timeout_ms, tls.metrics);
+                                          TlsTransport::Side::kClient, tls.handshake_timeout_ms,
+                                          tls.metrics);
   if (tls.plaintext_loopback && is_loopback_peer(peer)) t->allow_plaintext();
   return t;
 }
@@ -37,7 +38,7 @@ std::unique_ptr<Transport> wrap_upstream(uv_loop_t* loop, const TlsServices& tls
   if (!ctx) return tcp;
   // The dial deadline (limits.upstream_connect_timeout_ms) bounds the handshake.
   auto t = std::make_unique<TlsTransport>(loop, std::move(tcp), TlsEngine::client(std::move(ctx), host),
-                                          "upstream", 0, tls.metrics);
+                                          TlsTransport::Side::kUpstream, 0, tls.metrics);
   *tls_out = t.get();
   return t;
 }

@@ -26,17 +26,23 @@
 
 namespace epochgate::proxy::testing {
 
-/// Every node's broker is "broker:9092"; nothing to refresh.
+/// Every node's broker is "broker:9092" (once known: address_known);
+/// nothing to refresh.
 class FixedDirectory final : public UpstreamDirectory {
  public:
   std::optional<config::HostPort> upstream_of(int32_t) const override {
+    if (!address_known) return std::nullopt;
     return config::HostPort{"broker", 9092};
   }
-  std::vector<config::HostPort> bootstrap() const override { return {{"broker", 9092}}; }
+  std::vector<config::HostPort> bootstrap() const override {
+    if (!address_known) return {};
+    return {{"broker", 9092}};
+  }
   void request_refresh(const char*) override { ++refreshes; }
   bool clients_log_in_upstream() const override { return clients_log_in; }
   int refreshes = 0;
   bool clients_log_in = false;  ///< clients log in to the brokers with SASL themselves
+  bool address_known = true;    ///< false: no address until a refresh (the test) sets it
 };
 
 /// A request frame (size prefix included), request header v1 with a null client id.
@@ -89,9 +95,12 @@ class SessionRig {
  public:
   /// `budget`: the process-wide buffer budget the session reports to (null: none).
   /// `clients_log_in`: the directory says clients log in with SASL themselves.
+  /// `address_known`: false, the session starts without a broker address.
   explicit SessionRig(config::Config cfg = {}, FencingHooks* fencing = nullptr,
-                      BufferBudget* budget = nullptr, bool clients_log_in = false) {
+                      BufferBudget* budget = nullptr, bool clients_log_in = false,
+                      bool address_known = true) {
     directory_.clients_log_in = clients_log_in;
+    directory_.address_known = address_known;
     uv_loop_init(&loop_);
     ctx_.loop = &loop_;
     ctx_.budget = budget;
@@ -153,6 +162,10 @@ class SessionRig {
   /// The client side closed (the session closed its connection).
   bool client_closed() const { return client_closed_ || !alive(); }
   WorkerContext& ctx() { return ctx_; }
+  /// Where the session looks up its broker's address.
+  FixedDirectory& directory() { return directory_; }
+  /// The session's dialer, until it reported closed (null then).
+  FakeDialer* dialer() { return dialer_; }
   /// The session under test (alive()).
   Session& session() { return *session_; }
   /// Times the session asked the worker to re-check the budget.

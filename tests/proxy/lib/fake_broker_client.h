@@ -8,6 +8,7 @@
 // Callbacks run only from the test's own calls, never inside send().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -76,14 +77,19 @@ class FakeBrokerClient final : public BrokerClient {
     answer_bytes(body, i);
   }
   /// The broker answers request `i` with these body bytes (a bad answer).
+  /// Like a real client's read buffer, the bytes the answer is read from
+  /// are overwritten once its callback returned: a view kept past it reads
+  /// garbage (and, under AddressSanitizer, freed memory).
   void answer_bytes(const std::vector<uint8_t>& body, size_t i = 0) {
     FakeCall c = take(i);
+    std::vector<uint8_t> input(body);
     BrokerAnswer a;
     a.version = c.version;
     a.correlation_id = c.correlation_id;
-    a.body = body.data();
-    a.size = body.size();
+    a.body = input.data();
+    a.size = input.size();
     deliver(c, std::move(a));
+    std::fill(input.begin(), input.end(), uint8_t{0xee});
   }
   /// Request `i` fails with `e` (kTimeout, kBadResponse, ...).
   void fail(ClientError e, std::string detail = "scripted failure", size_t i = 0) {

@@ -167,14 +167,14 @@ class RerouterRig {
 
   /// A ProduceResponse frame (size prefix, header) answering every write of
   /// `plan`: rerouted ones NOT_LEADER_OR_FOLLOWER (epochgate's own answer),
-  /// forwarded ones `forwarded_error`.
+  /// forwarded ones `forwarded_error`. The writes are of one topic.
   static codec::ProduceResponse answer_of(const ReroutePlan& plan, int16_t forwarded_error) {
     codec::ProduceResponse m;
     auto& topic = m.responses.emplace_back();
-    topic.name = "t";
     for (const RerouteStream& s : plan.streams) {
       const RerouteTargetPart& t = s.target >= 0 ? plan.targets[static_cast<size_t>(s.target)]
                                                  : plan.spare[static_cast<size_t>(s.spare)];
+      topic.name = t.topic;
       auto& part = topic.partition_responses.emplace_back();
       part.index = t.partition;
       part.error_code =
@@ -202,9 +202,10 @@ class RerouterRig {
   /// Makes the request of `writes` the way its session would; the rerouted
   /// writes are answered locally at once, the forwarded ones wait for the
   /// broker (broker_answers()).
-  std::unique_ptr<Request> request(const std::vector<Write>& writes) {
+  /// `version`: the client's Produce version.
+  std::unique_ptr<Request> request(const std::vector<Write>& writes, int16_t version = 9) {
     auto r = std::make_unique<Request>();
-    r->plan = plan_of(writes);
+    r->plan = plan_of(writes, version);
     r->entry.correlation_id = 11;
     r->entry.api_key = 0;
     r->entry.api_version = r->plan->version;
@@ -246,11 +247,11 @@ class RerouterRig {
     finish_rerouted(r.entry);
   }
 
-  /// The client's answer to `r`, by partition (empty until it is ready).
-  static std::map<int32_t, PartitionResult> results(const Request& r) {
-    std::map<int32_t, PartitionResult> out;
+  /// The client's answer to `r`, decoded (byte views into r.entry.response);
+  /// nullopt until it is ready.
+  static std::optional<codec::ProduceResponse> response_of(const Request& r) {
     const std::vector<uint8_t>& f = r.entry.response;
-    if (!r.entry.ready || f.size() < 8) return out;
+    if (!r.entry.ready || f.size() < 8) return std::nullopt;
     codec::ResponseHeader h;
     int hv = codec::response_header_version(0, r.entry.api_version);
     EXPECT_TRUE(codec::parse_response_header(f.data() + 4, f.size() - 4, hv, h).ok());
@@ -258,7 +259,15 @@ class RerouterRig {
     EXPECT_TRUE(
         codec::decode_body(f.data() + 4 + h.size, f.size() - 4 - h.size, r.entry.api_version, m)
             .ok());
-    for (const auto& t : m.responses)
+    return m;
+  }
+
+  /// The client's answer to `r`, by partition (empty until it is ready).
+  static std::map<int32_t, PartitionResult> results(const Request& r) {
+    std::map<int32_t, PartitionResult> out;
+    std::optional<codec::ProduceResponse> m = response_of(r);
+    if (!m) return out;
+    for (const auto& t : m->responses)
       for (const auto& p : t.partition_responses)
         out[p.index] = PartitionResult{p.error_code, p.base_offset, p.current_leader.has_value()};
     return out;

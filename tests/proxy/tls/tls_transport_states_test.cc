@@ -77,7 +77,7 @@ class Rig {
     t = std::make_unique<TlsTransport>(
         &loop_, std::move(inner),
         server ? TlsEngine::server(server_ctx()) : TlsEngine::client(client_ctx(), "localhost"),
-        server ? "client" : "upstream", 0, nullptr);
+        server ? TlsTransport::Side::kClient : TlsTransport::Side::kUpstream, 0, nullptr);
     t->set_user(user);
   }
   ~Rig() {

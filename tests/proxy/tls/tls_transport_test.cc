@@ -49,7 +49,7 @@ TEST(TlsTransportContract, TimeOutTellsTheUserFromTheLoopNotFromInsideTheCall) {
   Recorder user;
   {
     TlsTransport t(&loop, std::move(inner), TlsEngine::client(client_ctx(), "localhost"),
-                   "upstream", 0, nullptr);
+                   TlsTransport::Side::kUpstream, 0, nullptr);
     t.set_user(user);
     ASSERT_EQ(t.start_reading(), 0);
     EXPECT_FALSE(sock->sent().empty());  // the ClientHello reached the socket
@@ -78,7 +78,7 @@ TEST(TlsTransportContract, ClosedBeforeTheLoopRunsTheUserHearsOnlyTheClose) {
   Recorder user;
   {
     TlsTransport t(&loop, std::move(inner), TlsEngine::client(client_ctx(), "localhost"),
-                   "upstream", 0, nullptr);
+                   TlsTransport::Side::kUpstream, 0, nullptr);
     t.set_user(user);
     ASSERT_EQ(t.start_reading(), 0);
     t.time_out(250);
@@ -135,8 +135,8 @@ TEST(TlsTransportContract, UnreadCiphertextSurvivesTheReadBufferBeingReused) {
   testing::FakeTransport* other_sock = other_inner.get();
   Reader other_user;
   {
-    TlsTransport t(&loop, std::move(inner), TlsEngine::server(server_ctx()), "client", 0, nullptr);
-    TlsTransport other(&loop, std::move(other_inner), TlsEngine::server(server_ctx()), "client", 0,
+    TlsTransport t(&loop, std::move(inner), TlsEngine::server(server_ctx()), TlsTransport::Side::kClient, 0, nullptr);
+    TlsTransport other(&loop, std::move(other_inner), TlsEngine::server(server_ctx()), TlsTransport::Side::kClient, 0,
                        nullptr);
     t.set_user(user);
     other.set_user(other_user);
