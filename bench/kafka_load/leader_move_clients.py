@@ -37,7 +37,9 @@ hint on the full cluster) or from its own metadata refresh.
 
 Clients (each its own process, default settings unless noted):
   librdkafka 2.15.1 through Debian's python3-confluent-kafka with
-  LD_LIBRARY_PATH (the same library the C++ bench links), idempotent and not;
+  LD_LIBRARY_PATH (the same library the C++ bench links), idempotent,
+  transactional (a transaction per 100 messages, committed by the sending
+  loop; the read-back reads committed records only) and neither;
   Debian's librdkafka 2.0.2 (python3-confluent-kafka as shipped);
   Debian's kafka-python 2.0.2 (python3-kafka).
 
@@ -89,10 +91,31 @@ def on_error(err):
     # down, ...): the application sees them through error_cb.
     client_errors.append((time.monotonic_ns(), err.name(), bool(err.fatal())))
 conf['error_cb'] = on_error
+# Transactional rows: a transaction per txn_messages messages, committed
+# (blocking) by this loop; the harness's own key, not librdkafka's.
+txn_messages = int(conf.pop('txn_messages', 0))
 p = Producer(conf)
 sent, acks = [], {}
+commits = []  # (start_ns, end_ns, error name or '')
 def dr(err, msg):
     acks[int(msg.value())] = (time.monotonic_ns(), err is None, err.name() if err else '')
+def commit():
+    t0 = time.monotonic_ns()
+    try:
+        p.commit_transaction(30)
+        commits.append((t0, time.monotonic_ns(), ''))
+    except Exception as e:
+        # An abortable failure: the transaction's messages are not stored
+        # (the read-back counts them lost if they were acknowledged).
+        err = e.args[0] if e.args else None
+        name = err.name() if hasattr(err, 'name') else type(e).__name__
+        commits.append((t0, time.monotonic_ns(), name))
+        client_errors.append((time.monotonic_ns(), 'commit:' + name,
+                              bool(hasattr(err, 'fatal') and err.fatal())))
+        p.abort_transaction(30)
+if txn_messages:
+    p.init_transactions(30)
+    p.begin_transaction()
 start = time.monotonic_ns()
 print('ready', libversion()[0], flush=True)
 i = 0
@@ -109,12 +132,17 @@ while True:
         sent.append(time.monotonic_ns())
         p.produce('m', value=str(i).encode(), partition=0, on_delivery=dr)
         i += 1
+        if txn_messages and i % txn_messages == 0:
+            commit()
+            p.begin_transaction()
     p.poll(0)
     if time.monotonic_ns() < due:
         time.sleep(0.0002)
+if txn_messages:
+    commit()
 left = p.flush(30)
-json.dump({'sent': sent, 'acks': acks, 'unflushed': left, 'client_errors': client_errors},
-          open(out, 'w'))
+json.dump({'sent': sent, 'acks': acks, 'unflushed': left, 'client_errors': client_errors,
+           'commits': commits}, open(out, 'w'))
 """
 
 KAFKA_PYTHON_PRODUCER = r"""
@@ -179,6 +207,10 @@ json.dump(result, open(out, 'w'))
 # label, runner, config, LD_LIBRARY_PATH
 CLIENTS = [
     ("librdkafka 2.15.1 idempotent", "confluent", {"enable.idempotence": True}, RDK_2151),
+    # A transaction per 100 messages (100 ms at the bench's rate), committed
+    # by the sending loop: moves land inside transactions.
+    ("librdkafka 2.15.1 transactional", "confluent",
+     {"transactional.id": "leader-move-bench", "txn_messages": 100}, RDK_2151),
     ("librdkafka 2.15.1", "confluent", {}, RDK_2151),
     ("librdkafka 2.0.2 (Debian)", "confluent", {}, None),
     ("kafka-python 2.0.2 (Debian)", "kafka-python", {}, None),
@@ -299,12 +331,14 @@ def move_leader(mock, topic, partition, broker):
     return before, time.monotonic_ns()
 
 
-def start_epochgate(build, tmp, direct, path, reroute_yaml=None, log_level="warn"):
-    """epochgate enforcing in front of `direct`; returns (Child, bootstrap,
-    admin). Raises RerouteUnsupported when the build refuses the rerouting
+def start_epochgate(build, tmp, direct, path, reroute_yaml=None, log_level="warn",
+                    config_text=None):
+    """epochgate enforcing in front of `direct` (`config_text`: its whole
+    config file instead of the path's); returns (Child, bootstrap, admin).
+    Raises RerouteUnsupported when the build refuses the rerouting
     configuration (a build without rerouting rejects its keys as unknown)."""
     cfg = os.path.join(tmp, "epochgate.yaml")
-    text = EG_CONFIG[path]
+    text = config_text or EG_CONFIG[path]
     if path == "epochgate reroute" and reroute_yaml:
         text = open(reroute_yaml).read()
     with open(cfg, "w") as fh:
@@ -436,6 +470,22 @@ def longest_latency_around(instants, sent, acks, window_ms=100):
             worst = max(worst, (ack[0] - sent[i]) / 1e6 if ack and ack[1] else float("inf"))
         out.append(worst)
     return out
+
+
+def commit_summary(commits, moves, window_ms=100):
+    """The transactional rows' commits: how many, how many failed, and the
+    longest commit_transaction() call that overlapped a move's window
+    (`window_ms` either side) beside the longest of the others, ms. None for
+    rows without transactions."""
+    if not commits:
+        return None
+    w = window_ms * 1_000_000
+    near = lambda c: any(c[0] <= a + w and c[1] >= b - w for b, a in moves)
+    across = [(c[1] - c[0]) / 1e6 for c in commits if near(c)]
+    quiet = [(c[1] - c[0]) / 1e6 for c in commits if not near(c)]
+    return {"count": len(commits), "failed": sum(1 for c in commits if c[2]),
+            "longest_across_ms": max(across, default=None),
+            "longest_quiet_ms": max(quiet, default=None)}
 
 
 def keep_logs(debug_dir, tmp, label, path, capped, moves):
@@ -584,6 +634,7 @@ def run_case(args, tmp, client, path, capped):
                 ooo_examples.append((v, high, "ok" if a and a[1] else (a[2] if a else "none")))
         high = max(high, v)
     return {"client": label, "path": path, "capped": capped, "first_ack_ms": first_ack,
+            "commits": commit_summary(prod.get("commits"), moves),
             "longest_ms": longest, "longest_control_ms": longest_control,
             # The first message's latency: the client's start (connections,
             # an idempotent producer's PID), apart from any move.
@@ -711,15 +762,32 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
             f"{fm if (fm := r.get('first_message_ms')) is None else round(fm, 1)} | "
             f"{r['sent']} | {errs} | {r['lost']} | {r['duplicated']} | {r['out_of_order']} | "
             f"{reroute_cell(r)} | {learned_cell(r)} |")
+    txn = [r for r in results if not r.get("skipped") and r.get("commits")]
+    if txn:
+        lines += ["", "Transactional rows (a transaction per 100 messages, committed by the "
+                  "sending loop): commit_transaction() calls, failed, and the longest one that "
+                  "overlapped a move's window (100 ms either side) beside the longest other, ms:",
+                  ""]
+        for r in txn:
+            c = r["commits"]
+            fmt = lambda x: "-" if x is None else f"{x:.1f}"
+            lines.append(f"- {'capped' if r['capped'] else 'full'}, {r['path']}: {c['count']} "
+                         f"commits, {c['failed']} failed, longest across a move "
+                         f"{fmt(c['longest_across_ms'])} (elsewhere {fmt(c['longest_quiet_ms'])})")
     lines.extend(lmc.table_lines(results, consumer_conf, consumer_client))
     lines.append("<!-- leader-move-clients:end -->")
     return "\n".join(lines) + "\n"
 
 
 def write_results(path, block):
+    write_block(path, block, "<!-- leader-move-clients:begin",
+                "<!-- leader-move-clients:end -->\n")
+
+
+def write_block(path, block, begin, end):
+    """Replaces the text from `begin` to `end` in the markdown file `path`
+    with `block`, or puts `block` before its microbenchmarks (or at the end)."""
     text = open(path).read() if os.path.exists(path) else ""
-    begin = "<!-- leader-move-clients:begin"
-    end = "<!-- leader-move-clients:end -->\n"
     if begin in text and end in text:
         head = text[:text.index(begin)]
         tail = text[text.index(end) + len(end):]
@@ -814,6 +882,7 @@ def main():
                                         statistics.median(r["control_ms"]), 2),
                                     "move_command_ms_max": round(max(r["move_command_ms"]), 2),
                                     "client_errors": len(r["client_errors"]),
+                                    "commits": r["commits"],
                                     "reroute": r["reroute"],
                                     "consumer_gap_ms": [round(x, 1) for x in
                                                         (r["consumer"] or {}).get("gap_ms", [])],
