@@ -488,6 +488,29 @@ def commit_summary(commits, moves, window_ms=100):
             "longest_quiet_ms": max(quiet, default=None)}
 
 
+def longest_latency_spanning(instants, sent, acks, after_ms=100):
+    """For each (start_ns, end_ns) instant: the longest delivery latency (ms)
+    among the writes the move could hold up: those handed to the client
+    before its start and not yet acknowledged at its end (in flight or
+    queued at the old leader), and those sent up to `after_ms` after its
+    end. Unlike longest_latency_around, a write that finished before the
+    move does not count, so the client's jitter before it stays out. A
+    message never acknowledged (or failed) counts as infinite."""
+    w = after_ms * 1_000_000
+    out = []
+    for b, a in instants:
+        hi = bisect.bisect_left(sent, a + w)
+        worst = 0.0
+        for i in range(hi):
+            ack = acks.get(i)
+            done = ack[0] if ack and ack[1] else float("inf")
+            if sent[i] < b and done <= a:
+                continue
+            worst = max(worst, (done - sent[i]) / 1e6)
+        out.append(worst)
+    return out
+
+
 def keep_logs(debug_dir, tmp, label, path, capped, moves):
     """--debug-dir: the client's and epochgate's logs of one row, the
     producer's stamps per message, and the moves' CLOCK_MONOTONIC stamps (ns)
@@ -601,6 +624,9 @@ def run_case(args, tmp, client, path, capped):
     # client's and the machine's own jitter.
     half = int(args.interval * 1e9 / 2)
     longest_control = longest_latency_around([(b + half, b + half) for b, _ in moves], sent, acks)
+    spanning = longest_latency_spanning(moves, sent, acks)
+    spanning_control = longest_latency_spanning([(b + half, b + half) for b, _ in moves], sent,
+                                                acks)
     # The control: the same figure at instants between moves where nothing
     # moved. It is the floor set by the client's batching (librdkafka 2.15.1:
     # linger.ms 5) and the round trip, which no proxy can remove. Where a
@@ -636,6 +662,7 @@ def run_case(args, tmp, client, path, capped):
     return {"client": label, "path": path, "capped": capped, "first_ack_ms": first_ack,
             "commits": commit_summary(prod.get("commits"), moves),
             "longest_ms": longest, "longest_control_ms": longest_control,
+            "spanning_ms": spanning, "spanning_control_ms": spanning_control,
             # The first message's latency: the client's start (connections,
             # an idempotent producer's PID), apart from any move.
             "first_message_ms": ((acks[0][0] - sent[0]) / 1e6
@@ -713,7 +740,10 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
         f"acknowledged counts as infinite): the worst write an application sees across "
         f"the move, where first ack shows only the next one; in brackets the same at the "
         f"instants half way between moves, where nothing moved (the client's and the "
-        f"machine's own jitter). *first message* = the latency of the run's first message, "
+        f"machine's own jitter). *writes the move could hold up* = the same, among only "
+        f"the messages still unacknowledged when the move returned (in flight or queued at "
+        f"the old leader) and those sent up to 100 ms after it: a write that finished "
+        f"before the move, and the jitter it met, is left out. *first message* = the latency of the run's first message, "
         f"which waits for the client's start (an idempotent librdkafka producer's "
         f"ProducerId: 500 ms when its PID timer, not a Metadata answer, finds the first "
         f"broker up), no part of any move. Lost = acknowledged but not in "
@@ -729,15 +759,16 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
         "| cluster | client | path | first ack median ms [95% CI] | first ack p99 ms | "
         "moves acked within 5 ms (no-move instants) | no-move floor median ms | added median ms "
         "| longest delivery latency ms, median / max of moves (no-move instants) "
+        "| writes the move could hold up: longest ms, median / max (no-move instants) "
         "| first message ms | sent | errors | "
         "lost | dup | ooo | reroutes delivered / fell back | learned |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         cluster = 'Produce <= v9 (no hints)' if r['capped'] else 'full (KIP-951 hints)'
         if r.get("skipped"):
             lines.append(f"| {cluster} | {r['client']} | {r['path']} | skipped | | | | | | | | "
-                         f"| | | | skipped | |")
+                         f"| | | | | skipped | |")
             continue
         f = r["first_ack_ms"]
         med = statistics.median(f) if f else float("nan")
@@ -759,6 +790,9 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
             f"{statistics.median(r['longest_ms']):.1f} / {max(r['longest_ms']):.1f} "
             f"({statistics.median(r['longest_control_ms']):.1f} / "
             f"{max(r['longest_control_ms']):.1f}) | "
+            f"{statistics.median(r['spanning_ms']):.1f} / {max(r['spanning_ms']):.1f} "
+            f"({statistics.median(r['spanning_control_ms']):.1f} / "
+            f"{max(r['spanning_control_ms']):.1f}) | "
             f"{fm if (fm := r.get('first_message_ms')) is None else round(fm, 1)} | "
             f"{r['sent']} | {errs} | {r['lost']} | {r['duplicated']} | {r['out_of_order']} | "
             f"{reroute_cell(r)} | {learned_cell(r)} |")
@@ -877,6 +911,7 @@ def main():
                                     "longest_ms": [round(x, 1) for x in r["longest_ms"]],
                                     "longest_control_ms": [round(x, 1)
                                                            for x in r["longest_control_ms"]],
+                                    "spanning_ms": [round(x, 1) for x in r["spanning_ms"]],
                                     "first_message_ms": r["first_message_ms"],
                                     "control_median_ms": round(
                                         statistics.median(r["control_ms"]), 2),
