@@ -117,8 +117,9 @@ def test_share_consumer_release_and_leader_move(h):
         assert r["released"] == 40 and r["redelivered"] >= 40, (tag, r)
         assert r["move"].startswith("moved:"), (tag, r)
         assert r["leader_after"][1] == r["leader_before"][1] + 1, (tag, r)
-    h.note("share: direct %d ms (commit errors %d), epochgate %d ms (commit errors %d)" % (
-        direct["ms"], direct["commit_errors"], via["ms"], via["commit_errors"]))
+    h.note("share: direct %d ms (commit errors %d %s), epochgate %d ms (commit errors %d %s)" % (
+        direct["ms"], direct["commit_errors"], direct.get("first_commit_error", ""), via["ms"],
+        via["commit_errors"], via.get("first_commit_error", "")))
 
 
 for _f in list(globals().values()):
