@@ -36,6 +36,7 @@ shared: the figures are ratios within one run, never absolute targets.
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -230,6 +231,33 @@ def consumer_gaps(timeline):
             "fetch_delay_ms": delay(-100, 1000), "fetch_delay_control_ms": delay(-2100, -1000)}
 
 
+def delivery_across(timeline, move_ms, window_ms=100):
+    """The Java producer's side of one move, from MoveTimeline's per-record
+    CSV (ms after the move): the longest delivery latency (ack minus send)
+    among records sent from `window_ms` before the move to `window_ms` after
+    the election returned (a record never acknowledged counts as infinite),
+    beside the same 2 s earlier, where nothing moved; and how many
+    acknowledged records got an offset below an earlier-sent one (stored out
+    of the order sent). The producer's start (its ProducerId) is 3 s before
+    the move, in neither window."""
+    with open(timeline) as fh:
+        rows = list(csv.DictReader(fh))
+
+    def acked(r):
+        return not math.isnan(float(r["ack_ms"])) and not r["error"]
+
+    def longest(lo, hi):
+        lat = [float(r["ack_ms"]) - float(r["send_ms"]) if acked(r) else float("inf")
+               for r in rows if lo <= float(r["send_ms"]) <= hi]
+        return max(lat, default=float("nan"))
+
+    offsets = [int(r["offset"]) for r in rows if acked(r) and int(r["offset"]) >= 0]
+    ooo = sum(1 for a, b in zip(offsets, offsets[1:]) if b < a)
+    return {"longest_across_ms": longest(-window_ms, move_ms + window_ms),
+            "longest_control_ms": longest(-2000 - window_ms, -2000 + window_ms),
+            "offsets_out_of_order": ooo}
+
+
 def moves(demo, c, boots, prefix, o):
     classes = kafka_cluster.compile_java(prefix, [os.path.join(HERE, "real_kafka", "MoveTimeline.java")])
     out = {}
@@ -240,6 +268,7 @@ def moves(demo, c, boots, prefix, o):
             tl = os.path.join(o.timeline_dir or demo.workdir, "java-%s-%d.csv" % (path, i))
             r = java_move(c, prefix, classes, bootstrap, topic, o, tl)
             r.update(consumer_gaps(tl))
+            r.update(delivery_across(tl, r["move_ms"]))
             out.setdefault(("Java", path), []).append(r)
             demo.say("Java %s move %d: %s" % (path, i + 1, r))
             topic = rk.create_topic(c, "mv-rd-%s-%d" % (path, i), partitions=1)
@@ -311,6 +340,13 @@ def report(tp, mv, o, c):
     for path in o.paths:
         print("- %s: %s" % (path, "; ".join("gap %.0f (%.0f), ack to fetch %.0f (%.0f)" % (
             r["fetch_gap_ms"], r["fetch_gap_control_ms"], r["fetch_delay_ms"], r["fetch_delay_control_ms"])
+            for r in mv[("Java", path)])))
+    print("\nJava producer across the move (ms): the longest delivery among records sent from 100 ms "
+          "before the move to 100 ms after (in brackets the same 2 s earlier, nothing moving), and "
+          "acknowledged records stored at a lower offset than one sent before them, per move:")
+    for path in o.paths:
+        print("- %s: %s" % (path, "; ".join("%.0f (%.0f), %d out of order" % (
+            r["longest_across_ms"], r["longest_control_ms"], r["offsets_out_of_order"])
             for r in mv[("Java", path)])))
     for client in ("Java", "librdkafka"):
         for num, den in RATIOS:

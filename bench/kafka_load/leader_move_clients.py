@@ -37,7 +37,9 @@ hint on the full cluster) or from its own metadata refresh.
 
 Clients (each its own process, default settings unless noted):
   librdkafka 2.15.1 through Debian's python3-confluent-kafka with
-  LD_LIBRARY_PATH (the same library the C++ bench links), idempotent and not;
+  LD_LIBRARY_PATH (the same library the C++ bench links), idempotent,
+  transactional (a transaction per 100 messages, committed by the sending
+  loop; the read-back reads committed records only) and neither;
   Debian's librdkafka 2.0.2 (python3-confluent-kafka as shipped);
   Debian's kafka-python 2.0.2 (python3-kafka).
 
@@ -89,10 +91,31 @@ def on_error(err):
     # down, ...): the application sees them through error_cb.
     client_errors.append((time.monotonic_ns(), err.name(), bool(err.fatal())))
 conf['error_cb'] = on_error
+# Transactional rows: a transaction per txn_messages messages, committed
+# (blocking) by this loop; the harness's own key, not librdkafka's.
+txn_messages = int(conf.pop('txn_messages', 0))
 p = Producer(conf)
 sent, acks = [], {}
+commits = []  # (start_ns, end_ns, error name or '')
 def dr(err, msg):
     acks[int(msg.value())] = (time.monotonic_ns(), err is None, err.name() if err else '')
+def commit():
+    t0 = time.monotonic_ns()
+    try:
+        p.commit_transaction(30)
+        commits.append((t0, time.monotonic_ns(), ''))
+    except Exception as e:
+        # An abortable failure: the transaction's messages are not stored
+        # (the read-back counts them lost if they were acknowledged).
+        err = e.args[0] if e.args else None
+        name = err.name() if hasattr(err, 'name') else type(e).__name__
+        commits.append((t0, time.monotonic_ns(), name))
+        client_errors.append((time.monotonic_ns(), 'commit:' + name,
+                              bool(hasattr(err, 'fatal') and err.fatal())))
+        p.abort_transaction(30)
+if txn_messages:
+    p.init_transactions(30)
+    p.begin_transaction()
 start = time.monotonic_ns()
 print('ready', libversion()[0], flush=True)
 i = 0
@@ -109,12 +132,17 @@ while True:
         sent.append(time.monotonic_ns())
         p.produce('m', value=str(i).encode(), partition=0, on_delivery=dr)
         i += 1
+        if txn_messages and i % txn_messages == 0:
+            commit()
+            p.begin_transaction()
     p.poll(0)
     if time.monotonic_ns() < due:
         time.sleep(0.0002)
+if txn_messages:
+    commit()
 left = p.flush(30)
-json.dump({'sent': sent, 'acks': acks, 'unflushed': left, 'client_errors': client_errors},
-          open(out, 'w'))
+json.dump({'sent': sent, 'acks': acks, 'unflushed': left, 'client_errors': client_errors,
+           'commits': commits}, open(out, 'w'))
 """
 
 KAFKA_PYTHON_PRODUCER = r"""
@@ -179,6 +207,10 @@ json.dump(result, open(out, 'w'))
 # label, runner, config, LD_LIBRARY_PATH
 CLIENTS = [
     ("librdkafka 2.15.1 idempotent", "confluent", {"enable.idempotence": True}, RDK_2151),
+    # A transaction per 100 messages (100 ms at the bench's rate), committed
+    # by the sending loop: moves land inside transactions.
+    ("librdkafka 2.15.1 transactional", "confluent",
+     {"transactional.id": "leader-move-bench", "txn_messages": 100}, RDK_2151),
     ("librdkafka 2.15.1", "confluent", {}, RDK_2151),
     ("librdkafka 2.0.2 (Debian)", "confluent", {}, None),
     ("kafka-python 2.0.2 (Debian)", "kafka-python", {}, None),
@@ -299,12 +331,14 @@ def move_leader(mock, topic, partition, broker):
     return before, time.monotonic_ns()
 
 
-def start_epochgate(build, tmp, direct, path, reroute_yaml=None, log_level="warn"):
-    """epochgate enforcing in front of `direct`; returns (Child, bootstrap,
-    admin). Raises RerouteUnsupported when the build refuses the rerouting
+def start_epochgate(build, tmp, direct, path, reroute_yaml=None, log_level="warn",
+                    config_text=None):
+    """epochgate enforcing in front of `direct` (`config_text`: its whole
+    config file instead of the path's); returns (Child, bootstrap, admin).
+    Raises RerouteUnsupported when the build refuses the rerouting
     configuration (a build without rerouting rejects its keys as unknown)."""
     cfg = os.path.join(tmp, "epochgate.yaml")
-    text = EG_CONFIG[path]
+    text = config_text or EG_CONFIG[path]
     if path == "epochgate reroute" and reroute_yaml:
         text = open(reroute_yaml).read()
     with open(cfg, "w") as fh:
@@ -438,6 +472,45 @@ def longest_latency_around(instants, sent, acks, window_ms=100):
     return out
 
 
+def commit_summary(commits, moves, window_ms=100):
+    """The transactional rows' commits: how many, how many failed, and the
+    longest commit_transaction() call that overlapped a move's window
+    (`window_ms` either side) beside the longest of the others, ms. None for
+    rows without transactions."""
+    if not commits:
+        return None
+    w = window_ms * 1_000_000
+    near = lambda c: any(c[0] <= a + w and c[1] >= b - w for b, a in moves)
+    across = [(c[1] - c[0]) / 1e6 for c in commits if near(c)]
+    quiet = [(c[1] - c[0]) / 1e6 for c in commits if not near(c)]
+    return {"count": len(commits), "failed": sum(1 for c in commits if c[2]),
+            "longest_across_ms": max(across, default=None),
+            "longest_quiet_ms": max(quiet, default=None)}
+
+
+def longest_latency_spanning(instants, sent, acks, after_ms=100):
+    """For each (start_ns, end_ns) instant: the longest delivery latency (ms)
+    among the writes the move could hold up: those handed to the client
+    before its start and not yet acknowledged at its end (in flight or
+    queued at the old leader), and those sent up to `after_ms` after its
+    end. Unlike longest_latency_around, a write that finished before the
+    move does not count, so the client's jitter before it stays out. A
+    message never acknowledged (or failed) counts as infinite."""
+    w = after_ms * 1_000_000
+    out = []
+    for b, a in instants:
+        hi = bisect.bisect_left(sent, a + w)
+        worst = 0.0
+        for i in range(hi):
+            ack = acks.get(i)
+            done = ack[0] if ack and ack[1] else float("inf")
+            if sent[i] < b and done <= a:
+                continue
+            worst = max(worst, (done - sent[i]) / 1e6)
+        out.append(worst)
+    return out
+
+
 def keep_logs(debug_dir, tmp, label, path, capped, moves):
     """--debug-dir: the client's and epochgate's logs of one row, the
     producer's stamps per message, and the moves' CLOCK_MONOTONIC stamps (ns)
@@ -551,6 +624,9 @@ def run_case(args, tmp, client, path, capped):
     # client's and the machine's own jitter.
     half = int(args.interval * 1e9 / 2)
     longest_control = longest_latency_around([(b + half, b + half) for b, _ in moves], sent, acks)
+    spanning = longest_latency_spanning(moves, sent, acks)
+    spanning_control = longest_latency_spanning([(b + half, b + half) for b, _ in moves], sent,
+                                                acks)
     # The control: the same figure at instants between moves where nothing
     # moved. It is the floor set by the client's batching (librdkafka 2.15.1:
     # linger.ms 5) and the round trip, which no proxy can remove. Where a
@@ -584,7 +660,9 @@ def run_case(args, tmp, client, path, capped):
                 ooo_examples.append((v, high, "ok" if a and a[1] else (a[2] if a else "none")))
         high = max(high, v)
     return {"client": label, "path": path, "capped": capped, "first_ack_ms": first_ack,
+            "commits": commit_summary(prod.get("commits"), moves),
             "longest_ms": longest, "longest_control_ms": longest_control,
+            "spanning_ms": spanning, "spanning_control_ms": spanning_control,
             # The first message's latency: the client's start (connections,
             # an idempotent producer's PID), apart from any move.
             "first_message_ms": ((acks[0][0] - sent[0]) / 1e6
@@ -662,7 +740,10 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
         f"acknowledged counts as infinite): the worst write an application sees across "
         f"the move, where first ack shows only the next one; in brackets the same at the "
         f"instants half way between moves, where nothing moved (the client's and the "
-        f"machine's own jitter). *first message* = the latency of the run's first message, "
+        f"machine's own jitter). *writes the move could hold up* = the same, among only "
+        f"the messages still unacknowledged when the move returned (in flight or queued at "
+        f"the old leader) and those sent up to 100 ms after it: a write that finished "
+        f"before the move, and the jitter it met, is left out. *first message* = the latency of the run's first message, "
         f"which waits for the client's start (an idempotent librdkafka producer's "
         f"ProducerId: 500 ms when its PID timer, not a Metadata answer, finds the first "
         f"broker up), no part of any move. Lost = acknowledged but not in "
@@ -678,15 +759,16 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
         "| cluster | client | path | first ack median ms [95% CI] | first ack p99 ms | "
         "moves acked within 5 ms (no-move instants) | no-move floor median ms | added median ms "
         "| longest delivery latency ms, median / max of moves (no-move instants) "
+        "| writes the move could hold up: longest ms, median / max (no-move instants) "
         "| first message ms | sent | errors | "
         "lost | dup | ooo | reroutes delivered / fell back | learned |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         cluster = 'Produce <= v9 (no hints)' if r['capped'] else 'full (KIP-951 hints)'
         if r.get("skipped"):
             lines.append(f"| {cluster} | {r['client']} | {r['path']} | skipped | | | | | | | | "
-                         f"| | | | skipped | |")
+                         f"| | | | | skipped | |")
             continue
         f = r["first_ack_ms"]
         med = statistics.median(f) if f else float("nan")
@@ -708,18 +790,38 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
             f"{statistics.median(r['longest_ms']):.1f} / {max(r['longest_ms']):.1f} "
             f"({statistics.median(r['longest_control_ms']):.1f} / "
             f"{max(r['longest_control_ms']):.1f}) | "
+            f"{statistics.median(r['spanning_ms']):.1f} / {max(r['spanning_ms']):.1f} "
+            f"({statistics.median(r['spanning_control_ms']):.1f} / "
+            f"{max(r['spanning_control_ms']):.1f}) | "
             f"{fm if (fm := r.get('first_message_ms')) is None else round(fm, 1)} | "
             f"{r['sent']} | {errs} | {r['lost']} | {r['duplicated']} | {r['out_of_order']} | "
             f"{reroute_cell(r)} | {learned_cell(r)} |")
+    txn = [r for r in results if not r.get("skipped") and r.get("commits")]
+    if txn:
+        lines += ["", "Transactional rows (a transaction per 100 messages, committed by the "
+                  "sending loop): commit_transaction() calls, failed, and the longest one that "
+                  "overlapped a move's window (100 ms either side) beside the longest other, ms:",
+                  ""]
+        for r in txn:
+            c = r["commits"]
+            fmt = lambda x: "-" if x is None else f"{x:.1f}"
+            lines.append(f"- {'capped' if r['capped'] else 'full'}, {r['path']}: {c['count']} "
+                         f"commits, {c['failed']} failed, longest across a move "
+                         f"{fmt(c['longest_across_ms'])} (elsewhere {fmt(c['longest_quiet_ms'])})")
     lines.extend(lmc.table_lines(results, consumer_conf, consumer_client))
     lines.append("<!-- leader-move-clients:end -->")
     return "\n".join(lines) + "\n"
 
 
 def write_results(path, block):
+    write_block(path, block, "<!-- leader-move-clients:begin",
+                "<!-- leader-move-clients:end -->\n")
+
+
+def write_block(path, block, begin, end):
+    """Replaces the text from `begin` to `end` in the markdown file `path`
+    with `block`, or puts `block` before its microbenchmarks (or at the end)."""
     text = open(path).read() if os.path.exists(path) else ""
-    begin = "<!-- leader-move-clients:begin"
-    end = "<!-- leader-move-clients:end -->\n"
     if begin in text and end in text:
         head = text[:text.index(begin)]
         tail = text[text.index(end) + len(end):]
@@ -809,11 +911,13 @@ def main():
                                     "longest_ms": [round(x, 1) for x in r["longest_ms"]],
                                     "longest_control_ms": [round(x, 1)
                                                            for x in r["longest_control_ms"]],
+                                    "spanning_ms": [round(x, 1) for x in r["spanning_ms"]],
                                     "first_message_ms": r["first_message_ms"],
                                     "control_median_ms": round(
                                         statistics.median(r["control_ms"]), 2),
                                     "move_command_ms_max": round(max(r["move_command_ms"]), 2),
                                     "client_errors": len(r["client_errors"]),
+                                    "commits": r["commits"],
                                     "reroute": r["reroute"],
                                     "consumer_gap_ms": [round(x, 1) for x in
                                                         (r["consumer"] or {}).get("gap_ms", [])],

@@ -334,6 +334,7 @@ public class EgDriver {
     Set<String> accepted = new HashSet<>();
     Set<String> released = new HashSet<>();
     int redelivered = 0, dupAccepted = 0, errors = 0;
+    String firstError = "";  // the first failed acknowledgement commit: class and message
     String moveResult = "none";
     long t0 = System.currentTimeMillis();
     try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(p)) {
@@ -351,15 +352,19 @@ public class EgDriver {
             c.acknowledge(r, AcknowledgeType.ACCEPT);
           }
         }
-        for (Optional<KafkaException> e : c.commitSync(Duration.ofSeconds(30)).values()) if (e.isPresent()) errors++;
+        for (Optional<KafkaException> e : c.commitSync(Duration.ofSeconds(30)).values()) {
+          if (e.isEmpty()) continue;
+          if (errors++ == 0) firstError = e.get().getClass().getSimpleName() + ": " + e.get().getMessage();
+        }
         if (opt.containsKey("mover") && moveResult.equals("none") && accepted.size() >= n / 2) {
           moveResult = move(opt.get("mover"), new TopicPartition(topic, 0), Integer.parseInt(opt.get("move-to")));
         }
       }
     }
     return String.format("{\"produced\":%d,\"accepted\":%d,\"released\":%d,\"redelivered\":%d," +
-        "\"accepted_twice\":%d,\"commit_errors\":%d,\"move\":\"%s\",\"ms\":%d}", n, accepted.size(), released.size(),
-        redelivered, dupAccepted, errors, moveResult, System.currentTimeMillis() - t0);
+        "\"accepted_twice\":%d,\"commit_errors\":%d,\"first_commit_error\":\"%s\",\"move\":\"%s\",\"ms\":%d}",
+        n, accepted.size(), released.size(), redelivered, dupAccepted, errors,
+        firstError.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", " "), moveResult, System.currentTimeMillis() - t0);
   }
 
   // The current leader of `tp` as the cluster (`bootstrap`) describes it.

@@ -44,17 +44,17 @@ def _tracked(cluster, broker, api):
     return 0
 
 
-def _wait_fenceable(gate, leader, after_epoch, timeout):
+def _wait_fenceable(gate, leader, after_epoch, timeout, topic=TOPIC):
     """Waits until the view names `leader` with an epoch above `after_epoch`
     and trusts it (so it fences); returns (entry, seconds waited)."""
     start = time.monotonic()
 
     def ok():
-        p = sl.view_partition(gate, TOPIC, 0)
+        p = sl.view_partition(gate, topic, 0)
         return p if (p and p["leader"] == leader and p["epoch"] > after_epoch
                      and not p["suspect"]) else None
     entry = harness.wait_until(ok, timeout, interval=0.01,
-                               what="view %s[0] fenceable at leader %d" % (TOPIC, leader))
+                               what="view %s[0] fenceable at leader %d" % (topic, leader))
     return entry, time.monotonic() - start
 
 
@@ -269,6 +269,72 @@ def test_epochless_move_reports_cannot_make_the_refresher_storm(h):
     assert 1 <= refreshes <= 2 * windows, (refreshes, reports, after.by(sl.REFRESHES, "trigger"))
     h.note("%d epoch-less move reports in %.1f s: %d refreshes (urgent_min_interval_ms %d)"
            % (reports, elapsed, refreshes, interval_s * 1000))
+
+
+# ConfirmLimiter::kBurst (proxy/core/confirm_limiter.h): refreshes that skip
+# refresher.urgent_min_interval_ms, at most this many per interval.
+CONFIRM_BURST = 4
+
+
+def test_epochless_move_reports_over_many_topics_stay_within_the_burst(h):
+    """An old client reports, one topic after another, a leader move on
+    each of 12 topics (Metadata v1 per topic, as a client with many topics
+    would after a broker restart). With refresher.urgent_min_interval_ms at
+    20 s every refresh here is one that skipped the interval. Each of the
+    first ConfirmLimiter::kBurst reports, sent once the one before was
+    confirmed, gets its own refresh at once; after that the burst is spent:
+    the other reports send nothing, and their entries stay suspect (fence
+    nothing) until the interval's refresh. Counted twice: by epochgate's
+    refresh counters and by the Metadata requests the brokers received
+    beyond the client's own."""
+    topics = ["%s%d" % (TOPIC, i) for i in range(12)]
+    cluster = h.start_cluster(3, ["%s:1:3" % t for t in topics])
+    for t in topics:
+        cluster.cmd("leader %s 0 1" % t)
+    gate = sl.start_gate(h, cluster, config="refresher:\n  urgent_min_interval_ms: 20000\n")
+    gc = sl.GateClient(h, gate)
+    md = gc.metadata_v12(topics)
+    for t in topics:
+        sl.wait_view(gate, t, 0, 1, md["topics"][t]["partitions"][0]["leader_epoch"])
+    # Every leader moves first: then each report below is a move the view
+    # has not learnt from anyone else.
+    epochs = {t: cluster.move_leader(t, 0, 2)[1] for t in topics}
+    before = sl.scrape(gate)
+    cluster.cmd("track start")
+
+    def report(t):
+        md = kw.parse_metadata_response(
+            gc.exchange(kw.metadata_request(gc.next_corr(), [t], version=1)), 1)
+        assert md["topics"][t]["partitions"][0]["leader"] == 2, md
+
+    waited = []
+    for t in topics[:CONFIRM_BURST]:
+        report(t)
+        entry, w = _wait_fenceable(gate, 2, epochs[t] - 1, 5, topic=t)
+        assert entry["epoch"] == epochs[t], entry
+        waited.append(w * 1000)
+    for t in topics[CONFIRM_BURST:]:
+        report(t)
+    # A window for any refresh the later reports might wrongly start; the
+    # next ordinary urgent refresh is 20 s away.
+    time.sleep(1.0)
+    after = sl.scrape(gate)
+    tracked = sum(_tracked(cluster, b, kw.API_METADATA) for b in (1, 2, 3))
+    refreshes = sl.delta(after, before, sl.REFRESHES)
+    assert refreshes == CONFIRM_BURST, (refreshes, after.by(sl.REFRESHES, "trigger"))
+    # The mock counts every Metadata request: the client's reports and the
+    # refresher's own.
+    assert tracked - len(topics) == refreshes, (tracked, refreshes, cluster.cmd("track dump"))
+    # Doubted by the report (the entry keeps the leader and epoch it had),
+    # not yet confirmed: they fence nothing meanwhile.
+    waiting = [sl.view_partition(gate, t, 0) for t in topics[CONFIRM_BURST:]]
+    assert all(p["suspect"] and p["epoch"] < epochs[t]
+               for p, t in zip(waiting, topics[CONFIRM_BURST:])), waiting
+    h.note("%d topics reported moved by Metadata v1, one after another: the first %d confirmed "
+           "at once, each by its own refresh (%s ms after its report; urgent_min_interval_ms "
+           "20000), the other %d sent no refresh and wait for the interval" % (
+               len(topics), CONFIRM_BURST, ", ".join("%.0f" % w for w in waited),
+               len(topics) - CONFIRM_BURST))
 
 
 if __name__ == "__main__":
