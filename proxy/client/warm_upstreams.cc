@@ -37,6 +37,7 @@ struct WarmUpstreams::Node final : DialerOwner, ConnectionOwner {
   /// Starts one dial when fewer than wanted are kept and none is under way.
   void maybe_dial() {
     if (!listed || dialing || ready.size() >= pool.wanted() || now_ms() < retry_at_ms) return;
+    if (pool.dialing_count() >= kMaxDials) return;
     auto addr = pool.ctx_.upstreams ? pool.ctx_.upstreams->upstream_of(id) : std::nullopt;
     if (!addr) return;  // learned at a later refresh
     if (!dialer) {

@@ -33,8 +33,13 @@ namespace epochgate::proxy {
 /// broker node for one worker loop. All calls on that loop's thread.
 class WarmUpstreams {
  public:
-  /// Node ids past this many are not warmed (a bound on the pool's own state).
-  static constexpr size_t kMaxNodes = 1024;
+  /// Node ids past this many (in the order first seen) are not warmed: a
+  /// bound on the pool's connections and state for very large clusters,
+  /// whose other brokers' sessions dial as without the pool.
+  static constexpr size_t kMaxNodes = 64;
+  /// Dials under way at once over all nodes, so a metadata answer naming
+  /// many new brokers opens no burst of sockets; the rest wait for tick().
+  static constexpr size_t kMaxDials = 8;
   /// First wait (ms) after a failed dial before the next; doubles to kMaxBackoffMs.
   static constexpr uint32_t kFirstBackoffMs = 1000;
   static constexpr uint32_t kMaxBackoffMs = 30000;

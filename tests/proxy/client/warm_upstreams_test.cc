@@ -275,5 +275,16 @@ TEST(WarmUpstreams, NodesNoLongerListedKeepNothing) {
   EXPECT_EQ(rig.warm->ready_count(), 1u);
 }
 
+TEST(WarmUpstreams, ManyBrokersOpenABoundedNumberOfDialsAndNodes) {
+  WarmRig rig;
+  std::vector<int32_t> many;
+  for (int32_t n = 0; n < 10000; ++n) many.push_back(n);
+  rig.warm->set_nodes(many);
+  EXPECT_EQ(rig.warm->dialing_count(), WarmUpstreams::kMaxDials);
+  for (int i = 0; i < 100; ++i) rig.warm->tick();
+  EXPECT_EQ(rig.warm->dialing_count(), WarmUpstreams::kMaxDials) << "no burst of sockets";
+  EXPECT_TRUE(rig.warm->take(9999, {"broker-9999", 9092}) == nullptr) << "past kMaxNodes: not warmed";
+}
+
 }  // namespace
 }  // namespace epochgate::proxy::testing
