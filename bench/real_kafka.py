@@ -26,7 +26,11 @@ see only HAProxy's ports, in Metadata and in the brokers' own KIP-951 hints.
    is kept (send, ack and fetch times relative to the move).
 
     /usr/bin/python3 bench/real_kafka.py --build-dir build [--work-dir DIR] [--rounds 3] [--moves 3]
-        [--paths direct,haproxy,epochgate]
+        [--paths direct,haproxy,epochgate,epochgate-cold] [--java-only]
+
+`epochgate-cold` is a second epochgate with `limits.warm_upstreams_per_broker:
+0` (every new client connection waits for its own upstream dial), to compare
+the warm upstream pool with its absence in one run.
 
 epochgate runs with its defaults plus `refresher.interval_ms: 2000` and an
 enforce rule with rerouting on the move topics (as the demo). The machine is
@@ -271,6 +275,8 @@ def moves(demo, c, boots, prefix, o):
             r.update(delivery_across(tl, r["move_ms"]))
             out.setdefault(("Java", path), []).append(r)
             demo.say("Java %s move %d: %s" % (path, i + 1, r))
+            if o.java_only:
+                continue
             topic = rk.create_topic(c, "mv-rd-%s-%d" % (path, i), partitions=1)
             r = rdkafka_move(demo, c, bootstrap, topic, o, "rd-%s-%d" % (path, i))
             out.setdefault(("librdkafka", path), []).append(r)
@@ -285,7 +291,8 @@ def med(xs):
 
 # The ratios printed when both paths ran: epochgate against the bare cluster
 # and against a proxy that only copies bytes; HAProxy's own cost beside them.
-RATIOS = (("epochgate", "direct"), ("epochgate", "haproxy"), ("haproxy", "direct"))
+RATIOS = (("epochgate", "direct"), ("epochgate", "haproxy"), ("haproxy", "direct"),
+          ("epochgate", "epochgate-cold"))
 
 
 def report(tp, mv, o, c):
@@ -322,7 +329,9 @@ def report(tp, mv, o, c):
     print("|---|---|---|---|---|---|")
     for client in ("Java", "librdkafka"):
         for path in o.paths:
-            rs = mv[(client, path)]
+            rs = mv.get((client, path))
+            if not rs:
+                continue
             print("| %s | %s | %.0f [%s] | %s | %.0f | %d |" % (
                 client, path, med([r["first_new_ack_ms"] for r in rs]),
                 ", ".join("%.0f" % r["first_new_ack_ms"] for r in rs),
@@ -350,7 +359,7 @@ def report(tp, mv, o, c):
             for r in mv[("Java", path)])))
     for client in ("Java", "librdkafka"):
         for num, den in RATIOS:
-            if num in o.paths and den in o.paths:
+            if (client, num) in mv and (client, den) in mv:
                 ratio = med([r["first_new_ack_ms"] for r in mv[(client, num)]]) / max(
                     1e-9, med([r["first_new_ack_ms"] for r in mv[(client, den)]]))
                 print("\n%s first ack after the move, %s/%s: **%.2f**" % (client, num, den, ratio), end="")
@@ -371,14 +380,16 @@ def main():
     ap.add_argument("--rate", type=int, default=200)
     ap.add_argument("--timeline-dir", default="")
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--java-only", action="store_true",
+                    help="moves: the Java client only (no librdkafka move per path)")
     ap.add_argument("--java-log-config", default="",
                     help="log4j2 properties file for the Java clients (default: the tools' own)")
     o = ap.parse_args()
     global JAVA_LOG_CONFIG
     JAVA_LOG_CONFIG = o.java_log_config
     o.paths = o.paths.split(",")
-    if not o.paths or set(o.paths) - {"direct", "haproxy", "epochgate"}:
-        ap.error("--paths: a subset of direct, haproxy, epochgate")
+    if not o.paths or set(o.paths) - {"direct", "haproxy", "epochgate", "epochgate-cold"}:
+        ap.error("--paths: a subset of direct, haproxy, epochgate, epochgate-cold")
     demo = Demo(o.build_dir, o.work_dir or os.path.join(o.build_dir, "bench-real-kafka"))
     if o.timeline_dir:
         os.makedirs(o.timeline_dir, exist_ok=True)
@@ -399,6 +410,16 @@ def main():
             gate = harness.Epochgate(demo, c.bootstrap, ["--config", cfg])
             demo.on_close(gate.stop)
             boots["epochgate"] = gate.bootstrap
+        if "epochgate-cold" in o.paths:
+            # The same epochgate without upstream connections dialled ahead
+            # (limits.warm_upstreams_per_broker 0): every new client
+            # connection waits for its own dial, as before the warm pool.
+            cold = os.path.join(demo.workdir, "epochgate-cold.yaml")
+            with open(cfg) as src, open(cold, "w") as f:
+                f.write(src.read() + "limits:\n  warm_upstreams_per_broker: 0\n")
+            gate_cold = harness.Epochgate(demo, c.bootstrap, ["--config", cold])
+            demo.on_close(gate_cold.stop)
+            boots["epochgate-cold"] = gate_cold.bootstrap
         if "haproxy" in o.paths:
             hap = HAProxy(demo.workdir, c.proxy_routes())
             demo.on_close(hap.stop)

@@ -181,6 +181,11 @@ struct LimitsConfig {
   /// merge, reroute or version bridge is relayed to the client as it arrives
   /// instead of being read whole first; 0: every response is read whole.
   uint32_t stream_fetch_min_bytes = 65536;
+  /// Upstream connections per broker node and worker loop dialled and
+  /// answered (ApiVersions) before a client needs one; 0: none kept.
+  uint32_t warm_upstreams_per_broker = 1;
+  /// A kept connection unused this long (ms) is closed and dialled anew.
+  uint32_t warm_upstream_max_idle_ms = 60000;
 };
 
 struct BrokerPortsConfig {

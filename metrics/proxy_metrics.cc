@@ -84,6 +84,10 @@ void ProxyMetrics::upstream_unanswered(int32_t node_id) {
   }).Increment();
 }
 
+void ProxyMetrics::upstream_warm(bool hit) {
+  (hit ? impl_->warm_hit : impl_->warm_miss)->Increment();
+}
+
 void ProxyMetrics::upstream_overdue(int16_t api_key) {
   const int slot = api_slot(api_key);
   child(impl_->overdue_children[slot], impl_->overdue, [&] {

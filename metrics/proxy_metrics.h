@@ -60,6 +60,9 @@ class ProxyMetrics {
   void upstream_connect_failure(int32_t node_id);
   /// epochgate_upstream_unanswered_total{node}: connected, no ApiVersions answer in time.
   void upstream_unanswered(int32_t node_id);
+  /// epochgate_upstream_warm_total{outcome}: a broker-listener session's
+  /// upstream came from the warm pool (`hit`) or was dialled (`miss`).
+  void upstream_warm(bool hit);
   /// epochgate_upstream_overdue_requests_total{api}: a forwarded request unanswered
   /// far past its own deadline (counted once per request).
   void upstream_overdue(int16_t api_key);

@@ -115,6 +115,7 @@ struct ProxyMetrics::Impl {
         connections_total(register_family<FamilyId::connections_total>(*registry)),
         connect_failures(register_family<FamilyId::upstream_connect_failures_total>(*registry)),
         unanswered(register_family<FamilyId::upstream_unanswered_total>(*registry)),
+        warm(register_family<FamilyId::upstream_warm_total>(*registry)),
         overdue(register_family<FamilyId::upstream_overdue_requests_total>(*registry)),
         upstream_latency(register_family<FamilyId::upstream_latency_seconds>(*registry)),
         proxy_latency_family(register_family<FamilyId::proxy_latency_seconds>(*registry)),
@@ -161,6 +162,8 @@ struct ProxyMetrics::Impl {
       bytes_children[d] = &bytes.Add({{"direction", direction_label(d)}});
       backpressure_children[d] = &backpressure.Add({{"direction", direction_label(d)}});
     }
+    warm_hit = &warm.Add({{"outcome", "hit"}});
+    warm_miss = &warm.Add({{"outcome", "miss"}});
     reload_success = &config_reloads.Add({{"result", "success"}});
     reload_failure = &config_reloads.Add({{"result", "failure"}});
     config_last_reload_ok.Set(1);
@@ -238,6 +241,7 @@ struct ProxyMetrics::Impl {
   Family<Counter>& connections_total;
   Family<Counter>& connect_failures;
   Family<Counter>& unanswered;
+  Family<Counter>& warm;
   Family<Counter>& overdue;
   Family<Histogram>& upstream_latency;
   Family<Histogram>& proxy_latency_family;
@@ -273,6 +277,8 @@ struct ProxyMetrics::Impl {
   Histogram* proxy_latency = nullptr;
   Counter* unexpected_responses = nullptr;
   Counter* api_versions_capped = nullptr;
+  Counter* warm_hit = nullptr;
+  Counter* warm_miss = nullptr;
   Counter* reload_success = nullptr;
   Counter* reload_failure = nullptr;
   std::array<Counter*, 2> bytes_children{};

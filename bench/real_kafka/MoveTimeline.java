@@ -11,6 +11,8 @@
 // issued, are what the bench reports. Prints one JSON line; with --timeline F
 // also one CSV row per record (send, ack and fetch times relative to the move,
 // offset, leader epoch, error), the client's per-message KIP-951 timeline.
+// The JSON also counts deliveries of a record seen before (duplicates) and
+// of an offset not above the last one delivered (out_of_order).
 //
 //   java -cp "<kafka lib>/*:<classes>" MoveTimeline --bootstrap B --mover D
 //        --topic T [--rate 200] [--seconds 8] [--move-at-ms 3000] [--timeline F]
@@ -64,10 +66,16 @@ public class MoveTimeline {
     consumer.assign(List.of(tp));
     consumer.seekToEnd(List.of(tp));
     consumer.position(tp);  // resolve "end" before the first record is sent
+    // Deliveries of a record seen before, and of an offset not above the
+    // last one delivered (the consumer's own order within the partition).
+    long[] dupOoo = {0, 0, -1};  // duplicates, out of order, last offset
     Thread reader = new Thread(() -> {
       while (!stop.v) {
         for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(20))) {
           int seq = Integer.parseInt(r.value());
+          if (fetched.containsKey(seq)) dupOoo[0]++;
+          if (r.offset() <= dupOoo[2]) dupOoo[1]++;
+          dupOoo[2] = r.offset();
           fetched.putIfAbsent(seq, System.nanoTime());
           fetchedEpoch.putIfAbsent(seq, r.leaderEpoch().orElse(-1));
         }
@@ -152,10 +160,12 @@ public class MoveTimeline {
     Rec f = first >= 0 ? recs[first] : null;
     System.out.printf(Locale.ROOT, "{\"sent\":%d,\"fetched\":%d,\"errors\":%d,\"move\":\"%s\",\"move_ms\":%.1f," +
         "\"old_epoch\":%d,\"new_epoch\":%d,\"first_new_seq\":%d,\"first_new_sent_ms\":%.1f," +
-        "\"first_new_ack_ms\":%.1f,\"first_new_fetch_ms\":%.1f,\"max_latency_ms\":%.1f}%n",
+        "\"first_new_ack_ms\":%.1f,\"first_new_fetch_ms\":%.1f,\"max_latency_ms\":%.1f," +
+        "\"duplicates\":%d,\"out_of_order\":%d}%n",
         n, fetched.size(), errors, moveResult[0], (move[1] - move[0]) / 1e6, oldEpoch,
         f == null ? -1 : f.epoch, first, f == null ? -1.0 : (f.sendNs - move[0]) / 1e6,
-        f == null ? -1.0 : (f.ackNs - move[0]) / 1e6, f == null ? -1.0 : (f.fetchNs - move[0]) / 1e6, maxLatMs);
+        f == null ? -1.0 : (f.ackNs - move[0]) / 1e6, f == null ? -1.0 : (f.fetchNs - move[0]) / 1e6, maxLatMs,
+        dupOoo[0], dupOoo[1]);
     System.out.flush();
     System.exit(0);
   }

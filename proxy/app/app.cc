@@ -293,7 +293,11 @@ bool App::start(std::string& error) {
     if (!tls_->sni_mode()) listeners_->observe_brokers(ids, now_ms());
     // Writes a broker answered NOT_LEADER_OR_FOLLOWER wait for the view to
     // name their leader: tell the workers now rather than at their poll.
-    for (auto& w : workers_) w->post([w = w.get()] { w->view_changed(); });
+    for (auto& w : workers_)
+      w->post([w = w.get(), ids] {
+        w->view_changed();
+        w->brokers_seen(ids);
+      });
   });
   refresher_->set_tls([this] { WorkerContext w; tls_->fill(w); return w.tls; }());
   fencing_->set_refresher(refresher_.get());

@@ -23,6 +23,8 @@ Worker::Worker(int index, WorkerContext ctx_template, std::atomic<uint32_t>& con
     rerouter_ = std::make_unique<Rerouter>(ctx_);
     ctx_.rerouter = rerouter_.get();
   }
+  warm_ = std::make_unique<WarmUpstreams>(ctx_);
+  ctx_.warm = warm_.get();
   uv_async_init(&loop_, &async_, &Worker::on_async);
   async_.data = this;
   uv_timer_init(&loop_, &sweep_);
@@ -230,6 +232,7 @@ void Worker::on_sweep(uv_timer_t* t) {
       s.close(CloseReason::kPartialFrameTimeout);
     }
   });
+  w->warm_->tick();
   w->account_held(pool_freed);
 }
 
@@ -246,6 +249,7 @@ void Worker::stop_and_join() {
     stopping_ = true;
     handshakes_.close_all();
     close_all_sessions(CloseReason::kShutdown);
+    warm_->close();
     if (rerouter_) rerouter_->close([] {});
     uv_close(reinterpret_cast<uv_handle_t*>(&sweep_), nullptr);
     uv_close(reinterpret_cast<uv_handle_t*>(&budget_timer_), nullptr);

@@ -16,6 +16,7 @@
 #include "metrics/close_reason.h"
 #include "metrics/proxy_metrics.h"
 #include "proxy/core/worker_context.h"
+#include "proxy/client/warm_upstreams.h"
 #include "proxy/reroute/rerouter.h"
 #include "proxy/session/session.h"
 #include "proxy/tls/client_handshake.h"
@@ -54,6 +55,11 @@ class Worker {
   void view_changed() {
     if (rerouter_) rerouter_->view_changed();
   }
+  /// The cluster's broker node ids from a metadata refresh: the warm
+  /// upstream pool keeps connections to these.
+  void brokers_seen(const std::vector<int32_t>& node_ids) {
+    if (!stopping_) warm_->set_nodes(node_ids);
+  }
   /// Replaces the config seen by new and existing sessions (hot reload).
   void set_config(std::shared_ptr<const config::Config> c) { ctx_.config = std::move(c); }
 
@@ -85,6 +91,7 @@ class Worker {
   uv_async_t async_;
   std::unique_ptr<ReadPacer> pacer_;  // closed with the loop's other handles
   std::unique_ptr<Rerouter> rerouter_;  // closed with the loop's other handles
+  std::unique_ptr<WarmUpstreams> warm_;  // closed with the loop's other handles
   uv_timer_t sweep_;
   uv_timer_t budget_timer_;  // runs only while sessions wait for the buffer budget
   std::thread thread_;

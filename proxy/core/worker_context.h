@@ -28,6 +28,7 @@ namespace epochgate::proxy {
 
 class FencingHooks;
 class Rerouter;
+class WarmUpstreams;
 
 /// Where a session's upstream connection goes: a node's broker address, or
 /// the bootstrap list (node id -1), tried in order.
@@ -62,6 +63,8 @@ struct WorkerContext {
   BufferBudget* budget = nullptr;   ///< process-wide buffer memory budget (may be null)
   ReadPacer* pacer = nullptr;       ///< this loop's read fairness (may be null)
   Rerouter* rerouter = nullptr;     ///< this loop's Produce rerouting (null: never rerouted)
+  /// This loop's upstream connections dialled ahead of need (null: none).
+  WarmUpstreams* warm = nullptr;
   tls::TlsServices tls;             ///< client-facing and upstream TLS (all null: off)
   /// Asks the worker to re-check sessions paused by the budget soon.
   std::function<void()> budget_recheck;

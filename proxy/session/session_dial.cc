@@ -7,6 +7,7 @@
 
 #include "metrics/proxy_metrics.h"
 #include "proxy/client/upstream_dialer.h"
+#include "proxy/client/warm_upstreams.h"
 #include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 
@@ -23,7 +24,20 @@ void Session::dial() {
   // Except when clients log in to the brokers with SASL themselves: a
   // broker's SASL listener takes one ApiVersions before SaslHandshake and
   // closes the connection at a second, so the client's own must be the first.
-  dialer_->set_probe(!ctx_.upstreams->clients_log_in_upstream());
+  const bool probe = !ctx_.upstreams->clients_log_in_upstream();
+  // A connection the worker dialled and probed ahead went through the same
+  // steps as the dial below, only earlier: the client's first request goes
+  // up without waiting for them (a consumer's first connection to a new
+  // leader's listener, right after a move).
+  if (probe && node_id_ >= 0 && ctx_.warm != nullptr) {
+    if (std::unique_ptr<Connection> conn = ctx_.warm->take(node_id_, targets_.front())) {
+      spdlog::debug("session {} on node {} listener: upstream {} taken ready from the warm pool",
+                    client_.peer(), node_id_, upstream_name_);
+      on_dialed(std::move(conn), 0, ApiVersionRanges{});
+      return;
+    }
+  }
+  dialer_->set_probe(probe);
   dialer_->dial(targets_, ctx_.config->limits.upstream_connect_timeout_ms, "epochgate");
 }
 
