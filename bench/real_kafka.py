@@ -26,11 +26,11 @@ see only HAProxy's ports, in Metadata and in the brokers' own KIP-951 hints.
    is kept (send, ack and fetch times relative to the move).
 
     /usr/bin/python3 bench/real_kafka.py --build-dir build [--work-dir DIR] [--rounds 3] [--moves 3]
-        [--paths direct,haproxy,epochgate,epochgate-cold] [--java-only]
+        [--paths direct,haproxy,epochgate,epochgate-warm] [--java-only]
 
-`epochgate-cold` is a second epochgate with `limits.warm_upstreams_per_broker:
-0` (every new client connection waits for its own upstream dial), to compare
-the warm upstream pool with its absence in one run.
+`epochgate-warm` is a second epochgate with `limits.warm_upstreams_per_broker:
+1` (a new client connection takes an upstream connection dialled and answered
+ahead), to compare the opt-in warm upstream pool with the default in one run.
 
 epochgate runs with its defaults plus `refresher.interval_ms: 2000` and an
 enforce rule with rerouting on the move topics (as the demo). The machine is
@@ -292,7 +292,7 @@ def med(xs):
 # The ratios printed when both paths ran: epochgate against the bare cluster
 # and against a proxy that only copies bytes; HAProxy's own cost beside them.
 RATIOS = (("epochgate", "direct"), ("epochgate", "haproxy"), ("haproxy", "direct"),
-          ("epochgate", "epochgate-cold"))
+          ("epochgate-warm", "epochgate"))
 
 
 def report(tp, mv, o, c):
@@ -388,8 +388,8 @@ def main():
     global JAVA_LOG_CONFIG
     JAVA_LOG_CONFIG = o.java_log_config
     o.paths = o.paths.split(",")
-    if not o.paths or set(o.paths) - {"direct", "haproxy", "epochgate", "epochgate-cold"}:
-        ap.error("--paths: a subset of direct, haproxy, epochgate, epochgate-cold")
+    if not o.paths or set(o.paths) - {"direct", "haproxy", "epochgate", "epochgate-warm"}:
+        ap.error("--paths: a subset of direct, haproxy, epochgate, epochgate-warm")
     demo = Demo(o.build_dir, o.work_dir or os.path.join(o.build_dir, "bench-real-kafka"))
     if o.timeline_dir:
         os.makedirs(o.timeline_dir, exist_ok=True)
@@ -410,16 +410,16 @@ def main():
             gate = harness.Epochgate(demo, c.bootstrap, ["--config", cfg])
             demo.on_close(gate.stop)
             boots["epochgate"] = gate.bootstrap
-        if "epochgate-cold" in o.paths:
-            # The same epochgate without upstream connections dialled ahead
-            # (limits.warm_upstreams_per_broker 0): every new client
-            # connection waits for its own dial, as before the warm pool.
-            cold = os.path.join(demo.workdir, "epochgate-cold.yaml")
-            with open(cfg) as src, open(cold, "w") as f:
-                f.write(src.read() + "limits:\n  warm_upstreams_per_broker: 0\n")
-            gate_cold = harness.Epochgate(demo, c.bootstrap, ["--config", cold])
-            demo.on_close(gate_cold.stop)
-            boots["epochgate-cold"] = gate_cold.bootstrap
+        if "epochgate-warm" in o.paths:
+            # The same epochgate with upstream connections dialled ahead
+            # (limits.warm_upstreams_per_broker 1, off by default): a new
+            # client connection takes one instead of waiting for its dial.
+            warm = os.path.join(demo.workdir, "epochgate-warm.yaml")
+            with open(cfg) as src, open(warm, "w") as f:
+                f.write(src.read() + "limits:\n  warm_upstreams_per_broker: 1\n")
+            gate_warm = harness.Epochgate(demo, c.bootstrap, ["--config", warm])
+            demo.on_close(gate_warm.stop)
+            boots["epochgate-warm"] = gate_warm.bootstrap
         if "haproxy" in o.paths:
             hap = HAProxy(demo.workdir, c.proxy_routes())
             demo.on_close(hap.stop)

@@ -3,8 +3,8 @@ without the warm upstream pool (limits.warm_upstreams_per_broker), in one
 run against librdkafka's mock cluster.
 
 Each round opens one new connection to node 1 straight at the mock broker,
-one to node 1's listener of an epochgate with the pool (the default, 1 per
-broker and worker) and one to an epochgate without it (0), in rotated
+one to node 1's listener of an epochgate with the pool (opt-in, 1 per
+broker and worker) and one to an epochgate with the default (0), in rotated
 order, and times connect() to the answer of one ApiVersions v0; rounds are
 spaced so the pool refills in between (it replaces a taken connection at
 once). What it shows: the time a first request waits for epochgate's own
@@ -82,12 +82,12 @@ def main():
             cluster = harness.MockCluster(demo, 3, [], ("--rebalance-delay-ms", "0"))
             demo.on_close(cluster.proc.stop)
             direct_1 = cluster.broker_address(1)
-        cold_cfg = os.path.join(demo.workdir, "cold.yaml")
-        with open(cold_cfg, "w") as f:
-            f.write("limits:\n  warm_upstreams_per_broker: 0\n")
-        warm = harness.Epochgate(demo, cluster.bootstrap, [])
+        warm_cfg = os.path.join(demo.workdir, "warm.yaml")
+        with open(warm_cfg, "w") as f:
+            f.write("limits:\n  warm_upstreams_per_broker: 1\n")
+        warm = harness.Epochgate(demo, cluster.bootstrap, ["--config", warm_cfg])
         demo.on_close(warm.stop)
-        cold = harness.Epochgate(demo, cluster.bootstrap, ["--config", cold_cfg])
+        cold = harness.Epochgate(demo, cluster.bootstrap, [])
         demo.on_close(cold.stop)
         targets = {"direct": direct_1, "epochgate (warm pool)": node_address(warm, 1),
                    "epochgate (pool off)": node_address(cold, 1)}

@@ -40,7 +40,7 @@ def _node_addresses(gate):
 
 def test_session_on_kept_connection_answers_as_a_dialled_one(h):
     cluster = h.start_cluster(2)
-    warm = start_gate(h, cluster.bootstrap)
+    warm = start_gate(h, cluster.bootstrap, limits={"warm_upstreams_per_broker": 1})
     cold = start_gate(h, cluster.bootstrap, limits={"warm_upstreams_per_broker": 0})
     cold_frames = _exchange(_node_addresses(cold)[1])
     assert [kw.frame_correlation_id(f, is_request=False) for f in cold_frames] == list(CORRELATION_IDS), cold_frames
@@ -69,7 +69,7 @@ def test_session_on_kept_connection_answers_as_a_dialled_one(h):
 
 def test_down_broker_is_not_dialled_in_a_storm(h):
     cluster = h.start_cluster(2)
-    gate = start_gate(h, cluster.bootstrap)
+    gate = start_gate(h, cluster.bootstrap, limits={"warm_upstreams_per_broker": 1})
     nodes = _node_addresses(gate)
     cluster.cmd("down 2")
     before = metric_of(gate, "epochgate_upstream_connect_failures_total", node="2")
