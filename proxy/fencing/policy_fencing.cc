@@ -21,6 +21,7 @@
 #include "policy/reroute_target.h"
 #include "proxy/core/reroute_plan.h"
 #include "proxy/core/served_probe.h"
+#include "proxy/fencing/decision_lease.h"
 #include "proxy/net/buffer_budget.h"
 #include "proxy/net/clock.h"
 #include "proxy/net/connection.h"
@@ -184,7 +185,8 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
     if (may_hold && policy::all_topics_reroute(req, version, s.compiled->modes, *snap))
       may_hold = false;
   policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(), may_hold};
-  policy::RequestDecision d;
+  DecisionLease lease;
+  policy::RequestDecision& d = lease.get();
   policy::decide(req, version, ctx, d);
   refresh(d.urgent_refresh);
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
