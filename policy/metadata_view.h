@@ -176,14 +176,12 @@ class MetadataView {
   LearnReport learn_facts(const std::vector<detail::ResponseFact>& facts,
                           const std::vector<NodeInfo>& nodes, bool leader_only_api,
                           int32_t target_node, uint64_t now_ms);
-  /// Keeps the facts of one response that interesting() selects, then
-  /// learns them and `nodes` (learn_facts).
-  LearnReport learn_interesting(std::vector<detail::ResponseFact> all,
-                                const std::vector<NodeInfo>& nodes, bool leader_only_api,
-                                int32_t target_node, uint64_t now_ms);
-  /// Read-only pre-scan: true when the partition needs learn_facts.
-  bool interesting(const MetadataSnapshot& snap, const detail::ResponseFact& f,
-                   bool leader_only_api, int32_t target_node) const;
+  /// Read-only pre-scan: true when partition `f` of the topic named `name`
+  /// (or, when `name` is empty, with id `id`) needs learn_facts. `f.topic`
+  /// is not read: it is filled only for the partitions that are.
+  bool interesting(const MetadataSnapshot& snap, std::string_view name, const codec::Uuid& id,
+                   const detail::ResponseFact& f, bool leader_only_api,
+                   int32_t target_node) const;
   std::mutex write_mu_;
   std::atomic<uint32_t> rollback_confirmations_{kDefaultRollbackConfirmations};
   std::atomic<std::shared_ptr<const MetadataSnapshot>> current_;
