@@ -136,6 +136,12 @@ class MetadataView {
   /// their leader errors count.
   template <class Resp>
   LearnReport learn_from(const Resp& resp, int16_t version, int32_t target_node, uint64_t now_ms);
+  /// True when a leader-only API's success from `target_node` on partition
+  /// `partition` of topic `name` (by `id` when `name` is empty) tells `snap`
+  /// something: its entry is hintable and names another leader (the view
+  /// may be behind). The rule learn_from() applies to every success.
+  static bool success_is_news(const MetadataSnapshot& snap, std::string_view name,
+                              const codec::Uuid& id, int32_t partition, int32_t target_node);
 
   /// One partition a broker served without error for a request the proxy
   /// forwarded at `epoch` (the request's CurrentLeaderEpoch).

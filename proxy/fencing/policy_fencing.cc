@@ -298,6 +298,11 @@ bool PolicyFencing::leader_of(std::string_view topic, const codec::Uuid& id, int
   return true;
 }
 
+bool PolicyFencing::produce_success_is_news(std::string_view topic, const codec::Uuid& id,
+                                            int32_t partition, int32_t node_id) {
+  return policy::MetadataView::success_is_news(*view_.snapshot(), topic, id, partition, node_id);
+}
+
 void PolicyFencing::learn_metadata(const codec::MetadataResponse& m, int16_t version) {
   after_learning(view_.learn_metadata(m, version, now_ms(), policy::Source::kMetadataResponse));
 }

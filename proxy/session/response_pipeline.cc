@@ -16,6 +16,7 @@
 #include "codec/message_io.h"
 #include "codec/messages/api_traits.h"
 #include "codec/metadata_brokers.h"
+#include "codec/produce_response_peek.h"
 #include "codec/wire_ints.h"
 #include "metrics/proxy_metrics.h"
 #include "proxy/core/fencing_hooks.h"
@@ -112,6 +113,21 @@ bool ResponsePath::run_pipeline(InFlightRequest& e, codec::ResponseHeader& h, co
   if constexpr (!kAddressed)
     if (policy == nullptr) return true;
 
+  // 0. A Produce answer that is all successes, tags nothing (no hint, no
+  // NodeEndpoints) and teaches the view nothing goes out as its bytes:
+  // decoding it would change nothing, with no split part, injected epoch or
+  // reroute to merge and the client at the broker's version.
+  if constexpr (std::is_same_v<M, codec::ProduceResponse>) {
+    if (!e.context && !e.reroute && e.upstream_version == e.api_version) {
+      bool news = false;
+      const bool clean = codec::peek_clean_produce_response(
+          body, body_len, e.upstream_version, [&](const codec::CleanProducePartition& p) {
+            if (policy && !news)
+              news = policy->produce_success_is_news(p.topic, p.topic_id, p.partition, node_id_);
+          });
+      if (clean && !news) return true;
+    }
+  }
   // 1. Decode, at the version the broker answered.
   M m;
   codec::Bytes trailing;
