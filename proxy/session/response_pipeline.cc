@@ -6,7 +6,8 @@
 // KIP-951 hints, then encode at the client's version only when something
 // changed; a Produce with reroutes is kept decoded instead, for the
 // leaders' answers to merge into (RerouteState). ApiVersions is capped
-// before it (it decides the KIP-951 bridge).
+// before it (it decides the KIP-951 bridge). A Produce answer none of the
+// steps would touch is recognised in place and not decoded.
 // Must never let an upstream address reach the client, or re-encode a
 // response nothing changed.
 #include <string>
