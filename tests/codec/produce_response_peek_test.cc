@@ -53,6 +53,12 @@ std::vector<std::string> walk(const std::vector<uint8_t>& b, int16_t version, bo
   return seen;
 }
 
+bool is_clean(const ProduceResponse& m, int16_t version) {
+  bool clean = false;
+  walk(body_of(m, version), version, &clean);
+  return clean;
+}
+
 TEST(CleanProduceResponse, AllSuccessesInEveryVersionNameEachPartition) {
   for (int16_t v = ProduceResponse::kMinVersion; v <= ProduceResponse::kMaxVersion; ++v) {
     bool clean = false;
@@ -68,11 +74,7 @@ TEST(CleanProduceResponse, AllSuccessesInEveryVersionNameEachPartition) {
 TEST(CleanProduceResponse, AnErrorCodeIsNotClean) {
   ProduceResponse m = two_topics();
   m.responses[1].partition_responses[1].error_code = 6;  // NOT_LEADER_OR_FOLLOWER
-  for (int16_t v : {3, 8, 9, 10, 12, 13}) {
-    bool clean = true;
-    walk(body_of(m, v), v, &clean);
-    EXPECT_FALSE(clean) << "v" << v;
-  }
+  for (int16_t v : {3, 8, 9, 10, 12, 13}) EXPECT_FALSE(is_clean(m, v)) << "v" << v;
 }
 
 TEST(CleanProduceResponse, RecordErrorsOrAnErrorMessageAreNotClean) {
@@ -81,12 +83,8 @@ TEST(CleanProduceResponse, RecordErrorsOrAnErrorMessageAreNotClean) {
   ProduceResponse with_message = two_topics();
   with_message.responses[0].partition_responses[0].error_message = std::string("");
   for (int16_t v : {8, 9, 11}) {
-    bool clean = true;
-    walk(body_of(with_errors, v), v, &clean);
-    EXPECT_FALSE(clean) << "record errors v" << v;
-    clean = true;
-    walk(body_of(with_message, v), v, &clean);
-    EXPECT_FALSE(clean) << "message v" << v;
+    EXPECT_FALSE(is_clean(with_errors, v)) << "record errors v" << v;
+    EXPECT_FALSE(is_clean(with_message, v)) << "message v" << v;
   }
 }
 
@@ -98,12 +96,8 @@ TEST(CleanProduceResponse, AHintOrNodeEndpointsAreNotClean) {
   with_nodes.node_endpoints.emplace();
   with_nodes.node_endpoints->push_back({});
   for (int16_t v : {10, 11, 12, 13}) {
-    bool clean = true;
-    walk(body_of(hinted, v), v, &clean);
-    EXPECT_FALSE(clean) << "hint v" << v;
-    clean = true;
-    walk(body_of(with_nodes, v), v, &clean);
-    EXPECT_FALSE(clean) << "node endpoints v" << v;
+    EXPECT_FALSE(is_clean(hinted, v)) << "hint v" << v;
+    EXPECT_FALSE(is_clean(with_nodes, v)) << "node endpoints v" << v;
   }
 }
 
@@ -111,9 +105,7 @@ TEST(CleanProduceResponse, AnUnknownTaggedFieldIsNotClean) {
   static const uint8_t kPayload[] = {1, 2};
   ProduceResponse m = two_topics();
   m.responses[1].unknown_tagged_fields.push_back({5, Bytes{kPayload, 2, false}});
-  bool clean = true;
-  walk(body_of(m, 9), 9, &clean);
-  EXPECT_FALSE(clean);
+  EXPECT_FALSE(is_clean(m, 9));
 }
 
 TEST(CleanProduceResponse, TruncatedBodiesAreNotClean) {
