@@ -97,9 +97,9 @@ void ProxyMetrics::upstream_overdue(int16_t api_key) {
 
 void ProxyMetrics::upstream_latency(int16_t api_key, double seconds) {
   const int slot = api_slot(api_key);
-  histogram_child(impl_->latency_children[slot], impl_->upstream_latency,
-                  {{"api", api_label(api_key)}})
-      .Observe(seconds);
+  histogram_child(impl_->latency_children[slot], impl_->upstream_latency, [&] {
+    return prometheus::Labels{{"api", api_label(api_key)}};
+  }).Observe(seconds);
 }
 
 void ProxyMetrics::proxy_latency(double seconds) {

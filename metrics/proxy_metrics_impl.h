@@ -93,11 +93,15 @@ T& child(std::atomic<T*>& cell, Family<T>& family, MakeLabels&& make_labels) {
   return *p;
 }
 
+// The same for a latency histogram. Labels are made on first use only: this
+// runs for every response, and building a Labels map (a tree node and two
+// strings) each time cost more than the observation itself.
+template <typename MakeLabels>
 Histogram& histogram_child(std::atomic<Histogram*>& cell, Family<Histogram>& family,
-                           const prometheus::Labels& labels) {
+                           MakeLabels&& make_labels) {
   Histogram* p = cell.load(std::memory_order_acquire);
   if (p == nullptr) {
-    p = &family.Add(labels, latency_buckets());
+    p = &family.Add(make_labels(), latency_buckets());
     cell.store(p, std::memory_order_release);
   }
   return *p;
@@ -184,7 +188,7 @@ struct ProxyMetrics::Impl {
       const prometheus::Labels labels{{"api", api_label(api)}};
       child(request_children[slot], requests, [&] { return labels; });
       child(response_children[slot], responses, [&] { return labels; });
-      histogram_child(latency_children[slot], upstream_latency, labels);
+      histogram_child(latency_children[slot], upstream_latency, [&] { return labels; });
     }
     for (int16_t api : kRewritingApis) {
       child(rewritten_children[api_slot(api)], addresses_rewritten_family, [&] {

@@ -4,6 +4,7 @@
 // responses that carry hints. Must never: hint from a stale, suspect or
 // leaderless entry, hint the broker that just refused, hint an epoch not
 // newer than the request's, or touch a topic whose mode is not enforce.
+#include <algorithm>
 #include <utility>
 
 #include "policy/hint_builder.h"
@@ -24,6 +25,16 @@ bool backfill_ok(const PartitionEntry* e, int16_t error, int32_t request_epoch,
   if (error == codec::kErrNotLeaderOrFollower && ctx.target_node >= 0 && e->leader_id == ctx.target_node)
     return false;
   return true;
+}
+
+/// True when partition `p` carries a hint of its own or a leader error: the
+/// only partitions backfill touches.
+template <class R>
+bool wants_backfill(const typename R::Partition& p) {
+  int32_t id = -1, epoch = -1;
+  if (R::leader_hint(p, id, epoch) && id >= 0 && epoch >= 0) return true;
+  const int16_t error = R::error_code(p);
+  return error == codec::kErrNotLeaderOrFollower || error == codec::kErrFencedLeaderEpoch;
 }
 
 /// True when backfill may touch this topic (its mode for `group` is enforce).
@@ -64,6 +75,9 @@ uint32_t backfill_hints(Resp& resp, int16_t version, const RequestOf<Resp>* req,
   hints.seed(resp);
   uint32_t added = 0;
   for (auto& t : R::topics(resp)) {
+    // Most answers are all successes: their topics are not looked up.
+    const auto& parts = R::partitions(t);
+    if (std::none_of(parts.begin(), parts.end(), wants_backfill<R>)) continue;
     const TopicEntry* topic = R::by_id(version) ? ctx.view.find_topic(R::id(t))
                                                 : ctx.view.find_topic(R::name(t));
     if (!topic || !backfill_enforced(*topic, group, ctx)) continue;

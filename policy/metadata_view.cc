@@ -271,13 +271,19 @@ LearnReport MetadataView::learn_nodes(const std::vector<NodeInfo>& nodes) {
   return rep;
 }
 
-bool MetadataView::interesting(const MetadataSnapshot& snap, const detail::ResponseFact& f,
+bool MetadataView::interesting(const MetadataSnapshot& snap, std::string_view name,
+                               const codec::Uuid& id, const detail::ResponseFact& f,
                                bool leader_only_api, int32_t target_node) const {
   if (f.hint_leader >= 0 && f.hint_epoch >= 0) return true;
   if (f.error_code != codec::kErrNone) return needs_refresh(f.error_code);
-  if (!leader_only_api || target_node < 0) return false;
-  const PartitionEntry* e = !f.topic.name.empty() ? snap.find_partition(f.topic.name, f.partition)
-                                                  : snap.find_partition(f.topic.id, f.partition);
+  return leader_only_api && success_is_news(snap, name, id, f.partition, target_node);
+}
+
+bool MetadataView::success_is_news(const MetadataSnapshot& snap, std::string_view name,
+                                   const codec::Uuid& id, int32_t partition, int32_t target_node) {
+  if (target_node < 0) return false;
+  const PartitionEntry* e =
+      !name.empty() ? snap.find_partition(name, partition) : snap.find_partition(id, partition);
   // Success from a broker the view does not call leader: the view may be behind.
   return e && e->hintable() && e->leader_id != target_node;
 }

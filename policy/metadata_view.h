@@ -136,6 +136,12 @@ class MetadataView {
   /// their leader errors count.
   template <class Resp>
   LearnReport learn_from(const Resp& resp, int16_t version, int32_t target_node, uint64_t now_ms);
+  /// True when a leader-only API's success from `target_node` on partition
+  /// `partition` of topic `name` (by `id` when `name` is empty) tells `snap`
+  /// something: its entry is hintable and names another leader (the view
+  /// may be behind). The rule learn_from() applies to every success.
+  static bool success_is_news(const MetadataSnapshot& snap, std::string_view name,
+                              const codec::Uuid& id, int32_t partition, int32_t target_node);
 
   /// One partition a broker served without error for a request the proxy
   /// forwarded at `epoch` (the request's CurrentLeaderEpoch).
@@ -176,14 +182,12 @@ class MetadataView {
   LearnReport learn_facts(const std::vector<detail::ResponseFact>& facts,
                           const std::vector<NodeInfo>& nodes, bool leader_only_api,
                           int32_t target_node, uint64_t now_ms);
-  /// Keeps the facts of one response that interesting() selects, then
-  /// learns them and `nodes` (learn_facts).
-  LearnReport learn_interesting(std::vector<detail::ResponseFact> all,
-                                const std::vector<NodeInfo>& nodes, bool leader_only_api,
-                                int32_t target_node, uint64_t now_ms);
-  /// Read-only pre-scan: true when the partition needs learn_facts.
-  bool interesting(const MetadataSnapshot& snap, const detail::ResponseFact& f,
-                   bool leader_only_api, int32_t target_node) const;
+  /// Read-only pre-scan: true when partition `f` of the topic named `name`
+  /// (or, when `name` is empty, with id `id`) needs learn_facts. `f.topic`
+  /// is not read: it is filled only for the partitions that are.
+  bool interesting(const MetadataSnapshot& snap, std::string_view name, const codec::Uuid& id,
+                   const detail::ResponseFact& f, bool leader_only_api,
+                   int32_t target_node) const;
   std::mutex write_mu_;
   std::atomic<uint32_t> rollback_confirmations_{kDefaultRollbackConfirmations};
   std::atomic<std::shared_ptr<const MetadataSnapshot>> current_;

@@ -28,41 +28,37 @@ void collect_nodes(const std::optional<std::vector<NodeEndpointT>>& in,
 
 }  // namespace
 
-LearnReport MetadataView::learn_interesting(std::vector<detail::ResponseFact> all,
-                                            const std::vector<NodeInfo>& nodes,
-                                            bool leader_only_api, int32_t target_node,
-                                            uint64_t now_ms) {
-  auto snap = snapshot();
-  std::vector<detail::ResponseFact> facts;
-  for (auto& f : all)
-    if (interesting(*snap, f, leader_only_api, target_node)) facts.push_back(std::move(f));
-  return learn_facts(facts, nodes, leader_only_api, target_node, now_ms);
-}
-
 template <class Resp>
 LearnReport MetadataView::learn_from(const Resp& resp, int16_t version, int32_t target_node,
                                      uint64_t now_ms) {
   using A = codec::Api<Resp::kApiKey>;
   using R = codec::PartitionShape<Resp>;
   static_assert(A::kLearned && R::kPresent, "learn_from: an API the table marks learned");
-  std::vector<detail::ResponseFact> all;
-  for (const auto& t : R::topics(resp)) {
-    const TopicRef ref = R::by_id(version) ? TopicRef{"", R::id(t)}
-                                           : TopicRef{std::string(R::name(t)), {}};
-    for (const auto& p : R::partitions(t)) {
-      detail::ResponseFact f{ref, R::partition(p), R::error_code(p), -1, -1};
-      if constexpr (R::kHasHints) R::leader_hint(p, f.hint_leader, f.hint_epoch);
-      all.push_back(std::move(f));
-    }
-  }
-  std::vector<NodeInfo> nodes;
-  if constexpr (R::kHasHints) collect_nodes(resp.node_endpoints, nodes);
   // Leader-only APIs (Produce, ShareFetch, ShareAcknowledge): a success from
   // a broker the view does not call leader says the view may be behind.
   // Fetch from a follower is legal (KIP-392), and ListOffsets and
   // OffsetForLeaderEpoch carry only leader errors: their successes say nothing.
-  return learn_interesting(std::move(all), nodes, A::kRule == codec::PolicyRule::kLeader,
-                           target_node, now_ms);
+  constexpr bool kLeaderOnly = A::kRule == codec::PolicyRule::kLeader;
+  // Facts are made only for the partitions interesting() selects: most
+  // responses have none, and copying every partition's topic name into a
+  // fact first cost an allocation per response.
+  auto snap = snapshot();
+  std::vector<detail::ResponseFact> facts;
+  for (const auto& t : R::topics(resp)) {
+    const bool by_id = R::by_id(version);
+    const std::string_view name = by_id ? std::string_view() : std::string_view(R::name(t));
+    const codec::Uuid id = by_id ? R::id(t) : codec::Uuid{};
+    for (const auto& p : R::partitions(t)) {
+      detail::ResponseFact f{{}, R::partition(p), R::error_code(p), -1, -1};
+      if constexpr (R::kHasHints) R::leader_hint(p, f.hint_leader, f.hint_epoch);
+      if (!interesting(*snap, name, id, f, kLeaderOnly, target_node)) continue;
+      f.topic = by_id ? TopicRef{"", id} : TopicRef{std::string(name), {}};
+      facts.push_back(std::move(f));
+    }
+  }
+  std::vector<NodeInfo> nodes;
+  if constexpr (R::kHasHints) collect_nodes(resp.node_endpoints, nodes);
+  return learn_facts(facts, nodes, kLeaderOnly, target_node, now_ms);
 }
 
 // Every API the table marks learned, Metadata aside (learn_metadata).

@@ -108,6 +108,15 @@ class FencingHooks {
   virtual bool amend_response(InFlightEntry& e, PolicyResponse m, int16_t client_version,
                               int32_t node_id) = 0;
 
+  /// True when a Produce success from broker `node_id` on partition
+  /// `partition` of topic `topic` (by id when `topic` is empty) would teach
+  /// the view something (learn_response must see the response). The
+  /// default says yes, so a policy that does not answer decodes every one.
+  virtual bool produce_success_is_news(std::string_view topic, const codec::Uuid& id,
+                                       int32_t partition, int32_t node_id) {
+    return true;
+  }
+
   /// The view's leader and epoch of partition `partition` of topic `topic`
   /// (by id when `topic` is empty); false when the view knows none. With
   /// `refresh`, asks for an urgent refresh of the topic too.

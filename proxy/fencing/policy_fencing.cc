@@ -22,6 +22,7 @@
 #include "policy/reroute_target.h"
 #include "proxy/core/reroute_plan.h"
 #include "proxy/core/served_probe.h"
+#include "proxy/fencing/decision_lease.h"
 #include "proxy/net/buffer_budget.h"
 #include "proxy/net/clock.h"
 #include "proxy/net/connection.h"
@@ -185,7 +186,8 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
     if (may_hold && policy::all_topics_reroute(req, version, s.compiled->modes, *snap))
       may_hold = false;
   policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(), may_hold};
-  policy::RequestDecision d;
+  DecisionLease lease;
+  policy::RequestDecision& d = lease.get();
   policy::decide(req, version, ctx, d);
   refresh(d.urgent_refresh);
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
@@ -323,6 +325,11 @@ bool PolicyFencing::hint_leader(std::string_view topic, const codec::Uuid& id, i
   hints.finish(carrier);
   endpoints = std::move(*carrier.node_endpoints);
   return hinted;
+}
+
+bool PolicyFencing::produce_success_is_news(std::string_view topic, const codec::Uuid& id,
+                                            int32_t partition, int32_t node_id) {
+  return policy::MetadataView::success_is_news(*view_.snapshot(), topic, id, partition, node_id);
 }
 
 void PolicyFencing::learn_metadata(const codec::MetadataResponse& m, int16_t version) {

@@ -46,6 +46,8 @@ class PolicyFencing : public FencingHooks {
   void learn_response(PolicyResponse m, int16_t version, int32_t node_id) override;
   bool amend_response(InFlightEntry& e, PolicyResponse m, int16_t client_version,
                       int32_t node_id) override;
+  bool produce_success_is_news(std::string_view topic, const codec::Uuid& id, int32_t partition,
+                               int32_t node_id) override;
   bool leader_of(std::string_view topic, const codec::Uuid& id, int32_t partition,
                  int32_t& leader, int32_t& epoch, bool refresh) override;
   bool hint_leader(std::string_view topic, const codec::Uuid& id, int32_t partition,

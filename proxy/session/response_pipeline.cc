@@ -6,7 +6,8 @@
 // KIP-951 hints, then encode at the client's version only when something
 // changed; a Produce with reroutes is kept decoded instead, for the
 // leaders' answers to merge into (RerouteState). ApiVersions is capped
-// before it (it decides the KIP-951 bridge).
+// before it (it decides the KIP-951 bridge). A Produce answer none of the
+// steps would touch is recognised in place and not decoded.
 // Must never let an upstream address reach the client, or re-encode a
 // response nothing changed.
 #include <string>
@@ -16,6 +17,7 @@
 #include "codec/message_io.h"
 #include "codec/messages/api_traits.h"
 #include "codec/metadata_brokers.h"
+#include "codec/produce_response_peek.h"
 #include "codec/wire_ints.h"
 #include "metrics/proxy_metrics.h"
 #include "proxy/core/fencing_hooks.h"
@@ -112,6 +114,21 @@ bool ResponsePath::run_pipeline(InFlightRequest& e, codec::ResponseHeader& h, co
   if constexpr (!kAddressed)
     if (policy == nullptr) return true;
 
+  // 0. A Produce answer that is all successes, tags nothing (no hint, no
+  // NodeEndpoints) and teaches the view nothing goes out as its bytes:
+  // decoding it would change nothing, with no split part, injected epoch or
+  // reroute to merge and the client at the broker's version.
+  if constexpr (std::is_same_v<M, codec::ProduceResponse>) {
+    if (!e.context && !e.reroute && e.upstream_version == e.api_version) {
+      bool news = false;
+      const bool clean = codec::peek_clean_produce_response(
+          body, body_len, e.upstream_version, [&](const codec::CleanProducePartition& p) {
+            if (policy && !news)
+              news = policy->produce_success_is_news(p.topic, p.topic_id, p.partition, node_id_);
+          });
+      if (clean && !news) return true;
+    }
+  }
   // 1. Decode, at the version the broker answered.
   M m;
   codec::Bytes trailing;

@@ -4,6 +4,8 @@
 // NOT_LEADER_OR_FOLLOWER for a partition the view says it leads means the
 // view is wrong, so the entry stops fencing until a refresh settles it; the
 // same error from another broker (a client that was already behind) does not.
+// A Produce success is news to the view only from a broker it does not call
+// leader.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -110,6 +112,21 @@ TEST_F(PolicyFencingLearn, NotLeaderFromAnotherBrokerKeepsFencing) {
 TEST_F(PolicyFencingLearn, TheBootstrapListenerCannotTellWhoAnswered) {
   answer(codec::kListOffsets, 4, list_offsets_not_leader(), -1);
   EXPECT_FALSE(suspect());
+}
+
+// The response path skips decoding a clean Produce answer only when this
+// says the view learns nothing from it: from the view's leader nothing, from
+// another broker that the view may be behind (learn_response must see it).
+TEST_F(PolicyFencingLearn, ProduceSuccessIsNewsOnlyFromABrokerTheViewDoesNotCallLeader) {
+  EXPECT_FALSE(fencing_.produce_success_is_news("orders", {}, 0, 1));
+  EXPECT_TRUE(fencing_.produce_success_is_news("orders", {}, 0, 2));
+  EXPECT_FALSE(fencing_.produce_success_is_news("orders", {}, 0, -1))
+      << "the bootstrap listener cannot tell who answered";
+  EXPECT_FALSE(fencing_.produce_success_is_news("unknown-topic", {}, 0, 2));
+  answer(codec::kListOffsets, 4, list_offsets_not_leader(), 1);
+  ASSERT_TRUE(suspect());
+  EXPECT_FALSE(fencing_.produce_success_is_news("orders", {}, 0, 2))
+      << "a doubted entry hints nothing: learn_from ignores the success too";
 }
 
 }  // namespace
