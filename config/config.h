@@ -183,7 +183,7 @@ struct LimitsConfig {
   uint32_t stream_fetch_min_bytes = 65536;
   /// Upstream connections per broker node and worker loop dialled and
   /// answered (ApiVersions) before a client needs one; 0: none kept.
-  uint32_t warm_upstreams_per_broker = 1;
+  uint32_t warm_upstreams_per_broker = 0;
   /// A kept connection unused this long (ms) is closed and dialled anew.
   uint32_t warm_upstream_max_idle_ms = 60000;
 };
