@@ -32,16 +32,17 @@ import verify  # noqa: E402
 
 RECORDS = 50
 MOVE_RECORDS = 300
-MOVE_RATE = 100          # records/s: 3 s of traffic, leaders moved after 1 s
-MOVE_AFTER_S = 1.0
+MOVE_RATE = 100          # records/s: 3 s of traffic once the client is under way
 TIMEOUT_MS = 30000
 MOVE_TIMEOUT_MS = 45000
 WORKERS = 2
 
 
 class Cell:
-    def __init__(self, name, op, args=(), partitions=3, config=None, prefill=0, move=False, title=None):
+    def __init__(self, name, op, args=(), partitions=3, config=None, prefill=0, move=False, title=None,
+                 timeout_ms=TIMEOUT_MS):
         self.name, self.op, self.args = name, op, list(args)
+        self.timeout_ms = timeout_ms
         self.partitions, self.config, self.prefill, self.move = partitions, config, prefill, move
         self.title = title or name
 
@@ -64,7 +65,9 @@ CELLS = [
     Cell("offsets", "offsets"),
     Cell("large-record", "large-record", ["--record-size", "1048576"],
          config={"max.message.bytes": "2097152"}),
-    Cell("many-partitions", "many-partitions", partitions=200),
+    # 200 new partitions, each written with acks=all: the brokers' replica
+    # fetchers must take up every one first, seconds on a loaded machine.
+    Cell("many-partitions", "many-partitions", partitions=200, timeout_ms=2 * TIMEOUT_MS),
     Cell("admin", "admin"),
     Cell("share-consume", "share-consume", prefill=RECORDS),
     Cell("produce-move", "produce-move", move=True),
@@ -163,7 +166,8 @@ class Matrix:
             if cell.move:
                 res = self.run_move(client, cell, topic, bootstrap, args, tag, records)
             else:
-                res = self.run_driver(client, cell.op, bootstrap, topic, cell.partitions, args, tag)
+                res = self.run_driver(client, cell.op, bootstrap, topic, cell.partitions, args, tag,
+                                      timeout_ms=cell.timeout_ms)
         except Exception as e:  # a cluster step failed: the cell failed, the run goes on
             return {"status": "failed", "error": "harness: %s: %s" % (type(e).__name__, e)}
         if cell.op in ("metadata", "admin") and res.get("status") == "ok":
@@ -187,6 +191,8 @@ class Matrix:
         while every leader of the topic moves once; the reference producer
         feeds consume-move straight at the cluster."""
         out = os.path.join(self.workdir, _safe(tag) + ".out")
+        if os.path.exists(out):
+            os.remove(out)  # a file left by an earlier run is no sign of this client's progress
         args = args + ["--rate", str(MOVE_RATE)]
         results = {}
 
@@ -202,12 +208,18 @@ class Matrix:
                 kwargs={"timeout_ms": MOVE_TIMEOUT_MS, "out": out + ".feed"}))
         for t in threads:
             t.start()
-        time.sleep(MOVE_AFTER_S + (1.0 if cell.op == "consume-move" else 0.0))
+        # The move must land while the client produces or consumes, not
+        # while it is still starting or joining its group (how long that
+        # takes depends on the client and the machine's load): the leaders
+        # move once the client has written its first acknowledged or
+        # received record to --out.
+        under_way = wait_first_line(out, threads[0], MOVE_TIMEOUT_MS / 1000)
         move_ms = self.cluster.move_all(topic)
         for t in threads:
             t.join()
         res = results["client"]
         res["move_ms"] = round(move_ms, 1)
+        res["moved_after_first_record"] = under_way
         if cell.op == "consume-move" and results["feed"].get("status") != "ok":
             res["feed_error"] = results["feed"].get("error")
         if res.get("status") != "ok":
@@ -284,6 +296,21 @@ class Matrix:
             "cells": [{"name": c.name, "op": c.op, "title": c.title} for c in self.cells],
             "results": rows,
         }
+
+
+def wait_first_line(path, thread, bound_s):
+    """True once `path` holds a whole line; False when `thread` (the
+    driver) ended or `bound_s` passed first."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline and thread.is_alive():
+        try:
+            with open(path, "rb") as f:
+                if b"\n" in f.read(256):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
 
 
 def _runnable(program):

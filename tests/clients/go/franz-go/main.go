@@ -56,18 +56,18 @@ func main() {
 			return share(ctx, o, r)
 		case "produce-move":
 			o.Acks = "all"
-			tl := driver.NewTimeline()
+			tl := driver.NewTimeline(o.Out)
 			err := produceTimeline(ctx, o, r, tl)
 			r.MaxGapMs = tl.MaxGapMs()
-			if werr := tl.Write(o.Out); err == nil {
+			if werr := tl.Close(); err == nil {
 				err = werr
 			}
 			return err
 		case "consume-move":
-			tl := driver.NewTimeline()
+			tl := driver.NewTimeline(o.Out)
 			err := consume(ctx, o, r, groupOpts(o), tl)
 			r.MaxGapMs = tl.MaxGapMs()
-			if werr := tl.Write(o.Out); err == nil {
+			if werr := tl.Close(); err == nil {
 				err = werr
 			}
 			return err
@@ -502,7 +502,7 @@ func dump(ctx context.Context, o driver.Options, r *driver.Result) error {
 			left[e.Partition] = e.Offset
 		}
 	})
-	tl := driver.NewTimeline()
+	tl := driver.NewTimeline(o.Out)
 	for (o.Records == 0 && len(left) > 0 || o.Records > 0 && tl.Count() < o.Records) && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
 			tl.Add(rec.Partition, rec.Offset, driver.Index("", rec.Value))
@@ -513,7 +513,7 @@ func dump(ctx context.Context, o driver.Options, r *driver.Result) error {
 	}
 	_ = want
 	r.Records = tl.Count()
-	if err := tl.Write(o.Out); err != nil {
+	if err := tl.Close(); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
