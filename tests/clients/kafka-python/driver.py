@@ -247,8 +247,12 @@ def op_admin(a):
     if not described or len(described[0]["partitions"]) != 3:
         raise cli.Failed("describe of the new topic: %s" % described)
     cluster = ad.describe_cluster()
-    if name not in ad.list_topics():
-        raise cli.Failed("list_topics lacks %s" % name)
+    # Any broker may answer; one that has not applied the create yet
+    # lists without the topic, so ask again within the bound.
+    while name not in ad.list_topics():
+        if cli.expired(a):
+            raise cli.Failed("list_topics lacks %s" % name)
+        time.sleep(0.1)
     ad.delete_topics([name], timeout_ms=ms_left(a, 2))
     ad.close()
     return {"records": 0, "brokers": sorted([b["host"], b["port"]] for b in cluster["brokers"])}
