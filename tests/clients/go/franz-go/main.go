@@ -491,9 +491,24 @@ func dump(ctx context.Context, o driver.Options, r *driver.Result) error {
 		return err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, o.Topic)
+	// Right after a leader move the new leader may not know its high
+	// watermark yet and answers ListOffsets with an error for that
+	// partition (OFFSET_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER); ask again,
+	// within the bound, until every partition has its end offset: a
+	// partition left out would read as lost records.
+	var ends kadm.ListedOffsets
+	for {
+		ends, err = kadm.NewClient(cl).ListEndOffsets(ctx, o.Topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("end offsets: %v", err)
 	}
 	left := map[int32]int64{}
 	want := 0
