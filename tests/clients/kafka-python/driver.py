@@ -3,6 +3,7 @@ driver protocol. Run with the interpreter of the venv that
 tools/clients/fetch-python.sh builds (Debian's kafka-python 2.0.2 is a
 separate peer of the suite; this is the newest 3.x from PyPI)."""
 
+import logging
 import os
 import sys
 import time
@@ -13,6 +14,13 @@ import kafka  # noqa: E402
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
 from kafka.structs import OffsetAndMetadata  # noqa: E402
+
+# The library's own log on stderr (the harness keeps it per op): its group
+# coordinator and fetcher at debug level, to tell a slow group join from a
+# fetch that got nothing.
+logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+for _name in ("kafka.coordinator", "kafka.consumer.fetcher", "kafka.consumer.subscription_state"):
+    logging.getLogger(_name).setLevel(logging.DEBUG)
 
 CLIENT = "kafka-python"
 LARGE = 4 * 1024 * 1024
