@@ -248,7 +248,9 @@ async function opLargeRecord(a) {
 
 async function opManyPartitions(a) {
   const count = await partitionCount(a);
-  const p = await producer(a);
+  // Idempotent: librdkafka retries a ProduceRequest that timed out on a
+  // loaded machine, and without idempotence the broker stores it twice.
+  const p = await producer(a, { 'enable.idempotence': true });
   let r;
   try {
     r = await produceAll(a, p, count, { partitionOf: (i) => i });

@@ -131,9 +131,22 @@ async function withAdmin(a, fn) {
 
 const brokersOf = (cluster) => cluster.brokers.map((b) => [b.host, b.port]).sort();
 
+// The topic's metadata, asked again within the bound while the broker that
+// answers has not applied its creation yet (UNKNOWN_TOPIC_OR_PARTITION).
+async function topicMetadata(a, ad, topic) {
+  for (;;) {
+    try {
+      return await ad.fetchTopicMetadata({ topics: [topic] });
+    } catch (e) {
+      if (e.type !== 'UNKNOWN_TOPIC_OR_PARTITION' || cli.expired(a)) throw e;
+    }
+    await cli.sleep(100);
+  }
+}
+
 async function opMetadata(a) {
   return withAdmin(a, async (ad) => {
-    const md = await ad.fetchTopicMetadata({ topics: [a.topic] });
+    const md = await topicMetadata(a, ad, a.topic);
     const cluster = await ad.describeCluster();
     return { brokers: brokersOf(cluster), partitions: md.topics[0].partitions.length, records: 0 };
   });
@@ -241,7 +254,7 @@ async function opLargeRecord(a) {
 
 async function opManyPartitions(a) {
   const k = kafka(a);
-  const count = await withAdmin(a, async (ad) => (await ad.fetchTopicMetadata({ topics: [a.topic] })).topics[0].partitions.length);
+  const count = await withAdmin(a, async (ad) => (await topicMetadata(a, ad, a.topic)).topics[0].partitions.length);
   // Idempotent: one send() spans every broker, and KafkaJS retries all of
   // it when one broker answers NOT_LEADER (a leader not yet serving its new
   // partition), rewriting what the other brokers had already stored.
@@ -266,7 +279,7 @@ async function opAdmin(a) {
   const name = `${a.topic}-admin`;
   return withAdmin(a, async (ad) => {
     await ad.createTopics({ topics: [{ topic: name, numPartitions: 3 }], waitForLeaders: true, timeout: cli.remaining(a, 5000) });
-    const md = await ad.fetchTopicMetadata({ topics: [name] });
+    const md = await topicMetadata(a, ad, name);
     if (md.topics[0].partitions.length !== 3) throw new cli.Failed(`describe of the new topic: ${JSON.stringify(md)}`);
     const cluster = await ad.describeCluster();
     // Any broker may answer; one that has not applied the create yet lists
