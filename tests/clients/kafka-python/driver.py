@@ -33,6 +33,15 @@ def ms_left(a, reserve=1.0):
     return max(1000, int(cli.remaining(a, reserve) * 1000))
 
 
+def poll_ms(a):
+    """poll()'s timeout: the rest of the bound (poll returns as soon as
+    records arrive). kafka-python 3.0.12 loses a group join whose SyncGroup
+    answer comes after poll() gave up waiting for it ("coordinator.poll:
+    timeout in ensure_active_group; returning early"): the member then never
+    takes up its partitions nor heartbeats, and reads nothing."""
+    return ms_left(a, 1.0)
+
+
 def common(a):
     return {"bootstrap_servers": a.bootstrap.split(","), "request_timeout_ms": min(15000, ms_left(a)),
             "client_id": "kafka-python-driver"}
@@ -117,7 +126,7 @@ def op_produce_idempotent(a):
 def read(a, c, want):
     got = []
     while len(got) < want and not cli.expired(a):
-        for recs in c.poll(timeout_ms=min(500, ms_left(a, 0)), max_records=want - len(got)).values():
+        for recs in c.poll(timeout_ms=poll_ms(a), max_records=want - len(got)).values():
             got.extend(recs)
     return got
 
@@ -284,7 +293,7 @@ def op_consume_move(a):
     c.subscribe([a.topic])
     seen = set()
     while len(seen) < a.records and not cli.expired(a):
-        for recs in c.poll(timeout_ms=min(500, ms_left(a, 0))).values():
+        for recs in c.poll(timeout_ms=poll_ms(a)).values():
             for r in recs:
                 log.event(r.partition, r.offset, cli.index_of(r.value))
                 seen.add(cli.index_of(r.value))
