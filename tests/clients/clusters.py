@@ -41,6 +41,9 @@ class RealCluster:
     def leaders(self, topic):
         return {p: l for (t, p), (l, _) in rk.leaders(self.c, [topic]).items()}
 
+    def delete_topic(self, topic):
+        self.c.ctl("delete %s" % topic)
+
     def move_all(self, topic):
         """Moves each partition's leader to the next broker; returns ms spent."""
         ms = 0.0
@@ -77,6 +80,9 @@ class MockCluster:
 
     def create_topic(self, topic, partitions, config=None):
         self.c.cmd("create %s %d 3" % (topic, partitions))
+
+    def delete_topic(self, topic):
+        pass  # the mock holds its topics in memory for the run's few minutes
 
     def leaders(self, topic):
         md = self.c.metadata([topic])
