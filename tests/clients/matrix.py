@@ -235,11 +235,27 @@ class Matrix:
         rows = verify.read_out(out)
         if cell.op == "produce-move":
             dump = out + ".topic"
-            d = self.run_driver(self.ref, "consume-assign", self.cluster.bootstrap, topic, cell.partitions,
-                                ["--records", "0"], tag + ".readback", out=dump)
-            if d.get("status") != "ok":
-                res["status"], res["error"] = "failed", "reading the topic back failed: %s" % d.get("error")
-                return res
+            # A leader elected a moment ago may answer ListOffsets with a
+            # high watermark still behind what the old leader acknowledged,
+            # so the reader stops short. Read again, within a bound, until
+            # every partition reaches the highest offset the client was
+            # acknowledged there.
+            acked_end = {}
+            for p, off, _, _ in rows:
+                acked_end[p] = max(acked_end.get(p, -1), off)
+            deadline = time.monotonic() + 30
+            while True:
+                d = self.run_driver(self.ref, "consume-assign", self.cluster.bootstrap, topic, cell.partitions,
+                                    ["--records", "0"], tag + ".readback", out=dump)
+                if d.get("status") != "ok":
+                    res["status"], res["error"] = "failed", "reading the topic back failed: %s" % d.get("error")
+                    return res
+                read_end = {}
+                for p, off, _, _ in verify.read_out(dump):
+                    read_end[p] = max(read_end.get(p, -1), off)
+                if all(read_end.get(p, -1) >= off for p, off in acked_end.items()) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
             res["verify"] = verify.check_topic(rows, verify.read_out(dump), records)
         else:
             res["verify"] = verify.check(rows, records)
