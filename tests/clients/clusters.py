@@ -10,6 +10,7 @@ ends).
 """
 
 import os
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -40,12 +41,28 @@ class RealCluster:
     def leaders(self, topic):
         return {p: l for (t, p), (l, _) in rk.leaders(self.c, [topic]).items()}
 
+    def delete_topic(self, topic):
+        self.c.ctl("delete %s" % topic)
+
     def move_all(self, topic):
         """Moves each partition's leader to the next broker; returns ms spent."""
         ms = 0.0
         for p, leader in sorted(self.leaders(topic).items()):
-            ms += self.c.ctl("move %s %d %d" % (topic, p, 1 + leader % 3))["ms"]
+            ms += self._move(topic, p, 1 + leader % 3)
         return ms
+
+    def _move(self, topic, partition, target, bound_s=30.0):
+        # On a loaded machine a follower can fall out of the ISR for a
+        # while; the election then fails with PreferredLeaderNotAvailable
+        # until it has caught up. Ask again until it has, within the bound.
+        deadline = time.monotonic() + bound_s
+        while True:
+            try:
+                return self.c.ctl("move %s %d %d" % (topic, partition, target))["ms"]
+            except RuntimeError as e:
+                if "PreferredLeaderNotAvailable" not in str(e) or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.2)
 
 
 class MockCluster:
@@ -63,6 +80,9 @@ class MockCluster:
 
     def create_topic(self, topic, partitions, config=None):
         self.c.cmd("create %s %d 3" % (topic, partitions))
+
+    def delete_topic(self, topic):
+        pass  # the mock holds its topics in memory for the run's few minutes
 
     def leaders(self, topic):
         md = self.c.metadata([topic])

@@ -32,16 +32,17 @@ import verify  # noqa: E402
 
 RECORDS = 50
 MOVE_RECORDS = 300
-MOVE_RATE = 100          # records/s: 3 s of traffic, leaders moved after 1 s
-MOVE_AFTER_S = 1.0
+MOVE_RATE = 100          # records/s: 3 s of traffic once the client is under way
 TIMEOUT_MS = 30000
 MOVE_TIMEOUT_MS = 45000
 WORKERS = 2
 
 
 class Cell:
-    def __init__(self, name, op, args=(), partitions=3, config=None, prefill=0, move=False, title=None):
+    def __init__(self, name, op, args=(), partitions=3, config=None, prefill=0, move=False, title=None,
+                 timeout_ms=TIMEOUT_MS):
         self.name, self.op, self.args = name, op, list(args)
+        self.timeout_ms = timeout_ms
         self.partitions, self.config, self.prefill, self.move = partitions, config, prefill, move
         self.title = title or name
 
@@ -64,7 +65,9 @@ CELLS = [
     Cell("offsets", "offsets"),
     Cell("large-record", "large-record", ["--record-size", "1048576"],
          config={"max.message.bytes": "2097152"}),
-    Cell("many-partitions", "many-partitions", partitions=200),
+    # 200 new partitions, each written with acks=all: the brokers' replica
+    # fetchers must take up every one first, seconds on a loaded machine.
+    Cell("many-partitions", "many-partitions", partitions=200, timeout_ms=2 * TIMEOUT_MS),
     Cell("admin", "admin"),
     Cell("share-consume", "share-consume", prefill=RECORDS),
     Cell("produce-move", "produce-move", move=True),
@@ -163,9 +166,18 @@ class Matrix:
             if cell.move:
                 res = self.run_move(client, cell, topic, bootstrap, args, tag, records)
             else:
-                res = self.run_driver(client, cell.op, bootstrap, topic, cell.partitions, args, tag)
+                res = self.run_driver(client, cell.op, bootstrap, topic, cell.partitions, args, tag,
+                                      timeout_ms=cell.timeout_ms)
         except Exception as e:  # a cluster step failed: the cell failed, the run goes on
             return {"status": "failed", "error": "harness: %s: %s" % (type(e).__name__, e)}
+        finally:
+            # The run creates some 360 topics, 3600 partitions of them in
+            # many-partitions: kept, they took a broker's 256 MiB heap
+            # (OutOfMemoryError in its replica fetcher) late in a run.
+            try:
+                self.cluster.delete_topic(topic)
+            except Exception as e:
+                print("    harness: deleting %s: %s" % (topic, e), flush=True)
         if cell.op in ("metadata", "admin") and res.get("status") == "ok":
             self.check_addresses(res, path)
         if cell.op == "metadata" and res.get("status") == "ok" and res.get("partitions") != cell.partitions:
@@ -187,6 +199,8 @@ class Matrix:
         while every leader of the topic moves once; the reference producer
         feeds consume-move straight at the cluster."""
         out = os.path.join(self.workdir, _safe(tag) + ".out")
+        if os.path.exists(out):
+            os.remove(out)  # a file left by an earlier run is no sign of this client's progress
         args = args + ["--rate", str(MOVE_RATE)]
         results = {}
 
@@ -202,12 +216,18 @@ class Matrix:
                 kwargs={"timeout_ms": MOVE_TIMEOUT_MS, "out": out + ".feed"}))
         for t in threads:
             t.start()
-        time.sleep(MOVE_AFTER_S + (1.0 if cell.op == "consume-move" else 0.0))
+        # The move must land while the client produces or consumes, not
+        # while it is still starting or joining its group (how long that
+        # takes depends on the client and the machine's load): the leaders
+        # move once the client has written its first acknowledged or
+        # received record to --out.
+        under_way = wait_first_line(out, threads[0], MOVE_TIMEOUT_MS / 1000)
         move_ms = self.cluster.move_all(topic)
         for t in threads:
             t.join()
         res = results["client"]
         res["move_ms"] = round(move_ms, 1)
+        res["moved_after_first_record"] = under_way
         if cell.op == "consume-move" and results["feed"].get("status") != "ok":
             res["feed_error"] = results["feed"].get("error")
         if res.get("status") != "ok":
@@ -215,11 +235,27 @@ class Matrix:
         rows = verify.read_out(out)
         if cell.op == "produce-move":
             dump = out + ".topic"
-            d = self.run_driver(self.ref, "consume-assign", self.cluster.bootstrap, topic, cell.partitions,
-                                ["--records", "0"], tag + ".readback", out=dump)
-            if d.get("status") != "ok":
-                res["status"], res["error"] = "failed", "reading the topic back failed: %s" % d.get("error")
-                return res
+            # A leader elected a moment ago may answer ListOffsets with a
+            # high watermark still behind what the old leader acknowledged,
+            # so the reader stops short. Read again, within a bound, until
+            # every partition reaches the highest offset the client was
+            # acknowledged there.
+            acked_end = {}
+            for p, off, _, _ in rows:
+                acked_end[p] = max(acked_end.get(p, -1), off)
+            deadline = time.monotonic() + 30
+            while True:
+                d = self.run_driver(self.ref, "consume-assign", self.cluster.bootstrap, topic, cell.partitions,
+                                    ["--records", "0"], tag + ".readback", out=dump)
+                if d.get("status") != "ok":
+                    res["status"], res["error"] = "failed", "reading the topic back failed: %s" % d.get("error")
+                    return res
+                read_end = {}
+                for p, off, _, _ in verify.read_out(dump):
+                    read_end[p] = max(read_end.get(p, -1), off)
+                if all(read_end.get(p, -1) >= off for p, off in acked_end.items()) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
             res["verify"] = verify.check_topic(rows, verify.read_out(dump), records)
         else:
             res["verify"] = verify.check(rows, records)
@@ -284,6 +320,21 @@ class Matrix:
             "cells": [{"name": c.name, "op": c.op, "title": c.title} for c in self.cells],
             "results": rows,
         }
+
+
+def wait_first_line(path, thread, bound_s):
+    """True once `path` holds a whole line; False when `thread` (the
+    driver) ended or `bound_s` passed first."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline and thread.is_alive():
+        try:
+            with open(path, "rb") as f:
+                if b"\n" in f.read(256):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
 
 
 def _runnable(program):

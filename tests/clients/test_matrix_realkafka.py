@@ -32,7 +32,7 @@ def test_matrix(h):
                       "tools/clients/gen_compatibility.py --update if intended):\n  " + "\n  ".join(diff))
 
 
-test_matrix.timeout = 900
+test_matrix.timeout = 1100
 
 if __name__ == "__main__":
     harness.main(globals())

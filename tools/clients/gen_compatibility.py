@@ -58,18 +58,17 @@ version by `tools/clients/fetch.sh` into a cache outside the clone and
 driven by a small program in `tests/clients/` through the same operations
 (`tests/clients/README.md`). Each operation runs straight at the cluster
 and through epochgate against the same cluster in one run
-(`tests/clients/matrix.py`; ctest `clients.matrix_realkafka`, label
-`realkafka`, registered with `-DEPOCHGATE_CLIENT_MATRIX_REAL=ON` and not yet
-part of `make test` because some clients' own group joins and move runs
-fail at random on a loaded machine, straight at the cluster as through
-epochgate; and `clients.matrix_mock`, label `clients`, in `make test`).
+(`tests/clients/matrix.py`; ctest `clients.matrix_realkafka`, labels
+`realkafka` and `clients`, and `clients.matrix_mock`, label `clients`, both
+in `make test`).
 
 A cell reads *direct / through epochgate*: **ok**, **FAIL**, **n/a** (the
 client has no such feature; the reason is listed below) or **-** (not run:
 the driver does not implement it). Through epochgate, metadata and admin
 answers must name only epochgate's addresses, and during a leader move
 (every partition's leader moved once while the client produces or
-consumes 300 records at 100/s) nothing may be lost, duplicated or
+consumes 300 records at 100/s, as soon as its first record is
+acknowledged or received) nothing may be lost, duplicated or
 reordered (checked from what the client acknowledged or received, and the
 topic read back).
 """

@@ -299,8 +299,12 @@ async def op_admin(a):
         if not described or len(described[0]["partitions"]) != 3:
             raise cli.Failed("describe of the new topic: %s" % described)
         cluster = await ad.describe_cluster()
-        if name not in await ad.list_topics():
-            raise cli.Failed("list_topics lacks %s" % name)
+        # Any broker may answer; one that has not applied the create yet
+        # lists without the topic, so ask again within the bound.
+        while name not in await ad.list_topics():
+            if cli.expired(a):
+                raise cli.Failed("list_topics lacks %s" % name)
+            await asyncio.sleep(0.1)
         errors = topic_errors(await ad.delete_topics([name], timeout_ms=ms_left(a, 2)), "topic_error_codes")
         if errors:
             raise cli.Failed("delete %s: %s" % (name, errors))

@@ -248,7 +248,9 @@ async function opLargeRecord(a) {
 
 async function opManyPartitions(a) {
   const count = await partitionCount(a);
-  const p = await producer(a);
+  // Idempotent: librdkafka retries a ProduceRequest that timed out on a
+  // loaded machine, and without idempotence the broker stores it twice.
+  const p = await producer(a, { 'enable.idempotence': true });
   let r;
   try {
     r = await produceAll(a, p, count, { partitionOf: (i) => i });
@@ -279,8 +281,12 @@ async function opAdmin(a) {
       await cli.sleep(200);
     }
     if (!described || !described[0] || described[0].partitions.length !== 3) throw new cli.Failed(`describe of the new topic: ${JSON.stringify(described)}`);
-    const listed = await cli.bounded(a, call((cb) => ad.listTopics({ timeout: t() }, cb)), 'listTopics');
-    if (!listed.includes(name)) throw new cli.Failed(`listTopics lacks ${name}`);
+    // Any broker may answer; one that has not applied the create yet lists
+    // without the topic, so ask again within the bound.
+    while (!(await cli.bounded(a, call((cb) => ad.listTopics({ timeout: t() }, cb)), 'listTopics')).includes(name)) {
+      if (cli.expired(a)) throw new cli.Failed(`listTopics lacks ${name}`);
+      await cli.sleep(100);
+    }
     await cli.bounded(a, call((cb) => ad.deleteTopic(name, t(), cb)), 'deleteTopic');
   } finally {
     ad.disconnect();

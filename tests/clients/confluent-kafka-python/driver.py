@@ -259,9 +259,12 @@ def op_admin(a):
     if described is None or len(described.partitions) != 3:
         raise cli.Failed("describe of the new topic: %s" % described)
     cluster = ad.describe_cluster().result(timeout=max(1.0, cli.remaining(a, 1)))
-    listed = ad.list_topics(timeout=max(1.0, cli.remaining(a, 1))).topics
-    if name not in listed:
-        raise cli.Failed("list_topics lacks %s" % name)
+    # Any broker may answer; one that has not applied the create yet
+    # lists without the topic, so ask again within the bound.
+    while name not in ad.list_topics(timeout=max(1.0, cli.remaining(a, 1))).topics:
+        if cli.expired(a):
+            raise cli.Failed("list_topics lacks %s" % name)
+        time.sleep(0.1)
     wait_futures(a, ad.delete_topics([name], operation_timeout=max(1.0, cli.remaining(a, 5))), "delete")
     return {"records": 0, "brokers": sorted([n.host, n.port] for n in cluster.nodes)}
 

@@ -43,22 +43,31 @@ public class MatrixDriver {
 
   static class Unsupported extends Exception { Unsupported(String m) { super(m); } }
 
-  // --out lines and the longest gap between events.
+  // --out lines, written as the events happen (the harness waits for the
+  // first one before it moves leaders), and the longest gap between events.
   static class Timeline {
     final long start = System.nanoTime();
     long last = 0, gap = 0;
-    final List<String> lines = new ArrayList<>();
+    int count = 0;
+    final PrintWriter out;
+    Timeline() throws Exception {
+      String path = opt.get("out");
+      out = path == null ? null : new PrintWriter(Files.newBufferedWriter(Paths.get(path)), true);
+    }
     synchronized void add(int p, long off, int idx) {
       long now = System.nanoTime();
       if (last != 0 && now - last > gap) gap = now - last;
       last = now;
-      lines.add(p + " " + off + " " + idx + " " + String.format("%.1f", (now - start) / 1e6));
+      count++;
+      if (out != null) out.println(p + " " + off + " " + idx + " " + String.format("%.1f", (now - start) / 1e6));
     }
-    synchronized int count() { return lines.size(); }
+    synchronized int count() { return count; }
     synchronized double gapMs() { return gap / 1e6; }
     synchronized void write() throws Exception {
-      String out = opt.get("out");
-      if (out != null) Files.write(Paths.get(out), (String.join("\n", lines) + "\n").getBytes());
+      if (out != null) {
+        out.close();
+        if (out.checkError()) throw new Exception("writing --out failed");
+      }
     }
   }
 

@@ -92,13 +92,13 @@ class Pacer {
   }
 }
 
-// The *-move ops' --out file ("<partition> <offset> <index> <ms>") and the
-// longest gap between consecutive events.
+// The *-move ops' --out file ("<partition> <offset> <index> <ms>"), written
+// line by line as the events happen (the harness waits for the first one
+// before it moves leaders), and the longest gap between consecutive events.
 class MoveLog {
   constructor(a) {
     this.start = a.started;
-    this.lines = [];
-    this.out = a.out;
+    this.fd = a.out ? fs.openSync(a.out, 'w') : null;
     this.last = null;
     this.maxGapMs = 0;
     this.count = 0;
@@ -109,11 +109,12 @@ class MoveLog {
     if (this.last !== null) this.maxGapMs = Math.max(this.maxGapMs, now - this.last);
     this.last = now;
     this.count += 1;
-    this.lines.push(`${partition} ${offset} ${index} ${(Date.now() - this.start).toFixed(1)}\n`);
+    if (this.fd !== null) fs.writeSync(this.fd, `${partition} ${offset} ${index} ${(Date.now() - this.start).toFixed(1)}\n`);
   }
 
   close() {
-    if (this.out) fs.writeFileSync(this.out, this.lines.join(''));
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = null;
   }
 }
 

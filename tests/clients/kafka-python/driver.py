@@ -3,6 +3,7 @@ driver protocol. Run with the interpreter of the venv that
 tools/clients/fetch-python.sh builds (Debian's kafka-python 2.0.2 is a
 separate peer of the suite; this is the newest 3.x from PyPI)."""
 
+import logging
 import os
 import sys
 import time
@@ -14,6 +15,13 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic  # noqa: E402
 from kafka.structs import OffsetAndMetadata  # noqa: E402
 
+# The library's own log on stderr (the harness keeps it per op): its group
+# coordinator and fetcher at debug level, to tell a slow group join from a
+# fetch that got nothing.
+logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+for _name in ("kafka.coordinator", "kafka.consumer.fetcher", "kafka.consumer.subscription_state"):
+    logging.getLogger(_name).setLevel(logging.DEBUG)
+
 CLIENT = "kafka-python"
 LARGE = 4 * 1024 * 1024
 UNSUPPORTED = {
@@ -23,6 +31,15 @@ UNSUPPORTED = {
 
 def ms_left(a, reserve=1.0):
     return max(1000, int(cli.remaining(a, reserve) * 1000))
+
+
+def poll_ms(a):
+    """poll()'s timeout: the rest of the bound (poll returns as soon as
+    records arrive). kafka-python 3.0.12 loses a group join whose SyncGroup
+    answer comes after poll() gave up waiting for it ("coordinator.poll:
+    timeout in ensure_active_group; returning early"): the member then never
+    takes up its partitions nor heartbeats, and reads nothing."""
+    return ms_left(a, 1.0)
 
 
 def common(a):
@@ -109,7 +126,7 @@ def op_produce_idempotent(a):
 def read(a, c, want):
     got = []
     while len(got) < want and not cli.expired(a):
-        for recs in c.poll(timeout_ms=min(500, ms_left(a, 0)), max_records=want - len(got)).values():
+        for recs in c.poll(timeout_ms=poll_ms(a), max_records=want - len(got)).values():
             got.extend(recs)
     return got
 
@@ -247,8 +264,12 @@ def op_admin(a):
     if not described or len(described[0]["partitions"]) != 3:
         raise cli.Failed("describe of the new topic: %s" % described)
     cluster = ad.describe_cluster()
-    if name not in ad.list_topics():
-        raise cli.Failed("list_topics lacks %s" % name)
+    # Any broker may answer; one that has not applied the create yet
+    # lists without the topic, so ask again within the bound.
+    while name not in ad.list_topics():
+        if cli.expired(a):
+            raise cli.Failed("list_topics lacks %s" % name)
+        time.sleep(0.1)
     ad.delete_topics([name], timeout_ms=ms_left(a, 2))
     ad.close()
     return {"records": 0, "brokers": sorted([b["host"], b["port"]] for b in cluster["brokers"])}
@@ -272,7 +293,7 @@ def op_consume_move(a):
     c.subscribe([a.topic])
     seen = set()
     while len(seen) < a.records and not cli.expired(a):
-        for recs in c.poll(timeout_ms=min(500, ms_left(a, 0))).values():
+        for recs in c.poll(timeout_ms=poll_ms(a)).values():
             for r in recs:
                 log.event(r.partition, r.offset, cli.index_of(r.value))
                 seen.add(cli.index_of(r.value))

@@ -79,7 +79,9 @@ async function produceAll(a, producer, n, { prefix = '', size = a.recordSize, pa
 
 // A group consumer from the beginning, until `want` records, `stop()` says
 // so, or 1.5 s before the deadline (which an op may bring forward).
-async function readGroup(a, k, group, want, { onMessage = null, readCommitted = false, maxBytes = 0, stop = () => false } = {}) {
+// commitEach: commit each record's offset once it is processed, so a member
+// that rejoins the group resumes after it instead of re-reading.
+async function readGroup(a, k, group, want, { onMessage = null, readCommitted = false, maxBytes = 0, stop = () => false, commitEach = false } = {}) {
   const opts = { groupId: group, sessionTimeout: 10000, heartbeatInterval: 1000, readUncommitted: !readCommitted, retry: { retries: 8 } };
   if (maxBytes) Object.assign(opts, { maxBytesPerPartition: maxBytes, maxBytes });
   const c = k.consumer(opts);
@@ -88,7 +90,8 @@ async function readGroup(a, k, group, want, { onMessage = null, readCommitted = 
     await c.connect();
     await c.subscribe({ topic: a.topic, fromBeginning: true });
     await c.run({
-      autoCommit: false,
+      autoCommit: commitEach,
+      autoCommitThreshold: commitEach ? 1 : null,
       eachMessage: async ({ partition, message }) => {
         got.push({ partition, offset: Number(message.offset), value: message.value });
         if (onMessage) onMessage(partition, message);
@@ -128,9 +131,22 @@ async function withAdmin(a, fn) {
 
 const brokersOf = (cluster) => cluster.brokers.map((b) => [b.host, b.port]).sort();
 
+// The topic's metadata, asked again within the bound while the broker that
+// answers has not applied its creation yet (UNKNOWN_TOPIC_OR_PARTITION).
+async function topicMetadata(a, ad, topic) {
+  for (;;) {
+    try {
+      return await ad.fetchTopicMetadata({ topics: [topic] });
+    } catch (e) {
+      if (e.type !== 'UNKNOWN_TOPIC_OR_PARTITION' || cli.expired(a)) throw e;
+    }
+    await cli.sleep(100);
+  }
+}
+
 async function opMetadata(a) {
   return withAdmin(a, async (ad) => {
-    const md = await ad.fetchTopicMetadata({ topics: [a.topic] });
+    const md = await topicMetadata(a, ad, a.topic);
     const cluster = await ad.describeCluster();
     return { brokers: brokersOf(cluster), partitions: md.topics[0].partitions.length, records: 0 };
   });
@@ -238,8 +254,11 @@ async function opLargeRecord(a) {
 
 async function opManyPartitions(a) {
   const k = kafka(a);
-  const count = await withAdmin(a, async (ad) => (await ad.fetchTopicMetadata({ topics: [a.topic] })).topics[0].partitions.length);
-  const p = producerOf(k, {});
+  const count = await withAdmin(a, async (ad) => (await topicMetadata(a, ad, a.topic)).topics[0].partitions.length);
+  // Idempotent: one send() spans every broker, and KafkaJS retries all of
+  // it when one broker answers NOT_LEADER (a leader not yet serving its new
+  // partition), rewriting what the other brokers had already stored.
+  const p = producerOf(k, { idempotent: true, maxInFlightRequests: 1 });
   await p.connect();
   let r;
   try {
@@ -260,10 +279,15 @@ async function opAdmin(a) {
   const name = `${a.topic}-admin`;
   return withAdmin(a, async (ad) => {
     await ad.createTopics({ topics: [{ topic: name, numPartitions: 3 }], waitForLeaders: true, timeout: cli.remaining(a, 5000) });
-    const md = await ad.fetchTopicMetadata({ topics: [name] });
+    const md = await topicMetadata(a, ad, name);
     if (md.topics[0].partitions.length !== 3) throw new cli.Failed(`describe of the new topic: ${JSON.stringify(md)}`);
     const cluster = await ad.describeCluster();
-    if (!(await ad.listTopics()).includes(name)) throw new cli.Failed(`listTopics lacks ${name}`);
+    // Any broker may answer; one that has not applied the create yet lists
+    // without the topic, so ask again within the bound.
+    while (!(await ad.listTopics()).includes(name)) {
+      if (cli.expired(a)) throw new cli.Failed(`listTopics lacks ${name}`);
+      await cli.sleep(100);
+    }
     await ad.deleteTopics({ topics: [name], timeout: cli.remaining(a, 2000) });
     return { records: 0, brokers: brokersOf(cluster) };
   });
@@ -296,6 +320,11 @@ async function opConsumeMove(a) {
       seen.add(cli.indexOf(m.value));
     },
     stop: () => seen.size >= a.records,
+    // KafkaJS answers a stale-leader error on Fetch by rejoining the group
+    // (consumerGroup.js recoverFromFetch -> joinAndSync), after which it
+    // fetches from the group's committed offsets: without a commit per
+    // record it reads everything again from the start.
+    commitEach: true,
   });
   log.close();
   if (seen.size < a.records) throw new cli.Failed(`read ${seen.size} of ${a.records} distinct records`);

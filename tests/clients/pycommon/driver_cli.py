@@ -94,12 +94,14 @@ class Pacer:
 
 
 class MoveLog:
-    """The *-move ops' --out file ("<partition> <offset> <index> <ms>") and
-    the longest gap between consecutive events."""
+    """The *-move ops' --out file ("<partition> <offset> <index> <ms>"),
+    written line by line as the events happen (the harness waits for the
+    first one before it moves leaders), and the longest gap between
+    consecutive events."""
 
     def __init__(self, a):
         self.start = a.started
-        self.f = open(a.out, "w") if a.out else None
+        self.f = open(a.out, "w", buffering=1) if a.out else None
         self.last = None
         self.max_gap_ms = 0.0
         self.count = 0

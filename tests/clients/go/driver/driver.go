@@ -119,16 +119,27 @@ func (p *Pacer) Wait(i int) {
 	}
 }
 
-// Timeline writes the --out lines and tracks the longest gap between events.
+// Timeline writes the --out lines as the events happen (the harness waits
+// for the first one before it moves leaders) and tracks the longest gap
+// between events.
 type Timeline struct {
 	mu    sync.Mutex
 	start time.Time
 	last  time.Time
 	gap   time.Duration
-	lines []string
+	count int
+	out   *os.File
+	err   error
 }
 
-func NewTimeline() *Timeline { return &Timeline{start: time.Now()} }
+// NewTimeline starts the clock; path "" keeps no file.
+func NewTimeline(path string) *Timeline {
+	t := &Timeline{start: time.Now()}
+	if path != "" {
+		t.out, t.err = os.Create(path)
+	}
+	return t
+}
 
 func (t *Timeline) Add(partition int32, offset int64, index int) {
 	t.mu.Lock()
@@ -138,14 +149,17 @@ func (t *Timeline) Add(partition int32, offset int64, index int) {
 		t.gap = now.Sub(t.last)
 	}
 	t.last = now
-	t.lines = append(t.lines, fmt.Sprintf("%d %d %d %.1f", partition, offset, index,
-		float64(now.Sub(t.start).Microseconds())/1000))
+	t.count++
+	if t.out != nil && t.err == nil {
+		_, t.err = fmt.Fprintf(t.out, "%d %d %d %.1f\n", partition, offset, index,
+			float64(now.Sub(t.start).Microseconds())/1000)
+	}
 }
 
 func (t *Timeline) Count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.lines)
+	return t.count
 }
 
 func (t *Timeline) MaxGapMs() float64 {
@@ -154,13 +168,17 @@ func (t *Timeline) MaxGapMs() float64 {
 	return float64(t.gap.Microseconds()) / 1000
 }
 
-func (t *Timeline) Write(path string) error {
-	if path == "" {
-		return nil
-	}
+// Close closes the --out file; it returns the first write error.
+func (t *Timeline) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return os.WriteFile(path, []byte(strings.Join(t.lines, "\n")+"\n"), 0o644)
+	if t.out != nil {
+		if err := t.out.Close(); t.err == nil {
+			t.err = err
+		}
+		t.out = nil
+	}
+	return t.err
 }
 
 // OffsetChecker fails when a partition's offsets do not increase.

@@ -56,18 +56,18 @@ func main() {
 			return share(ctx, o, r)
 		case "produce-move":
 			o.Acks = "all"
-			tl := driver.NewTimeline()
+			tl := driver.NewTimeline(o.Out)
 			err := produceTimeline(ctx, o, r, tl)
 			r.MaxGapMs = tl.MaxGapMs()
-			if werr := tl.Write(o.Out); err == nil {
+			if werr := tl.Close(); err == nil {
 				err = werr
 			}
 			return err
 		case "consume-move":
-			tl := driver.NewTimeline()
+			tl := driver.NewTimeline(o.Out)
 			err := consume(ctx, o, r, groupOpts(o), tl)
 			r.MaxGapMs = tl.MaxGapMs()
-			if werr := tl.Write(o.Out); err == nil {
+			if werr := tl.Close(); err == nil {
 				err = werr
 			}
 			return err
@@ -491,9 +491,24 @@ func dump(ctx context.Context, o driver.Options, r *driver.Result) error {
 		return err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, o.Topic)
+	// Right after a leader move the new leader may not know its high
+	// watermark yet and answers ListOffsets with an error for that
+	// partition (OFFSET_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER); ask again,
+	// within the bound, until every partition has its end offset: a
+	// partition left out would read as lost records.
+	var ends kadm.ListedOffsets
+	for {
+		ends, err = kadm.NewClient(cl).ListEndOffsets(ctx, o.Topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("end offsets: %v", err)
 	}
 	left := map[int32]int64{}
 	want := 0
@@ -502,7 +517,7 @@ func dump(ctx context.Context, o driver.Options, r *driver.Result) error {
 			left[e.Partition] = e.Offset
 		}
 	})
-	tl := driver.NewTimeline()
+	tl := driver.NewTimeline(o.Out)
 	for (o.Records == 0 && len(left) > 0 || o.Records > 0 && tl.Count() < o.Records) && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
 			tl.Add(rec.Partition, rec.Offset, driver.Index("", rec.Value))
@@ -513,7 +528,7 @@ func dump(ctx context.Context, o driver.Options, r *driver.Result) error {
 	}
 	_ = want
 	r.Records = tl.Count()
-	if err := tl.Write(o.Out); err != nil {
+	if err := tl.Close(); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {

@@ -58,18 +58,18 @@ func main() {
 		case "produce-move":
 			// Not idempotent (kafka-go has none): acks=all with retries.
 			o.Acks = "all"
-			tl := driver.NewTimeline()
+			tl := driver.NewTimeline(o.Out)
 			err := produce(ctx, o, r, tl)
 			r.MaxGapMs = tl.MaxGapMs()
-			if werr := tl.Write(o.Out); err == nil {
+			if werr := tl.Close(); err == nil {
 				err = werr
 			}
 			return err
 		case "consume-move":
-			tl := driver.NewTimeline()
+			tl := driver.NewTimeline(o.Out)
 			err := group(ctx, o, r, tl)
 			r.MaxGapMs = tl.MaxGapMs()
-			if werr := tl.Write(o.Out); err == nil {
+			if werr := tl.Close(); err == nil {
 				err = werr
 			}
 			return err
@@ -201,8 +201,8 @@ func assign(ctx context.Context, o driver.Options, r *driver.Result) error {
 			}
 		}
 	}
-	tl := driver.NewTimeline()
-	defer tl.Write(o.Out)
+	tl := driver.NewTimeline(o.Out)
+	defer tl.Close()
 	var mu sync.Mutex
 	check := driver.NewOffsetChecker()
 	var bad, readErr error

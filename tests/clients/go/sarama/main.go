@@ -60,18 +60,18 @@ func main() {
 			return driver.Unsupported("sarama 1.61 has no share consumer (KIP-932)")
 		case "produce-move":
 			o.Acks = "all"
-			tl := driver.NewTimeline()
+			tl := driver.NewTimeline(o.Out)
 			err := produce(ctx, o, r, true, tl)
 			r.MaxGapMs = tl.MaxGapMs()
-			if werr := tl.Write(o.Out); err == nil {
+			if werr := tl.Close(); err == nil {
 				err = werr
 			}
 			return err
 		case "consume-move":
-			tl := driver.NewTimeline()
+			tl := driver.NewTimeline(o.Out)
 			err := group(ctx, o, r, tl)
 			r.MaxGapMs = tl.MaxGapMs()
-			if werr := tl.Write(o.Out); err == nil {
+			if werr := tl.Close(); err == nil {
 				err = werr
 			}
 			return err
