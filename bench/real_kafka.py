@@ -26,7 +26,8 @@ see only HAProxy's ports, in Metadata and in the brokers' own KIP-951 hints.
    is kept (send, ack and fetch times relative to the move).
 
     /usr/bin/python3 bench/real_kafka.py --build-dir build [--work-dir DIR] [--rounds 3] [--moves 3]
-        [--paths direct,haproxy,epochgate,epochgate-warm] [--java-only]
+        [--paths direct,haproxy,epochgate,epochgate-warm] [--java-only | --rdkafka-only]
+        [--rdkafka-debug broker,topic,msg,eos,protocol]
 
 `epochgate-warm` is a second epochgate with `limits.warm_upstreams_per_broker:
 1` (a new client connection takes an upstream connection dialled and answered
@@ -197,7 +198,11 @@ def rdkafka_move(demo, c, bootstrap, topic, o, name):
     timeline = os.path.join(demo.workdir, name + ".csv")
     check = harness.BackgroundCheck(demo, [
         demo.tool("epochgate-rdkafka-check"), "--bootstrap", bootstrap, "--topic", topic, "--idempotent",
-        "--acks", "all", "--duration-s", "8", "--rate", str(o.rate), "--timeline", timeline], name)
+        "--acks", "all", "--duration-s", "8", "--rate", str(o.rate), "--timeline", timeline]
+        # librdkafka's own log of the move, to see when it learns the new
+        # leader and when it connects to it (next to the timeline).
+        + (["--debug", o.rdkafka_debug, "--log-file", os.path.join(demo.workdir, name + ".rdkafka.log")]
+           if o.rdkafka_debug else []), name)
     time.sleep(3)
     leader = rk.leaders(c, [topic])[(topic, 0)][0]
     target = 1 + leader % 3
@@ -263,11 +268,18 @@ def delivery_across(timeline, move_ms, window_ms=100):
 
 
 def moves(demo, c, boots, prefix, o):
-    classes = kafka_cluster.compile_java(prefix, [os.path.join(HERE, "real_kafka", "MoveTimeline.java")])
+    classes = None if o.rdkafka_only else kafka_cluster.compile_java(
+        prefix, [os.path.join(HERE, "real_kafka", "MoveTimeline.java")])
     out = {}
     for i in range(o.moves):
         for path in o.paths[i % len(o.paths):] + o.paths[:i % len(o.paths)]:
             bootstrap = boots[path]
+            if o.rdkafka_only:
+                topic = rk.create_topic(c, "mv-rd-%s-%d" % (path, i), partitions=1)
+                r = rdkafka_move(demo, c, bootstrap, topic, o, "rd-%s-%d" % (path, i))
+                out.setdefault(("librdkafka", path), []).append(r)
+                demo.say("librdkafka %s move %d: %s" % (path, i + 1, r))
+                continue
             topic = rk.create_topic(c, "mv-java-%s-%d" % (path, i), partitions=1)
             tl = os.path.join(o.timeline_dir or demo.workdir, "java-%s-%d.csv" % (path, i))
             r = java_move(c, prefix, classes, bootstrap, topic, o, tl)
@@ -337,23 +349,25 @@ def report(tp, mv, o, c):
                 ", ".join("%.0f" % r["first_new_ack_ms"] for r in rs),
                 "%.0f" % med([r["first_new_fetch_ms"] for r in rs]) if client == "Java" else "-",
                 med([r["max_latency_ms"] for r in rs]), sum(r["errors"] for r in rs)))
-    print("\nJava, the first record written under the new epoch (ms after the move): sent / acknowledged / "
+    # No Java paragraphs when only librdkafka moved (--rdkafka-only).
+    java = ("Java", o.paths[0]) in mv
+    if java: print("\nJava, the first record written under the new epoch (ms after the move): sent / acknowledged / "
           "fetched, per move:")
-    for path in o.paths:
+    for path in (o.paths if java else []):
         print("- %s: %s" % (path, "; ".join("%.0f / %.0f / %.0f (election done at %.0f)" % (
             r["first_new_sent_ms"], r["first_new_ack_ms"], r["first_new_fetch_ms"], r["move_ms"])
             for r in mv[("Java", path)])))
-    print("\nJava consumer across the move (ms; in brackets the same window 2 s earlier, nothing moving): "
+    if java: print("\nJava consumer across the move (ms; in brackets the same window 2 s earlier, nothing moving): "
           "longest gap between consecutive fetched records from 100 ms before the move to 1 s after, and "
           "the longest time from a record's acknowledgement to its fetch in that window, per move:")
-    for path in o.paths:
+    for path in (o.paths if java else []):
         print("- %s: %s" % (path, "; ".join("gap %.0f (%.0f), ack to fetch %.0f (%.0f)" % (
             r["fetch_gap_ms"], r["fetch_gap_control_ms"], r["fetch_delay_ms"], r["fetch_delay_control_ms"])
             for r in mv[("Java", path)])))
-    print("\nJava producer across the move (ms): the longest delivery among records sent from 100 ms "
+    if java: print("\nJava producer across the move (ms): the longest delivery among records sent from 100 ms "
           "before the move to 100 ms after (in brackets the same 2 s earlier, nothing moving), and "
           "acknowledged records stored at a lower offset than one sent before them, per move:")
-    for path in o.paths:
+    for path in (o.paths if java else []):
         print("- %s: %s" % (path, "; ".join("%.0f (%.0f), %d out of order" % (
             r["longest_across_ms"], r["longest_control_ms"], r["offsets_out_of_order"])
             for r in mv[("Java", path)])))
@@ -382,12 +396,19 @@ def main():
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--java-only", action="store_true",
                     help="moves: the Java client only (no librdkafka move per path)")
+    ap.add_argument("--rdkafka-only", action="store_true",
+                    help="moves: librdkafka only (no Java move per path)")
+    ap.add_argument("--rdkafka-debug", default="",
+                    help="librdkafka debug contexts for its moves (e.g. broker,topic,msg,eos,protocol), "
+                         "logged to WORK_DIR/rd-PATH-N.rdkafka.log")
     ap.add_argument("--java-log-config", default="",
                     help="log4j2 properties file for the Java clients (default: the tools' own)")
     o = ap.parse_args()
     global JAVA_LOG_CONFIG
     JAVA_LOG_CONFIG = o.java_log_config
     o.paths = o.paths.split(",")
+    if o.java_only and o.rdkafka_only:
+        ap.error("--java-only and --rdkafka-only are exclusive")
     if not o.paths or set(o.paths) - {"direct", "haproxy", "epochgate", "epochgate-warm"}:
         ap.error("--paths: a subset of direct, haproxy, epochgate, epochgate-warm")
     demo = Demo(o.build_dir, o.work_dir or os.path.join(o.build_dir, "bench-real-kafka"))

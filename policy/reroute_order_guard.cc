@@ -199,6 +199,14 @@ bool RerouteOrderGuard::rehop(Ticket t, const StreamKey& stream, int32_t new_lea
   return false;
 }
 
+bool RerouteOrderGuard::later_rerouted_to(Ticket t, const StreamKey& stream, int32_t leader) const {
+  auto it = streams_.find(stream);
+  if (it == streams_.end()) return false;
+  for (const Entry& e : it->second.entries)
+    if (e.ticket > t && e.kind == Kind::kRerouted && e.node == leader) return true;
+  return false;
+}
+
 void RerouteOrderGuard::forward(Ticket t, const StreamKey& stream, int32_t node) {
   Stream& st = streams_[stream];
   if (st.fell_back_to != kNoFallBack && st.fell_back_to == node) {

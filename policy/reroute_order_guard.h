@@ -184,6 +184,11 @@ class RerouteOrderGuard {
   /// that node. False when no such write is rerouted.
   bool rehop(Ticket t, const StreamKey& stream, int32_t new_leader);
 
+  /// True when a write of `stream` later than `t` is rerouted to `leader`
+  /// now: it went out behind `t` on the same connection, so a resend of `t`
+  /// to that leader would be stored after it.
+  bool later_rerouted_to(Ticket t, const StreamKey& stream, int32_t leader) const;
+
   /// Rerouted plus parked writes now (what max_in_flight bounds).
   size_t in_flight() const { return bounded_; }
   /// Streams falling back now (a refused reroute, client not moved yet).

@@ -352,7 +352,18 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
             // The leader epochgate's view named moved on too: one more hop
             // when the view names a newer one (rerouter_wait.cc); a second
             // hop's refusal goes back to the client as today.
-            if (tp.hop < 2 && enabled()) rehops.push_back(t);
+            // Not when a later write of the stream was rerouted to this same
+            // leader behind it: the leader may have taken over between the
+            // two and stored the later one (its sequence past a gap: an
+            // OUT_OF_ORDER_SEQUENCE_NUMBER the client, seeing this write
+            // succeed, takes as fatal, librdkafka 2.15.1 on a real move).
+            // The refusal goes to the client instead, which resends in order.
+            bool overtaken = false;
+            for (const RerouteStream& s : p.streams)
+              if (s.target == static_cast<int>(t) &&
+                  guard_.later_rerouted_to(st->ticket, s.key, leg.leader))
+                overtaken = true;
+            if (tp.hop < 2 && enabled() && !overtaken) rehops.push_back(t);
             else ++second;
           } else {
             if (part.error_code == 0 && !part.current_leader) tell_new_leader(*st, leg.leader, tp, part);

@@ -76,6 +76,31 @@ TEST(RerouteOrderGuard, ParkedWritesWaitForEveryEarlierRerouteThenGoInArrivalOrd
   EXPECT_EQ(g.must_wait(d, s, kNew), OrderWait::kNone);  // same broker: it keeps the order
 }
 
+// A rerouted write the new leader refused (it had not taken over yet) must
+// not be sent to it again once a later write of its stream went there
+// behind it: the leader may have taken over in between and stored the later
+// one, and the resend would land after it (librdkafka 2.15.1 took the
+// resulting OUT_OF_ORDER_SEQUENCE_NUMBER as fatal on a real move).
+TEST(RerouteOrderGuard, LaterRerouteToTheSameLeaderIsVisibleToAnEarlierOne) {
+  RerouteOrderGuard g(16);
+  const StreamKey s = idempotent(4000);
+  const StreamKey other = idempotent(4001);
+  const Ticket a = g.arrive();
+  ASSERT_EQ(g.begin_reroute(a, s, kNew), RerouteRefusal::kNone);
+  EXPECT_FALSE(g.later_rerouted_to(a, s, kNew));  // alone: a resend keeps the order
+  const Ticket b = g.arrive();
+  ASSERT_EQ(g.begin_reroute(b, s, kNew), RerouteRefusal::kNone);
+  EXPECT_TRUE(g.later_rerouted_to(a, s, kNew));
+  EXPECT_FALSE(g.later_rerouted_to(b, s, kNew));  // nothing behind the last one
+  EXPECT_FALSE(g.later_rerouted_to(a, s, kOld));  // another leader's connection
+  EXPECT_FALSE(g.later_rerouted_to(a, other, kNew));  // another producer
+  // Once B is answered it no longer stands behind A.
+  g.reroute_answered(b, s);
+  EXPECT_FALSE(g.later_rerouted_to(a, s, kNew));
+  g.reroute_answered(a, s);
+  EXPECT_EQ(g.streams(), 0u);
+}
+
 TEST(RerouteOrderGuard, RerouteAfterAHeldWriteIsRefused) {
   RerouteOrderGuard g(16);
   const StreamKey s = idempotent(4000);

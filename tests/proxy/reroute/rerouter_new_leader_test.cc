@@ -11,6 +11,7 @@ namespace epochgate::proxy::testing {
 namespace {
 
 constexpr int16_t kNotLeader = codec::kErrNotLeaderOrFollower;
+constexpr int16_t kOutOfOrderSequence = 45;  // OUT_OF_ORDER_SEQUENCE_NUMBER
 
 TEST(RerouterNewLeader, RefusedForwardedWriteGoesToTheLeaderTheViewNames) {
   RerouterRig rig(reroute_config());
@@ -161,6 +162,32 @@ TEST(RerouterNewLeader, RefusingLeaderSendsTheWriteOneHopOnToANewerLeader) {
   three.answer(RerouterRig::leader_answer(three.call()));
   ASSERT_TRUE(r->entry.ready);
   EXPECT_EQ(RerouterRig::results(*r)[0].error, 0);
+  EXPECT_EQ(rig.rerouter->guard().in_flight(), 0u);
+}
+
+// A real move (Kafka 4.4.0, librdkafka 2.15.1): the leader refused the
+// first of two pipelined rerouted writes and, having taken over between
+// them, answered the second OUT_OF_ORDER_SEQUENCE_NUMBER. A hop of the first
+// would land after the second; the client, seeing the first succeed, took
+// the second's error as fatal. The refusal goes back to the client instead.
+TEST(RerouterNewLeader, NoHopForARefusedWriteWithALaterOneBehindItOnTheSameLeader) {
+  RerouterRig rig(reroute_config());
+  auto first = rig.request({{.partition = 0, .leader = 2, .epoch = 5}});
+  auto second = rig.request({{.partition = 0, .leader = 2, .epoch = 5}});
+  rig.start(*first);
+  rig.start(*second);
+  rig.view.set("t", 0, /*leader=*/3, /*epoch=*/6);  // a hop would be allowed alone
+  FakeBrokerClient& two = *rig.brokers.node(2);
+  ASSERT_EQ(two.pending(), 2u);
+  two.answer(RerouterRig::leader_answer(two.call(0), kNotLeader), 0);
+  ASSERT_TRUE(first->entry.ready) << "not kept back for a hop";
+  EXPECT_EQ(RerouterRig::results(*first)[0].error, kNotLeader);
+  EXPECT_TRUE(rig.brokers.node(3) == nullptr || rig.brokers.node(3)->pending() == 0u)
+      << "the first write is not sent again";
+  two.answer(RerouterRig::leader_answer(two.call(0), kOutOfOrderSequence), 0);
+  ASSERT_TRUE(second->entry.ready);
+  EXPECT_EQ(RerouterRig::results(*second)[0].error, kOutOfOrderSequence)
+      << "the leader's own answer, after the first one's refusal";
   EXPECT_EQ(rig.rerouter->guard().in_flight(), 0u);
 }
 
