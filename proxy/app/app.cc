@@ -25,6 +25,7 @@
 #include "proxy/app/refresher.h"
 #include "proxy/app/version.h"
 #include "proxy/app/worker_placement.h"
+#include "proxy/client/warm_upstreams.h"
 #include "proxy/fencing/policy_fencing.h"
 #include "proxy/net/clock.h"
 #include "proxy/net/fd_limit.h"
@@ -217,7 +218,10 @@ bool App::start(std::string& error) {
   started_ms_ = now_ms();
   budget_.set_limit(c.limits.buffer_budget_bytes);
   unsigned n = c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
-  check_fd_budget(c, n, *listener_metrics_);
+  // The pool's size is read at start; a reload that raises
+  // limits.warm_upstreams_per_broker is not re-checked against the limit.
+  check_fd_budget(c, n, n * WarmUpstreams::max_descriptors(c.limits.warm_upstreams_per_broker),
+                  *listener_metrics_);
   advertise_host_ = c.effective_advertise_host();
   // SNI names route only to nodes the cluster has (the view is thread-safe).
   tls_->set_node_exists([this](int32_t id) { return view_.snapshot()->find_node(id) != nullptr; });

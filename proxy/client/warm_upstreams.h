@@ -44,6 +44,14 @@ class WarmUpstreams {
   static constexpr uint32_t kFirstBackoffMs = 1000;
   static constexpr uint32_t kMaxBackoffMs = 30000;
 
+  /// Descriptors one worker's pool can hold at most with `per_broker`
+  /// connections per node (limits.warm_upstreams_per_broker): the kept
+  /// connections of kMaxNodes nodes and kMaxDials dials under way; 0 when
+  /// the pool is off.
+  static constexpr uint64_t max_descriptors(uint32_t per_broker) {
+    return per_broker == 0 ? 0 : uint64_t{per_broker} * kMaxNodes + kMaxDials;
+  }
+
   /// Dials with ctx.make_dialer when set (tests), else an UpstreamDialer over
   /// ctx.loop with ctx.tls; addresses from ctx.upstreams, settings from
   /// ctx.config (read at each use, so a reload applies). `ctx` outlives it.

@@ -20,9 +20,9 @@ constexpr uint64_t kReserve = 32;    // main loop, signals, refresher, watcher, 
 }  // namespace
 
 uint64_t fds_needed(uint64_t max_connections, uint64_t max_listeners, uint64_t workers,
-                    uint64_t admin_max_connections) {
+                    uint64_t admin_max_connections, uint64_t kept_upstreams) {
   return 2 * max_connections + 1 + max_listeners + kPerLoop * (workers + 1) +
-         admin_max_connections + 1 + kReserve;
+         admin_max_connections + 1 + kReserve + kept_upstreams;
 }
 
 std::string fd_budget_statement(const FdLimit& lim, uint64_t need) {
@@ -31,8 +31,8 @@ std::string fd_budget_statement(const FdLimit& lim, uint64_t need) {
   out += lim.raised ? " (raised from " + num(lim.soft_before) + " to the hard limit)"
                     : " (hard " + num(lim.hard) + ")";
   out += "; the configured limits can use up to " + std::to_string(need) +
-         " (2 per client connection, 1 per listener, the event loops, admin connections and a "
-         "reserve)";
+         " (2 per client connection, 1 per listener, the event loops, admin connections, kept "
+         "upstream connections and a reserve)";
   return out;
 }
 
@@ -69,11 +69,12 @@ FdLimit raise_fd_limit() {
   return out;
 }
 
-void check_fd_budget(const config::Config& c, unsigned workers, metrics::ListenerMetrics& m) {
+void check_fd_budget(const config::Config& c, unsigned workers, uint64_t kept_upstreams,
+                     metrics::ListenerMetrics& m) {
   FdLimit lim = raise_fd_limit();
   if (!lim.error.empty()) spdlog::warn("descriptor limit: {}", lim.error);
   uint64_t need = fds_needed(c.limits.max_connections, c.broker_ports.max_listeners, workers,
-                             c.admin.enabled ? c.admin.max_connections : 0);
+                             c.admin.enabled ? c.admin.max_connections : 0, kept_upstreams);
   m.set_fd_limit(lim.soft, need);
   spdlog::info("{}", fd_budget_statement(lim, need));
   if (lim.soft < need) {

@@ -20,9 +20,11 @@ namespace epochgate::proxy {
 /// client and its upstream), one per listener (bootstrap + max_listeners,
 /// one each: the Acceptor owns the only descriptor of a listener), a few per
 /// event loop (epoll, eventfd), and a reserve for the admin server's
-/// connections, the refresher, the config watcher and log files.
+/// connections, the refresher, the config watcher and log files, plus
+/// `kept_upstreams`: upstream connections held with no client (the workers'
+/// warm-upstream pools, WarmUpstreams::max_descriptors() each).
 uint64_t fds_needed(uint64_t max_connections, uint64_t max_listeners, uint64_t workers,
-                    uint64_t admin_max_connections);
+                    uint64_t admin_max_connections, uint64_t kept_upstreams = 0);
 
 /// Outcome of raise_fd_limit().
 struct FdLimit {
@@ -43,8 +45,10 @@ std::string fd_budget_statement(const FdLimit& lim, uint64_t need);
 FdLimit raise_fd_limit();
 
 /// Raises the limit and checks it against what `c` can use with `workers`
-/// loops: sets epochgate_fd_limit / epochgate_fds_needed and logs a warning
-/// with the numbers when the limit is short.
-void check_fd_budget(const config::Config& c, unsigned workers, metrics::ListenerMetrics& m);
+/// loops and `kept_upstreams` client-less upstream connections (see
+/// fds_needed()): sets epochgate_fd_limit / epochgate_fds_needed and logs a
+/// warning with the numbers when the limit is short.
+void check_fd_budget(const config::Config& c, unsigned workers, uint64_t kept_upstreams,
+                     metrics::ListenerMetrics& m);
 
 }  // namespace epochgate::proxy

@@ -286,5 +286,11 @@ TEST(WarmUpstreams, ManyBrokersOpenABoundedNumberOfDialsAndNodes) {
   EXPECT_TRUE(rig.warm->take(9999, {"broker-9999", 9092}) == nullptr) << "past kMaxNodes: not warmed";
 }
 
+TEST(WarmUpstreams, DescriptorBoundCoversKeptConnectionsAndDials) {
+  EXPECT_EQ(WarmUpstreams::max_descriptors(0), 0u) << "the pool off holds nothing";
+  EXPECT_EQ(WarmUpstreams::max_descriptors(2),
+            2 * WarmUpstreams::kMaxNodes + WarmUpstreams::kMaxDials);
+}
+
 }  // namespace
 }  // namespace epochgate::proxy::testing

@@ -20,6 +20,10 @@ TEST(FdLimit, TwoDescriptorsPerConnectionOnePerListener) {
   EXPECT_EQ(fds_needed(0, 0, 1, 64) - base, 64u);
 }
 
+TEST(FdLimit, KeptUpstreamConnectionsAreCounted) {
+  EXPECT_EQ(fds_needed(100, 4, 2, 0, 136) - fds_needed(100, 4, 2, 0), 136u);
+}
+
 TEST(FdLimit, SoftLimitIsRaisedToTheHardLimit) {
   rlimit rl{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
