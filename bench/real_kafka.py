@@ -438,7 +438,8 @@ def main():
             warm = os.path.join(demo.workdir, "epochgate-warm.yaml")
             with open(cfg) as src, open(warm, "w") as f:
                 f.write(src.read() + "limits:\n  warm_upstreams_per_broker: 1\n")
-            gate_warm = harness.Epochgate(demo, c.bootstrap, ["--config", warm])
+            gate_warm = harness.Epochgate(demo, c.bootstrap, ["--config", warm],
+                                          name="epochgate-warm")
             demo.on_close(gate_warm.stop)
             boots["epochgate-warm"] = gate_warm.bootstrap
         if "haproxy" in o.paths:

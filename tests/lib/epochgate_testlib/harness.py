@@ -256,19 +256,22 @@ class MockCluster:
 # ------------------------------------------------------------------ epochgate
 
 class Epochgate:
-    """The proxy under test, started with the documented CLI contract."""
+    """The proxy under test, started with the documented CLI contract. `name`
+    names its log and ready files in the harness's workdir, so a second
+    epochgate beside the first keeps its own."""
 
-    def __init__(self, harness, upstream_bootstrap, args):
+    def __init__(self, harness, upstream_bootstrap, args, name="epochgate"):
         argv = [harness.epochgate_path, "--bootstrap", upstream_bootstrap,
                 "--listen", LOOPBACK + ":0", "--broker-port-base", "0",
                 "--advertise-host", LOOPBACK, "--admin", LOOPBACK + ":0",
                 "--log-level", "debug"] + list(args)
         # The addresses come from --ready-file, as a supervisor would read them.
-        ready_file = os.path.join(harness.workdir, "epochgate-%d.ready" % len(getattr(harness, "_gates", ())))
+        ready_file = os.path.join(harness.workdir,
+                                  "%s-%d.ready" % (name, len(getattr(harness, "_gates", ()))))
         if os.path.exists(ready_file):
             os.unlink(ready_file)
         argv += ["--ready-file", ready_file]
-        self.proc = Process("epochgate", argv, harness.workdir)
+        self.proc = Process(name, argv, harness.workdir)
         deadline = time.monotonic() + 20
         while not os.path.exists(ready_file):
             if not self.proc.alive():
