@@ -181,7 +181,9 @@ class RerouteOrderGuard {
 
   /// The rerouted write (t, stream) goes on to `new_leader` (its first
   /// leader answered NOT_LEADER_OR_FOLLOWER): it stays rerouted, now to
-  /// that node. False when no such write is rerouted.
+  /// that node; -1 while it waits for a refresh to name one, when a later
+  /// write of the stream waits behind it whatever its leader. False when
+  /// no such write is rerouted.
   bool rehop(Ticket t, const StreamKey& stream, int32_t new_leader);
 
   /// True when a write of `stream` later than `t` is rerouted to `leader`

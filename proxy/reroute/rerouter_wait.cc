@@ -137,6 +137,11 @@ void Rerouter::rehop(const std::shared_ptr<RerouteState>& st, const std::vector<
     }
     if (leader >= 0) known = true;
     else newer_leader(*st, t, true, epoch);
+    // Until the hop goes, its stream is rerouted to no leader: a later write
+    // of it waits wherever it was planned to go, so it cannot reach the
+    // leader that refused this one (or the next one) ahead of the hop.
+    for (const RerouteStream& s : st->plan->streams)
+      if (s.target == static_cast<int>(t)) guard_.rehop(st->ticket, s.key, -1);
     st->rehop_waiting.push_back(t);
   }
   if (!now.empty()) send_legs(st, e, now);

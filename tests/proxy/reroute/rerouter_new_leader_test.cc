@@ -237,5 +237,35 @@ TEST(RerouterNewLeader, HopWaitsForARefreshToNameANewerLeader) {
   EXPECT_EQ(RerouterRig::results(*r)[0].error, 0);
 }
 
+// The same hazard the other way round: a refused write waits for a refresh
+// to name its next leader, and a later write of its stream is planned to
+// the leader that refused it. Sent now, the later one would reach that
+// leader first (were it to take over, ahead of the earlier write's hop), so
+// it waits until the earlier one is answered or given up.
+TEST(RerouterNewLeader, LaterWriteWaitsWhileAnEarlierOneWaitsForItsHop) {
+  RerouterRig rig(reroute_config());
+  auto first = rig.request({{.partition = 0, .leader = 2, .epoch = 5}});
+  rig.start(*first);
+  FakeBrokerClient& two = *rig.brokers.node(2);
+  two.answer(RerouterRig::leader_answer(two.call(), kNotLeader));
+  ASSERT_FALSE(first->entry.ready) << "kept back for a hop once a refresh names the leader";
+  auto second = rig.request({{.partition = 0, .leader = 2, .epoch = 5}});
+  policy::Ticket t = rig.rerouter->guard().next_ticket();
+  EXPECT_EQ(rig.rerouter->order_wait(*second->plan, t, true), policy::OrderWait::kRerouted)
+      << "not sent to the refusing leader ahead of the earlier write's hop";
+  rig.rerouter->wait_for_order(second->sink);
+  rig.view.set("t", 0, 3, 6);
+  rig.rerouter->view_changed();
+  ASSERT_NE(rig.brokers.node(3), nullptr);
+  EXPECT_EQ(rig.rerouter->order_wait(*second->plan, t, true), policy::OrderWait::kRerouted)
+      << "the hop is under way to node 3: a write planned to node 2 still waits";
+  FakeBrokerClient& three = *rig.brokers.node(3);
+  three.answer(RerouterRig::leader_answer(three.call()));
+  ASSERT_TRUE(first->entry.ready);
+  EXPECT_EQ(RerouterRig::results(*first)[0].error, 0);
+  EXPECT_GE(second->reoffers, 1) << "offered again once the earlier write was answered";
+  EXPECT_EQ(rig.rerouter->order_wait(*second->plan, t, true), policy::OrderWait::kNone);
+}
+
 }  // namespace
 }  // namespace epochgate::proxy::testing
