@@ -5,7 +5,8 @@
 // with offset, leader epoch and value; LogTruncationException with its
 // divergent offset; any other exception) and decides nothing: the Python
 // test compares the consumers behind epochgate with those straight at the
-// cluster. Logs go to stderr.
+// cluster. Logs go to stderr. Compiled together with EgDriver.java (its JSON
+// quoting).
 //
 //   java DivergenceWatch --topic T --producer-bootstrap B --consumers "NAME@BOOTSTRAP@RESET;..."
 //   stdin, one command a line, one JSON line answered on stdout each:
@@ -155,12 +156,6 @@ public class DivergenceWatch {
   }
 
   static String q(String s) {
-    StringBuilder b = new StringBuilder("\"");
-    for (char c : s.toCharArray()) {
-      if (c == '"' || c == '\\') b.append('\\').append(c);
-      else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
-      else b.append(c);
-    }
-    return b.append('"').toString();
+    return KafkaQuote.q(s);  // EgDriver.java's, compiled with this file
   }
 }

@@ -52,7 +52,8 @@ class Watch:
     """The DivergenceWatch JVM: one command a line, one JSON answer each."""
 
     def __init__(self, h, c, gate):
-        classes = kafka_cluster.compile_java(rk.client_prefix(), [os.path.join(rk.HERE, "DivergenceWatch.java")])
+        classes = kafka_cluster.compile_java(rk.client_prefix(), [
+            os.path.join(rk.HERE, "DivergenceWatch.java"), os.path.join(rk.HERE, "EgDriver.java")])
         specs = ";".join("%s@%s@%s" % (name, c.bootstrap if name.startswith("direct") else gate.bootstrap,
                                        name.split("-")[1]) for name in CONSUMERS)
         argv, _ = rk.java_argv(h, c, "DivergenceWatch", [
