@@ -28,13 +28,20 @@ offset 10 is also sent to broker 2 directly and through epochgate: both must
 answer DivergingEpoch (e0, 5), which epochgate must neither drop nor turn
 into a fencing error.
 
-Not covered: librdkafka's and kafka-python's consumers in the same staging.
+librdkafka 2.15.1 consumers (python3-confluent-kafka on the build's
+librdkafka, rdkafka_watch.py) poll beside them, auto.offset.reset earliest
+and error (the application assigns the partition again from its beginning
+on the _AUTO_OFFSET_RESET error): each epochgate one must read what its
+direct twin read, get the same reset errors, and read the new records.
+
+Not covered: kafka-python's consumer in the same staging.
 
     PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_unclean_divergence.py --build-dir build
 """
 
 import json
 import os
+import sys
 import time
 
 from epochgate_testlib import realkafka_lib as rk  # noqa: E402
@@ -45,22 +52,25 @@ from epochgate_testlib.realkafka_lib import harness, kafka_cluster  # noqa: E402
 TOPIC = "unclean-div"
 OLD, NEW = 1, 2  # the leader whose acks=1 records are lost, the replica elected uncleanly
 WAIT = 60.0      # bound of every wait on the cluster or the consumers
-CONSUMERS = ("direct-earliest", "direct-none", "gate-earliest", "gate-none")
+JAVA = ("direct-earliest", "direct-none", "gate-earliest", "gate-none")
+RDKAFKA = ("rd-direct-earliest", "rd-direct-error", "rd-gate-earliest", "rd-gate-error")
 
 
-class Watch:
-    """The DivergenceWatch JVM: one command a line, one JSON answer each."""
+def _specs(names, c, gate):
+    """NAME@BOOTSTRAP@RESET;...: "direct" names go straight to the cluster,
+    the others through epochgate; RESET is the name's last word."""
+    return ";".join("%s@%s@%s" % (name, c.bootstrap if "direct" in name else gate.bootstrap,
+                                  name.rsplit("-", 1)[1]) for name in names)
 
-    def __init__(self, h, c, gate):
-        classes = kafka_cluster.compile_java(rk.client_prefix(), [
-            os.path.join(rk.HERE, "DivergenceWatch.java"), os.path.join(rk.HERE, "EgDriver.java")])
-        specs = ";".join("%s@%s@%s" % (name, c.bootstrap if name.startswith("direct") else gate.bootstrap,
-                                       name.split("-")[1]) for name in CONSUMERS)
-        argv, _ = rk.java_argv(h, c, "DivergenceWatch", [
-            "--topic", TOPIC, "--producer-bootstrap", c.bootstrap, "--consumers", specs], "watch", classes)
-        self.proc = harness.Process("watch", argv, h.workdir, stdin=True)
+
+class Peer:
+    """A watcher process: one command a line, one JSON answer each."""
+
+    def __init__(self, h, name, argv):
+        self.proc = harness.Process(name, argv, h.workdir, stdin=True)
         h.on_close(self.proc.stop)
-        assert self.ask(None, 60).get("ready"), "DivergenceWatch did not start"
+        self.hello = self.ask(None, 60)
+        assert self.hello.get("ready"), "%s did not start: %s" % (name, self.hello)
 
     def ask(self, command, timeout=WAIT):
         if command is not None:
@@ -70,18 +80,63 @@ class Watch:
         assert command is None or reply.get("ok"), (command, reply)
         return reply
 
+
+class Watch:
+    """DivergenceWatch.java (the Java consumers and the producer) and, when
+    the build has librdkafka 2.15.1, rdkafka_watch.py beside it."""
+
+    def __init__(self, h, c, gate):
+        classes = kafka_cluster.compile_java(rk.client_prefix(), [
+            os.path.join(rk.HERE, "DivergenceWatch.java"), os.path.join(rk.HERE, "EgDriver.java")])
+        argv, _ = rk.java_argv(h, c, "DivergenceWatch", [
+            "--topic", TOPIC, "--producer-bootstrap", c.bootstrap, "--consumers", _specs(JAVA, c, gate)],
+            "watch", classes)
+        self.java = Peer(h, "watch", argv)
+        self.peers = [self.java]
+        self.names = list(JAVA)
+        lib = _librdkafka_lib(h)
+        if lib is None:
+            h.note("no EPOCHGATE_LIBRDKAFKA_PREFIX in the build: librdkafka consumers skipped")
+            return
+        self.peers.append(Peer(h, "rdkafka-watch", [
+            "env", "LD_LIBRARY_PATH=" + lib, sys.executable, os.path.join(rk.HERE, "rdkafka_watch.py"),
+            "--topic", TOPIC, "--consumers", _specs(RDKAFKA, c, gate)]))
+        self.names += RDKAFKA
+        h.note("librdkafka %s consumers beside the Java ones" % self.peers[-1].hello["librdkafka"])
+
+    def report(self):
+        out = {}
+        for p in self.peers:
+            out.update(p.ask("report")["consumers"])
+        return out
+
     def produce(self, n, prefix):
-        return self.ask("produce %d %s" % (n, prefix), timeout=90)["offsets"]
+        return self.java.ask("produce %d %s" % (n, prefix), timeout=90)["offsets"]
 
     def wait_read(self, want, what):
         """Waits until every consumer's last record is `want` (offset, value)."""
         def done():
-            r = self.ask("report")["consumers"]
-            return r if all(r[n]["records"] and tuple(r[n]["records"][-1][0::2]) == want for n in CONSUMERS) else None
+            r = self.report()
+            return r if all(r[n]["records"] and (r[n]["records"][-1][0], r[n]["records"][-1][-1]) == want
+                            for n in self.names) else None
         try:
             return harness.wait_until(done, WAIT, interval=0.2, what=what)
         except AssertionError:
-            raise AssertionError("%s; consumers saw %s" % (what, self.ask("report")["consumers"]))
+            raise AssertionError("%s; consumers saw %s" % (what, self.report()))
+
+
+def _librdkafka_lib(h):
+    """The lib directory of the librdkafka the build's peers link, from the
+    build's CMake cache, or None."""
+    try:
+        with open(os.path.join(h.build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("EPOCHGATE_LIBRDKAFKA_PREFIX:"):
+                    lib = os.path.join(line.split("=", 1)[1].strip(), "lib")
+                    return lib if os.path.isdir(lib) else None
+    except OSError:
+        pass
+    return None
 
 
 def _partition(c):
@@ -165,7 +220,7 @@ def test_divergence_after_unclean_election_reaches_the_client_as_directly(h):
               + [[o, e1, "written-to-%d-%d" % (NEW, o - 5)] for o in range(5, 8)]
               + [[o, e1, "after-%d-returned-%d" % (OLD, o - 8)] for o in range(8, 10)])
     truncations = {}
-    for name in CONSUMERS:
+    for name in JAVA:
         s = seen[name]
         truncations[name] = [e for e in s["errors"] if e["error"] == "LogTruncationException"]
         others = sorted({e["error"] for e in s["errors"]} - {"LogTruncationException"})
@@ -183,6 +238,33 @@ def test_divergence_after_unclean_election_reaches_the_client_as_directly(h):
                                            "divergent_offset": 5, "divergent_epoch": e0}], truncations
     h.note("LogTruncationException (auto.offset.reset=none): %s, the same through epochgate" %
            truncations["gate-none"])
+    _assert_rdkafka_as_directly(h, seen, watch.names, expect)
+
+
+def _assert_rdkafka_as_directly(h, seen, names, expect):
+    """librdkafka's consumers: each epochgate one read what its direct twin
+    read and got the same reset errors; every consumer read the records
+    written after the election, after a rewind."""
+    written = [[o, v] for o, _, v in expect]
+    for reset in ("earliest", "error"):
+        if "rd-direct-" + reset not in names:
+            return
+        direct, via = seen["rd-direct-" + reset], seen["rd-gate-" + reset]
+        resets = {k: [e for e in seen[k]["errors"] if e["error"] == "_AUTO_OFFSET_RESET"]
+                  for k in ("rd-direct-" + reset, "rd-gate-" + reset)}
+        for name in ("rd-direct-" + reset, "rd-gate-" + reset):
+            records = seen[name]["records"]
+            others = sorted({e["error"] for e in seen[name]["errors"]} - {"_AUTO_OFFSET_RESET"})
+            h.note("%s: offsets %s; reset errors %s%s" % (
+                name, [r[0] for r in records], [e["message"] for e in resets[name]],
+                "; also %s" % others if others else ""))
+            assert records[:10] == written[:10] and records[-5:] == written[-5:], (name, records)
+            assert all(r in written for r in records), (name, records)
+        assert via["records"] == direct["records"], (reset, via["records"], direct["records"])
+        assert resets["rd-gate-" + reset] == resets["rd-direct-" + reset], (reset, resets)
+    # With "error" the application is told, and of the truncation itself
+    # (not an offset out of range): the staging reached librdkafka's check.
+    assert [("log truncation detected" in e["message"]) for e in resets["rd-direct-error"]] == [True], resets
 
 
 for _f in list(globals().values()):
