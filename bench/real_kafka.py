@@ -364,6 +364,18 @@ def report(tp, mv, o, c):
         print("- %s: %s" % (path, "; ".join("gap %.0f (%.0f), ack to fetch %.0f (%.0f)" % (
             r["fetch_gap_ms"], r["fetch_gap_control_ms"], r["fetch_delay_ms"], r["fetch_delay_control_ms"])
             for r in mv[("Java", path)])))
+    if java: print("\nJava consumer gap across the move, over all moves per path (ms): median / max, "
+          "in brackets the same for the window 2 s earlier:")
+    for path in (o.paths if java else []):
+        rs = mv[("Java", path)]
+
+        def spread(key):
+            xs = [r[key] for r in rs]
+            return "%.0f / %.0f" % (med(xs), max(xs))
+
+        print("- %s (%d moves): gap %s (%s), ack to fetch %s (%s)" % (
+            path, len(rs), spread("fetch_gap_ms"), spread("fetch_gap_control_ms"),
+            spread("fetch_delay_ms"), spread("fetch_delay_control_ms")))
     if java: print("\nJava producer across the move (ms): the longest delivery among records sent from 100 ms "
           "before the move to 100 ms after (in brackets the same 2 s earlier, nothing moving), and "
           "acknowledged records stored at a lower offset than one sent before them, per move:")

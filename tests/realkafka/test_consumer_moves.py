@@ -11,9 +11,7 @@ connection on the new leader's listener; its client connection count there
 grows during the move) and connected to no upstream address. How fast is
 bench/real_kafka.py's business, not this test's.
 
-Not covered: divergence after an unclean election (a replica out of the ISR
-elected with unclean.leader.election.enable, its log truncating the
-consumer's position); it is not staged here.
+Divergence after an unclean election is test_unclean_divergence.py's.
 
     PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_consumer_moves.py --build-dir build
 """

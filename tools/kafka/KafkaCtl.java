@@ -12,6 +12,8 @@
 //                                 PREFERRED election (leader epoch +1)
 //   reassign TOPIC PARTITION R1,R2,...   waits until the reassignment is done
 //   elect TOPIC PARTITION   PREFERRED election of replicas[0]
+//   elect-unclean TOPIC PARTITION   UNCLEAN election of a leaderless partition:
+//                           the first live replica, in or out of the ISR/ELR
 //   delete TOPIC
 //   scram MECHANISM USER PASSWORD   alterUserScramCredentials (KIP-554), 4096 iterations
 //   scram-describe USER     the SCRAM mechanisms USER has credentials for
@@ -131,6 +133,15 @@ public class KafkaCtl {
         TopicPartition tp = new TopicPartition(a[1], Integer.parseInt(a[2]));
         Optional<Throwable> e = admin.electLeaders(ElectionType.PREFERRED, Set.of(tp)).partitions().get().get(tp);
         return "{\"ok\":true,\"ms\":" + ms(t0) + ",\"result\":" + q(e.map(x -> x.getClass().getSimpleName()).orElse("elected")) + "}";
+      }
+      case "elect-unclean": {
+        // The operator's override of unclean.leader.election.enable=false:
+        // the controller answers ELECTION_NOT_NEEDED while a leader exists.
+        TopicPartition tp = new TopicPartition(a[1], Integer.parseInt(a[2]));
+        Optional<Throwable> e = admin.electLeaders(ElectionType.UNCLEAN, Set.of(tp)).partitions().get().get(tp);
+        if (e.isPresent()) throw e.get() instanceof Exception ? (Exception) e.get() : new RuntimeException(e.get());
+        waitUntil(() -> partition(admin, tp).leader() != null, "a leader for " + tp);
+        return "{\"ok\":true,\"ms\":" + ms(t0) + ",\"leader\":" + partition(admin, tp).leader().id() + "}";
       }
       case "delete":
         admin.deleteTopics(List.of(a[1])).all().get();

@@ -3,7 +3,8 @@ tests/lib/epochgate_testlib/kafka_wire.py (whose primitives it reuses, never cop
 
 Owns: Produce v8 (classic) and v9/v10 (flexible, KIP-951 tags) requests for
 several partitions and their responses; Fetch v9-v12 requests (with
-CurrentLeaderEpoch, SessionEpoch) and responses (CurrentLeader tag); a Fetch
+CurrentLeaderEpoch, SessionEpoch, LastFetchedEpoch) and responses
+(DivergingEpoch and CurrentLeader tags); a Fetch
 request decoder for what a recording relay saw; Metadata v12 (topic ids).
 Written from the protocol's field layout (Kafka's JSON schemas). It must never
 import epochgate code or share its codec, so it stays an independent check.
@@ -78,6 +79,14 @@ def _leader_and_epoch(raw):
     leader, epoch = r.int32(), r.int32()
     r.tags()
     return leader, epoch
+
+
+def _epoch_end_offset(raw):
+    """Fetch's DivergingEpoch tag (EpochEndOffset): (epoch, end offset)."""
+    r = FlexReader(raw)
+    epoch, end = r.int32(), r.int64()
+    r.tags()
+    return epoch, end
 
 
 def _node_endpoints(raw):
@@ -175,7 +184,8 @@ def fetch_request(correlation_id, topic, partitions, version=12, session_epoch=-
                   max_wait_ms=0, min_bytes=0):
     """Fetch v9-v16 for one topic: its name up to v12, its 16-byte id (bytes)
     from v13. `partitions` is [(partition, current_leader_epoch,
-    fetch_offset)]. SessionId 0 and SessionEpoch -1 make it sessionless
+    fetch_offset[, last_fetched_epoch])]; LastFetchedEpoch (v12+, KIP-595)
+    is -1 when left out. SessionId 0 and SessionEpoch -1 make it sessionless
     (KIP-227), as librdkafka's fetches. v15 drops ReplicaId (a consumer sends
     no ReplicaState); v16 has the same request layout as v15."""
     if not 9 <= version <= 16:
@@ -190,7 +200,7 @@ def fetch_request(correlation_id, topic, partitions, version=12, session_epoch=-
     def part(w, p):
         w.int32(p[0]).int32(p[1]).int64(p[2])
         if version >= 12:
-            w.int32(-1)  # LastFetchedEpoch
+            w.int32(p[3] if len(p) > 3 else -1)  # LastFetchedEpoch
         w.int64(-1).int32(1 << 20)
         if flexible:
             w.empty_tags()
@@ -271,7 +281,8 @@ def parse_fetch_request(frame):
 
 def parse_fetch_response(frame, version=12):
     """Fetch v9-v16 -> dict: correlation_id, error, partitions {(topic, p):
-    {error, high_watermark, records (bytes or None), current_leader}} where
+    {error, high_watermark, records (bytes or None), current_leader,
+    diverging_epoch ((epoch, end_offset) or None)}} where
     topic is the name (v9-v12) or the 16-byte id (v13+), node_endpoints
     {id: (host, port, rack)} (v16)."""
     flexible = version >= 12
@@ -301,13 +312,15 @@ def parse_fetch_response(frame, version=12):
         if version >= 11:
             r.int32()  # preferred read replica
         records = r.compact_bytes() if flexible else r.bytes_()
-        leader = None
+        leader = diverging = None
         if flexible:
             tags = r.tagged()
+            if 0 in tags:
+                diverging = _epoch_end_offset(tags[0])
             if 1 in tags:
                 leader = _leader_and_epoch(tags[1])
         parts[(topic, idx)] = {"error": err, "high_watermark": hw, "records": records,
-                               "current_leader": leader}
+                               "current_leader": leader, "diverging_epoch": diverging}
 
     def topic(r):
         if version >= 13:
