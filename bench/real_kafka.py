@@ -27,7 +27,7 @@ see only HAProxy's ports, in Metadata and in the brokers' own KIP-951 hints.
 
     /usr/bin/python3 bench/real_kafka.py --build-dir build [--work-dir DIR] [--rounds 3] [--moves 3]
         [--paths direct,haproxy,epochgate,epochgate-warm] [--java-only | --rdkafka-only]
-        [--rdkafka-debug broker,topic,msg,eos,protocol]
+        [--rdkafka-debug broker,topic,msg,eos,protocol] [--broker-config KEY=VALUE ...]
 
 `epochgate-warm` is a second epochgate with `limits.warm_upstreams_per_broker:
 1` (a new client connection takes an upstream connection dialled and answered
@@ -56,6 +56,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))  # epochgate_testlib
 sys.path.insert(0, os.path.join(ROOT, "tools"))  # demo.py: the Demo runner
 from epochgate_testlib import realkafka_lib as rk  # noqa: E402
 from epochgate_testlib.realkafka_lib import harness, kafka_cluster  # noqa: E402
+from epochgate_testlib import prom_text  # noqa: E402
 from demo import Demo  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -267,7 +268,22 @@ def delivery_across(timeline, move_ms, window_ms=100):
             "offsets_out_of_order": ooo}
 
 
-def moves(demo, c, boots, prefix, o):
+# epochgate's counters of what it did to a move's writes, read before and
+# after each move through it (the difference lands in that move's result).
+GATE_COUNTERS = (("reroutes_delivered", "epochgate_reroutes_total", {"result": "delivered"}),
+                 ("reroutes_fell_back", "epochgate_reroutes_total", {"result": "fell_back"}),
+                 ("fenced_partitions", "epochgate_fenced_partitions_total", {"api": "produce"}))
+
+
+def gate_counters(gate):
+    """epochgate's GATE_COUNTERS now, by short name (empty without a gate)."""
+    if gate is None:
+        return {}
+    text = gate.metrics()
+    return {short: prom_text.metric(text, name, **labels) for short, name, labels in GATE_COUNTERS}
+
+
+def moves(demo, c, boots, prefix, o, gates=None):
     classes = None if o.rdkafka_only else kafka_cluster.compile_java(
         prefix, [os.path.join(HERE, "real_kafka", "MoveTimeline.java")])
     out = {}
@@ -282,7 +298,10 @@ def moves(demo, c, boots, prefix, o):
                 continue
             topic = rk.create_topic(c, "mv-java-%s-%d" % (path, i), partitions=1)
             tl = os.path.join(o.timeline_dir or demo.workdir, "java-%s-%d.csv" % (path, i))
+            gate = (gates or {}).get(path)
+            before = gate_counters(gate)
             r = java_move(c, prefix, classes, bootstrap, topic, o, tl)
+            r.update({k: v - before[k] for k, v in gate_counters(gate).items()})
             r.update(consumer_gaps(tl))
             r.update(delivery_across(tl, r["move_ms"]))
             out.setdefault(("Java", path), []).append(r)
@@ -383,6 +402,12 @@ def report(tp, mv, o, c):
         print("- %s: %s" % (path, "; ".join("%.0f (%.0f), %d out of order" % (
             r["longest_across_ms"], r["longest_control_ms"], r["offsets_out_of_order"])
             for r in mv[("Java", path)])))
+    gated = [p for p in o.paths if java and "reroutes_delivered" in mv[("Java", p)][0]]
+    if gated: print("\nepochgate's own part in each Java move (its counters before and after the move): "
+                    "rerouted writes delivered / fallen back, Produce partitions it fenced:")
+    for path in gated:
+        print("- %s: %s" % (path, "; ".join("%d / %d, %d" % (
+            r["reroutes_delivered"], r["reroutes_fell_back"], r["fenced_partitions"]) for r in mv[("Java", path)])))
     for client in ("Java", "librdkafka"):
         for num, den in RATIOS:
             if (client, num) in mv and (client, den) in mv:
@@ -413,6 +438,9 @@ def main():
     ap.add_argument("--rdkafka-debug", default="",
                     help="librdkafka debug contexts for its moves (e.g. broker,topic,msg,eos,protocol), "
                          "logged to WORK_DIR/rd-PATH-N.rdkafka.log")
+    ap.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a broker setting for the cluster (repeatable), e.g. replica.fetch.wait.max.ms=50 "
+                         "to take the followers' long poll out of a move's acks=all wait")
     ap.add_argument("--java-log-config", default="",
                     help="log4j2 properties file for the Java clients (default: the tools' own)")
     o = ap.parse_args()
@@ -430,7 +458,8 @@ def main():
         # The HAPROXY listener only when HAProxy is a path: without it the
         # cluster is exactly the tests' one.
         c = kafka_cluster.KafkaCluster(os.path.join(demo.workdir, "kafka"),
-                                       proxy_listener="haproxy" in o.paths)
+                                       proxy_listener="haproxy" in o.paths,
+                                       extra_config=dict(kv.split("=", 1) for kv in o.broker_config))
         demo.on_close(c.stop)
         c.start()
         demo.say("cluster ready in %.1f s" % c.start_seconds)
@@ -439,10 +468,12 @@ def main():
             f.write("refresher:\n  interval_ms: 2000\npolicy:\n  rules:\n"
                     "    - topics: \"mv-*\"\n      mode: enforce\n      reroute: true\n")
         boots = {"direct": c.bootstrap}
+        gates = {}
         if "epochgate" in o.paths:
             gate = harness.Epochgate(demo, c.bootstrap, ["--config", cfg])
             demo.on_close(gate.stop)
             boots["epochgate"] = gate.bootstrap
+            gates["epochgate"] = gate
         if "epochgate-warm" in o.paths:
             # The same epochgate with upstream connections dialled ahead
             # (limits.warm_upstreams_per_broker 1, off by default): a new
@@ -454,6 +485,7 @@ def main():
                                           name="epochgate-warm")
             demo.on_close(gate_warm.stop)
             boots["epochgate-warm"] = gate_warm.bootstrap
+            gates["epochgate-warm"] = gate_warm
         if "haproxy" in o.paths:
             hap = HAProxy(demo.workdir, c.proxy_routes())
             demo.on_close(hap.stop)
@@ -462,7 +494,7 @@ def main():
             demo.say("haproxy: bootstrap %s, brokers %s" % (hap.bootstrap, c.proxy_routes()))
         prefix = c.prefix
         tp = None if o.skip_throughput else throughput(demo, c, boots, prefix, o)
-        mv = moves(demo, c, boots, prefix, o)
+        mv = moves(demo, c, boots, prefix, o, gates)
         if tp is None:
             tp = {(w, p): [{"mb_s": float("nan"), "records_s": float("nan"), "avg_ms": float("nan"),
                             "p99_ms": float("nan")}] for w in ("produce", "consume") for p in o.paths}
@@ -473,7 +505,8 @@ def main():
         print("\nCommand: /usr/bin/python3 bench/real_kafka.py --build-dir %s --rounds %d --records %d "
               "--record-size %d --moves %d --rate %d --paths %s" % (o.build_dir, o.rounds, o.records,
                                                                     o.record_size, o.moves, o.rate,
-                                                                    ",".join(o.paths)))
+                                                                    ",".join(o.paths))
+              + "".join(" --broker-config " + kv for kv in o.broker_config))
     finally:
         demo.close()
     return 0

@@ -11,7 +11,9 @@
 // issued, are what the bench reports. Prints one JSON line; with --timeline F
 // also one CSV row per record (send, ack and fetch times relative to the move,
 // offset, leader epoch, error), the client's per-message KIP-951 timeline.
-// The JSON also counts deliveries of a record seen before (duplicates) and
+// The JSON also carries the move's wall-clock time (move_wall_ms, ms since
+// the epoch) to line the timeline up with epochgate's and the client's logs,
+// and counts deliveries of a record seen before (duplicates) and
 // of an offset not above the last one delivered (out_of_order).
 //
 //   java -cp "<kafka lib>/*:<classes>" MoveTimeline --bootstrap B --mover D
@@ -84,6 +86,7 @@ public class MoveTimeline {
     reader.start();
 
     long[] move = {0, 0};  // issued, done (nanoTime)
+    long[] moveWall = {0};  // issued, ms since the epoch: to line up with epochgate's and the brokers' logs
     String[] moveResult = {"none"};
     long start = System.nanoTime();
     Thread mover = new Thread(() -> {
@@ -99,6 +102,7 @@ public class MoveTimeline {
           List<Integer> order = new ArrayList<>(List.of(target));
           for (Node nd : info.replicas()) if (nd.id() != target) order.add(nd.id());
           move[0] = System.nanoTime();
+          moveWall[0] = System.currentTimeMillis();
           ad.alterPartitionReassignments(Map.of(tp, Optional.of(new NewPartitionReassignment(order)))).all().get();
           while (!ad.listPartitionReassignments(Set.of(tp)).reassignments().get().isEmpty()) Thread.sleep(10);
           Optional<Throwable> e = ad.electLeaders(ElectionType.PREFERRED, Set.of(tp)).partitions().get().get(tp);
@@ -161,11 +165,11 @@ public class MoveTimeline {
     System.out.printf(Locale.ROOT, "{\"sent\":%d,\"fetched\":%d,\"errors\":%d,\"move\":\"%s\",\"move_ms\":%.1f," +
         "\"old_epoch\":%d,\"new_epoch\":%d,\"first_new_seq\":%d,\"first_new_sent_ms\":%.1f," +
         "\"first_new_ack_ms\":%.1f,\"first_new_fetch_ms\":%.1f,\"max_latency_ms\":%.1f," +
-        "\"duplicates\":%d,\"out_of_order\":%d}%n",
+        "\"duplicates\":%d,\"out_of_order\":%d,\"move_wall_ms\":%d}%n",
         n, fetched.size(), errors, moveResult[0], (move[1] - move[0]) / 1e6, oldEpoch,
         f == null ? -1 : f.epoch, first, f == null ? -1.0 : (f.sendNs - move[0]) / 1e6,
         f == null ? -1.0 : (f.ackNs - move[0]) / 1e6, f == null ? -1.0 : (f.fetchNs - move[0]) / 1e6, maxLatMs,
-        dupOoo[0], dupOoo[1]);
+        dupOoo[0], dupOoo[1], moveWall[0]);
     System.out.flush();
     System.exit(0);
   }

@@ -129,6 +129,11 @@ def log_option(prefix, tools=False):
     if glob.glob(os.path.join(prefix, "lib", "reload4j-*.jar")):
         return "-Dlog4j.configuration=file:" + os.path.join(
             prefix, "conf", "tools-log4j.properties" if tools else "log4j.properties")
+    # EPOCHGATE_BROKER_LOG_CONFIG: the brokers' log4j2 config instead of the
+    # cached one (e.g. their replica fetchers' fetch sessions at DEBUG, to
+    # see when a follower first fetches a moved partition).
+    if not tools and os.environ.get("EPOCHGATE_BROKER_LOG_CONFIG"):
+        return "-Dlog4j2.configurationFile=" + os.environ["EPOCHGATE_BROKER_LOG_CONFIG"]
     return "-Dlog4j2.configurationFile=" + os.path.join(
         prefix, "conf", "tools-log4j2.properties" if tools else "log4j2.properties")
 
