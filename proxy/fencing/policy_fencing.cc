@@ -207,7 +207,8 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>)
     if (may_hold && policy::all_topics_reroute(req, version, s.compiled->modes, *snap))
       may_hold = false;
-  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(), may_hold};
+  const uint64_t decided_ms = in.now_ns != 0 ? in.now_ns / 1000000 : now_ms();
+  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, decided_ms, may_hold};
   DecisionLease lease;
   policy::RequestDecision& d = lease.get();
   policy::decide(req, version, ctx, d);
