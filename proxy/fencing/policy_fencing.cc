@@ -339,14 +339,10 @@ bool PolicyFencing::hint_leader(std::string_view topic, const codec::Uuid& id, i
   auto snap = view_.snapshot();
   const policy::PartitionEntry* e = find_partition(*snap, topic, id, partition);
   if (e == nullptr || e->leader_id != leader || e->leader_epoch < 0) return false;
-  // The builder works on a response: `endpoints` stands in for its NodeEndpoints.
-  codec::ProduceResponse carrier;
-  carrier.node_endpoints = std::move(endpoints);
   policy::HintBuilder<codec::ProduceResponse> hints(*snap, endpoints_);
-  hints.seed(carrier);
+  hints.seed(endpoints);
   const bool hinted = hints.hint(p, leader, e->leader_epoch);
-  hints.finish(carrier);
-  endpoints = std::move(*carrier.node_endpoints);
+  hints.finish(endpoints);
   return hinted;
 }
 
