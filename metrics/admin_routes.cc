@@ -13,6 +13,7 @@
 #include <exception>
 
 #include "metrics/admin_conn.h"
+#include "metrics/proxy_metrics.h"
 
 namespace epochgate::metrics {
 namespace {
@@ -109,8 +110,11 @@ Response AdminServer::Impl::route(const Conn& c) {
 }
 
 std::function<std::string()> AdminHandlers::metrics_from(
-    std::shared_ptr<prometheus::Registry> registry) {
-  return [registry = std::move(registry)] { return render_prometheus_text(*registry); };
+    std::shared_ptr<prometheus::Registry> registry, ProxyMetrics* metrics) {
+  return [registry = std::move(registry), metrics] {
+    if (metrics) metrics->fold();
+    return render_prometheus_text(*registry);
+  };
 }
 
 std::string render_prometheus_text(prometheus::Registry& registry) {

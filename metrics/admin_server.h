@@ -25,6 +25,8 @@ class Registry;
 
 namespace epochgate::metrics {
 
+class ProxyMetrics;
+
 /// Answer of the readiness handler: /readyz returns 200 "ready" or 503 with
 /// "not ready: <reason>".
 struct Readiness {
@@ -46,8 +48,10 @@ struct AdminHandlers {
   /// in progress) or "busy" (its request had started). For a metric and log.
   std::function<void(const char* why)> on_evicted;
 
-  /// A metrics handler that serializes `registry` on every scrape.
-  static std::function<std::string()> metrics_from(std::shared_ptr<prometheus::Registry> registry);
+  /// A metrics handler that serializes `registry` on every scrape, after
+  /// folding `metrics`' latency histograms into it (may be null: none).
+  static std::function<std::string()> metrics_from(std::shared_ptr<prometheus::Registry> registry,
+                                                   ProxyMetrics* metrics = nullptr);
 };
 
 /// Serializes every family in `registry` in the Prometheus text format 0.0.4.

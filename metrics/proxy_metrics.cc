@@ -97,13 +97,17 @@ void ProxyMetrics::upstream_overdue(int16_t api_key) {
 
 void ProxyMetrics::upstream_latency(int16_t api_key, double seconds) {
   const int slot = api_slot(api_key);
-  histogram_child(impl_->latency_children[slot], impl_->upstream_latency, [&] {
+  impl_->latency_child(slot, [&] {
     return prometheus::Labels{{"api", api_label(api_key)}};
-  }).Observe(seconds);
+  }).observe(seconds);
 }
 
 void ProxyMetrics::proxy_latency(double seconds) {
-  impl_->proxy_latency->Observe(seconds);
+  impl_->proxy_latency->observe(seconds);
+}
+
+void ProxyMetrics::fold() {
+  impl_->fold();
 }
 
 void ProxyMetrics::frame_error(CloseReason reason) {

@@ -70,6 +70,10 @@ class ProxyMetrics {
   void upstream_latency(int16_t api_key, double seconds);
   /// epochgate_proxy_latency_seconds: time epochgate itself held a request and its response.
   void proxy_latency(double seconds);
+  /// Moves the latency observations made since the last call into the
+  /// exposed histograms (metrics/folded_histogram.h): every scrape calls it
+  /// before collecting the registry (AdminHandlers::metrics_from).
+  void fold();
   /// epochgate_frame_errors_total{reason}: `reason`'s name (metrics/close_reason.h).
   void frame_error(CloseReason reason);
   /// The same with a free label value: bounded by an interner (past 32 values

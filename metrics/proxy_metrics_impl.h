@@ -18,9 +18,11 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "metrics/api_labels.h"
 #include "metrics/families.h"
+#include "metrics/folded_histogram.h"
 #include "metrics/label_interner.h"
 #include "metrics/proxy_metrics.h"
 
@@ -93,20 +95,6 @@ T& child(std::atomic<T*>& cell, Family<T>& family, MakeLabels&& make_labels) {
   return *p;
 }
 
-// The same for a latency histogram. Labels are made on first use only: this
-// runs for every response, and building a Labels map (a tree node and two
-// strings) each time cost more than the observation itself.
-template <typename MakeLabels>
-Histogram& histogram_child(std::atomic<Histogram*>& cell, Family<Histogram>& family,
-                           MakeLabels&& make_labels) {
-  Histogram* p = cell.load(std::memory_order_acquire);
-  if (p == nullptr) {
-    p = &family.Add(make_labels(), latency_buckets());
-    cell.store(p, std::memory_order_release);
-  }
-  return *p;
-}
-
 }  // namespace
 
 struct ProxyMetrics::Impl {
@@ -159,7 +147,7 @@ struct ProxyMetrics::Impl {
         last_refresh(
             register_family<FamilyId::metadata_last_success_timestamp_seconds>(*registry).Add({})),
         view_age(register_family<FamilyId::metadata_view_age_seconds>(*registry).Add({})) {
-    proxy_latency = &proxy_latency_family.Add({}, latency_buckets());
+    proxy_latency = make_folded(proxy_latency_family.Add({}, latency_buckets()));
     unexpected_responses = &unexpected_responses_family.Add({});
     api_versions_capped = &api_versions_capped_family.Add({});
     for (int d = 0; d < 2; ++d) {
@@ -188,7 +176,7 @@ struct ProxyMetrics::Impl {
       const prometheus::Labels labels{{"api", api_label(api)}};
       child(request_children[slot], requests, [&] { return labels; });
       child(response_children[slot], responses, [&] { return labels; });
-      histogram_child(latency_children[slot], upstream_latency, [&] { return labels; });
+      latency_child(slot, [&] { return labels; });
     }
     for (int16_t api : kRewritingApis) {
       child(rewritten_children[api_slot(api)], addresses_rewritten_family, [&] {
@@ -208,6 +196,37 @@ struct ProxyMetrics::Impl {
       refresh_children[refresh_triggers.slot(std::string_view(trigger))].store(
           &refreshes.Add({{"trigger", trigger}}));
     }
+  }
+
+  // The upstream latency histogram of an API slot, made on first use. Labels
+  // are made on first use only: this runs for every response, and building
+  // a Labels map (a tree node and two strings) each time cost more than the
+  // observation itself.
+  template <typename MakeLabels>
+  FoldedHistogram& latency_child(std::size_t slot, MakeLabels&& make_labels) {
+    FoldedHistogram* p = latency_children[slot].load(std::memory_order_acquire);
+    if (p != nullptr) return *p;
+    std::lock_guard<std::mutex> lock(folded_mutex);
+    p = latency_children[slot].load(std::memory_order_relaxed);
+    if (p == nullptr) {
+      p = make_folded_locked(upstream_latency.Add(make_labels(), latency_buckets()));
+      latency_children[slot].store(p, std::memory_order_release);
+    }
+    return *p;
+  }
+
+  FoldedHistogram* make_folded(Histogram& exposed) {
+    std::lock_guard<std::mutex> lock(folded_mutex);
+    return make_folded_locked(exposed);
+  }
+  FoldedHistogram* make_folded_locked(Histogram& exposed) {
+    folded.push_back(std::make_unique<FoldedHistogram>(exposed, latency_buckets()));
+    return folded.back().get();
+  }
+
+  void fold() {
+    std::lock_guard<std::mutex> lock(folded_mutex);
+    for (auto& h : folded) h->fold();
   }
 
   std::string node_label(std::size_t slot) const {
@@ -278,7 +297,10 @@ struct ProxyMetrics::Impl {
   Gauge& last_refresh;
   Gauge& view_age;
 
-  Histogram* proxy_latency = nullptr;
+  // Every latency histogram, folded into its exposed child by fold().
+  std::mutex folded_mutex;
+  std::vector<std::unique_ptr<FoldedHistogram>> folded;
+  FoldedHistogram* proxy_latency = nullptr;
   Counter* unexpected_responses = nullptr;
   Counter* api_versions_capped = nullptr;
   Counter* warm_hit = nullptr;
@@ -290,7 +312,7 @@ struct ProxyMetrics::Impl {
 
   std::array<std::atomic<Counter*>, kApiSlots> request_children{};
   std::array<std::atomic<Counter*>, kApiSlots> response_children{};
-  std::array<std::atomic<Histogram*>, kApiSlots> latency_children{};
+  std::array<std::atomic<FoldedHistogram*>, kApiSlots> latency_children{};
   std::array<std::atomic<Counter*>, kApiSlots> rewritten_children{};
   std::array<std::atomic<Counter*>, kApiSlots> downgrade_children{};
 

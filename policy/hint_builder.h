@@ -76,6 +76,8 @@ class HintBuilder {
   void seed(Resp& resp) {
     if (auto* existing = R::node_endpoints(resp)) nodes_.seed(*existing);
   }
+  /// As seed(Resp&), for a NodeEndpoints list kept outside a response.
+  void seed(const std::vector<typename R::NodeEndpoint>& existing) { nodes_.seed(existing); }
   /// Gives `node` a NodeEndpoints entry (for a hint the broker wrote
   /// itself); false when epochgate has no listener for it.
   bool add_node(int32_t node) { return nodes_.add(node); }
@@ -90,9 +92,12 @@ class HintBuilder {
   /// Appends the entries added to `resp`'s NodeEndpoints (created when
   /// absent, only if there is one to add). Returns how many.
   size_t finish(Resp& resp) {
+    if (nodes_.added().empty()) return 0;
+    return finish(R::make_node_endpoints(resp));
+  }
+  /// As finish(Resp&), appending to a NodeEndpoints list kept outside a response.
+  size_t finish(std::vector<typename R::NodeEndpoint>& eps) {
     auto& added = nodes_.added();
-    if (added.empty()) return 0;
-    auto& eps = R::make_node_endpoints(resp);
     for (auto& n : added) eps.push_back(std::move(n));
     const size_t n = added.size();
     added.clear();

@@ -78,8 +78,9 @@ MetadataSnapshot::MetadataSnapshot() {
 }
 
 const TopicEntry* MetadataSnapshot::find_topic(std::string_view name) const {
-  const NameShard& shard = *by_name_[shard_of(name)];
-  auto it = shard.find(name);
+  const HashedName key{name, StringHash{}(name)};
+  const NameShard& shard = *by_name_[key.hash % kShards];
+  auto it = shard.find(key);
   return it == shard.end() ? nullptr : it->second.get();
 }
 

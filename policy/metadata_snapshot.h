@@ -175,9 +175,23 @@ std::string uuid_to_string(const codec::Uuid& id);
 struct UuidHash {
   size_t operator()(const codec::Uuid& u) const noexcept;
 };
+/// A topic name with its StringHash already computed: the snapshot picks the
+/// shard and the bucket with one hash of the name.
+struct HashedName {
+  std::string_view name;
+  size_t hash;
+};
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  size_t operator()(const HashedName& k) const noexcept { return k.hash; }
+};
+/// Name equality for the name index, also against a HashedName.
+struct NameEqual {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const noexcept { return a == b; }
+  bool operator()(const HashedName& a, std::string_view b) const noexcept { return a.name == b; }
+  bool operator()(std::string_view a, const HashedName& b) const noexcept { return a == b.name; }
 };
 
 /// The immutable picture. Built only by MetadataView (copy-on-write: topics
@@ -187,7 +201,7 @@ class MetadataSnapshot {
  public:
   static constexpr size_t kShards = 64;
   using TopicPtr = std::shared_ptr<const TopicEntry>;
-  using NameShard = std::unordered_map<std::string, TopicPtr, StringHash, std::equal_to<>>;
+  using NameShard = std::unordered_map<std::string, TopicPtr, StringHash, NameEqual>;
   using IdShard = std::unordered_map<codec::Uuid, TopicPtr, UuidHash>;
 
   MetadataSnapshot();

@@ -307,6 +307,12 @@ ConsumeResult run_consume(const ConsumeSpec& spec, const std::atomic<bool>* stop
       !set(conf, "enable.auto.commit", "false", &err) ||
       !set(conf, "enable.partition.eof", "false", &err) ||
       !set(conf, "fetch.wait.max.ms", std::to_string(spec.fetch_wait_max_ms), &err) ||
+      (spec.partition_fetch_bytes > 0 &&
+       !set(conf, "max.partition.fetch.bytes", std::to_string(spec.partition_fetch_bytes),
+            &err)) ||
+      (spec.fetch_max_bytes > 0 &&
+       (!set(conf, "message.max.bytes", std::to_string(spec.fetch_max_bytes), &err) ||
+        !set(conf, "fetch.max.bytes", std::to_string(spec.fetch_max_bytes), &err))) ||
       !set(conf, "socket.nagle.disable", "true", &err) ||
       !set(conf, "log_level", "3", &err) ||
       (spec.wire_shape && !set(conf, "statistics.interval.ms", "200", &err))) {

@@ -94,6 +94,10 @@ struct ConsumeSpec {
   double repeat_for_seconds = 0;
   double timeout_seconds = 10;
   int fetch_wait_max_ms = 100;
+  /// max.partition.fetch.bytes and fetch.max.bytes (also message.max.bytes,
+  /// which librdkafka wants no larger); 0: librdkafka's defaults.
+  int partition_fetch_bytes = 0;
+  int fetch_max_bytes = 0;
   bool measure_end_to_end = false;  ///< payload carries the send time
   bool wire_shape = false;          ///< collect ConsumeResult::shape (Fetch requests, rx bytes)
 };

@@ -71,7 +71,9 @@ struct Options {
   /// up on PATH): the profile of a program that cannot be attached to.
   std::vector<std::string> epochgate_wrapper;
   int profile_record_bytes = 0;  ///< --profile-workload produce*: the sweep's shape at this size
-  bool profile_small_frames = false;  ///< ... its small-frame shape (linger.ms 0, 1 MiB in flight)
+  /// ... its small-frame shape (linger.ms 0, 1 MiB in flight); with consume,
+  /// 1 KiB records in 4 KiB batches fetched 4 KiB per partition, 16 KiB a response
+  bool profile_small_frames = false;
   int sweep_rounds = 2;          ///< the record-size sweep (size_sweep.h); capped by --rounds
   std::vector<int> sweep_sizes;  ///< empty: the sweep's default sizes
 };
@@ -714,6 +716,10 @@ void run_soak(const Options& o, Rig& rig, BenchResults& r) {
 
 // Runs a workload through epochgate enforcing while `cmd` (with {pid}
 // replaced) profiles it; the profiler gets SIGINT when the load ends.
+// --profile-small-frames with consume: the fill's batch.size and the
+// consumer's max.partition.fetch.bytes (fetch.max.bytes is four times it).
+constexpr int kSmallFetchPartitionBytes = 4096;
+
 int run_profile(const Options& o, Rig& rig) {
   const int c = kEpochgateEnforce;
   if (o.profile_workload == "consume") {
@@ -721,6 +727,11 @@ int run_profile(const Options& o, Rig& rig) {
     fill.bootstrap = rig.cluster[c]->bootstrap();
     fill.seconds = 0.01;
     fill.warmup_messages = 48000;
+    if (o.profile_small_frames) {
+      // Batches of a few records, so a Fetch response can be small.
+      fill.linger_ms = 0;
+      fill.batch_bytes = kSmallFetchPartitionBytes;
+    }
     run_produce(fill);
   }
   std::string cmd = o.profile_cmd;
@@ -742,10 +753,20 @@ int run_profile(const Options& o, Rig& rig) {
     cs.max_messages = 40000;
     cs.repeat_for_seconds = o.profile_seconds;
     cs.timeout_seconds = 30 + o.profile_seconds;
+    cs.wire_shape = true;
+    if (o.profile_small_frames) {
+      // Responses of about 10-20 KB: a few small batches each.
+      cs.partition_fetch_bytes = kSmallFetchPartitionBytes;
+      cs.fetch_max_bytes = 4 * kSmallFetchPartitionBytes;
+    }
     ConsumeResult cr = run_consume(cs, nullptr, nullptr);
     bytes = static_cast<double>(cr.bytes);
     seconds = cr.seconds;
     if (!cr.ok) err = cr.error;
+    std::printf("shape: %lld Fetch responses, %.0f response bytes (%.0f per response), "
+                "%lld records of %d B\n",
+                cr.shape.requests, cr.shape.bytes, cr.shape.bytes_per_request(), cr.messages,
+                ProduceSpec{}.message_bytes);
   } else {
     ProduceSpec ps;
     if (o.profile_record_bytes > 0) {

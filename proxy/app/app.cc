@@ -315,7 +315,7 @@ bool App::start(std::string& error) {
   std::string admin_addr = "off";
   if (c.admin.enabled) {
     metrics::AdminHandlers h;
-    h.metrics = metrics::AdminHandlers::metrics_from(registry_);
+    h.metrics = metrics::AdminHandlers::metrics_from(registry_, metrics_.get());
     h.healthz = [] { return true; };
     h.readyz = [this] { return readiness(); };
     h.debug_metadata = [this] { return view_.to_json(now_ms()); };

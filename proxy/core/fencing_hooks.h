@@ -50,6 +50,9 @@ class FencingHooks {
     const RequestFrame* frame = nullptr;
     bool after_hold = false;  ///< held for hold_timeout_ms already: never hold again
     uint64_t hold_started_ms = 0;  ///< monotonic ms the request started waiting (0: not held)
+    /// now_ns() when the session took the request up, reused as the
+    /// decision's clock (0: the policy reads the clock itself).
+    uint64_t now_ns = 0;
     BufferBudget* budget = nullptr;  ///< where the decoded request's memory is counted (may be null)
     /// The client's connection (may be null): fence log lines name its
     /// address, read only when a fence is logged.

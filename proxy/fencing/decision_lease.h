@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include "policy/decision.h"
 
@@ -17,7 +18,7 @@ namespace epochgate::proxy {
 /// huge request does not pin its memory for the worker's life.
 class DecisionLease {
  public:
-  DecisionLease() : leased_(!busy()), d_(leased_ ? reused() : fresh_) {
+  DecisionLease() : leased_(!busy()), d_(leased_ ? reused() : nested_.emplace()) {
     if (leased_) busy() = true;
   }
   ~DecisionLease() {
@@ -47,7 +48,8 @@ class DecisionLease {
     return b;
   }
   bool leased_;
-  policy::RequestDecision fresh_;
+  /// A nested lease's own decision; empty (nothing built) for the usual one.
+  std::optional<policy::RequestDecision> nested_;
   policy::RequestDecision& d_;
 };
 

@@ -66,14 +66,36 @@ void PolicyFencing::set_config(std::shared_ptr<const config::Config> config) {
   auto compiled = std::make_shared<const policy::CompiledPolicy>(
       policy::CompiledPolicy::compile(config->policy));
   view_.set_rollback_confirmations(config->policy.epoch_rollback_confirmations);
+  // Unique across instances, so a thread's copy from an instance that has
+  // gone cannot pass for one of a new instance at the same address.
+  static std::atomic<uint64_t> next_generation{0};
   std::lock_guard<std::mutex> lock(mu_);
   settings_.config = std::move(config);
   settings_.compiled = std::move(compiled);
+  generation_.store(next_generation.fetch_add(1) + 1, std::memory_order_release);
 }
 
-PolicyFencing::Settings PolicyFencing::settings() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return settings_;
+PolicyFencing::SettingsView PolicyFencing::settings() const {
+  // Each worker keeps its own copy of the shared pointers: reading them is
+  // then neither a lock nor a reference count touched by every worker on
+  // every request. The copy before the last is kept too, so a caller still
+  // holding a view across one refresh (none does today) reads live objects.
+  struct SettingsCache {
+    const PolicyFencing* owner = nullptr;
+    uint64_t generation = 0;
+    Settings current;
+    Settings previous;
+  };
+  thread_local SettingsCache cache;
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (cache.owner != this || cache.generation != generation) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cache.previous = std::move(cache.current);
+    cache.current = settings_;
+    cache.generation = generation_.load(std::memory_order_relaxed);
+    cache.owner = this;
+  }
+  return {cache.current.config.get(), cache.current.compiled.get()};
 }
 
 void PolicyFencing::refresh(const std::vector<policy::TopicRef>& topics, const char* trigger,
@@ -147,7 +169,7 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
   // The header the session parsed when the frame arrived.
   const codec::RequestHeader& h = in.frame->header;
   const int16_t version = h.api_version;
-  Settings s = settings();
+  const SettingsView s = settings();
   Req req;
   codec::Bytes trailing;  // ignored as a broker ignores it; dropped if re-encoded
   // Entries are capped while decoding, before their arrays are allocated: a
@@ -185,7 +207,8 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>)
     if (may_hold && policy::all_topics_reroute(req, version, s.compiled->modes, *snap))
       may_hold = false;
-  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, now_ms(), may_hold};
+  const uint64_t decided_ms = in.now_ns != 0 ? in.now_ns / 1000000 : now_ms();
+  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, decided_ms, may_hold};
   DecisionLease lease;
   policy::RequestDecision& d = lease.get();
   policy::decide(req, version, ctx, d);
@@ -316,14 +339,10 @@ bool PolicyFencing::hint_leader(std::string_view topic, const codec::Uuid& id, i
   auto snap = view_.snapshot();
   const policy::PartitionEntry* e = find_partition(*snap, topic, id, partition);
   if (e == nullptr || e->leader_id != leader || e->leader_epoch < 0) return false;
-  // The builder works on a response: `endpoints` stands in for its NodeEndpoints.
-  codec::ProduceResponse carrier;
-  carrier.node_endpoints = std::move(endpoints);
   policy::HintBuilder<codec::ProduceResponse> hints(*snap, endpoints_);
-  hints.seed(carrier);
+  hints.seed(endpoints);
   const bool hinted = hints.hint(p, leader, e->leader_epoch);
-  hints.finish(carrier);
-  endpoints = std::move(*carrier.node_endpoints);
+  hints.finish(endpoints);
   return hinted;
 }
 
@@ -394,7 +413,7 @@ bool PolicyFencing::amend(InFlightEntry& e, Resp& m, int16_t client_version, int
   if (answer_injected(e, m) > 0) touched = true;
   if constexpr (codec::kCarriesHints<Resp>) {
     if (!policy::version_carries_hints(Resp::kApiKey, client_version)) return touched;
-    Settings s = settings();
+    const SettingsView s = settings();
     auto snap = view_.snapshot();
     policy::BackfillContext bc{*snap, endpoints_, node_id, now_ms(),
                                s.config->policy.max_staleness_ms, &s.compiled->modes};

@@ -5,6 +5,8 @@
 // worker; per-request state lives in the EntryContext attached to a request.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -59,7 +61,16 @@ class PolicyFencing : public FencingHooks {
     std::shared_ptr<const config::Config> config;
     std::shared_ptr<const policy::CompiledPolicy> compiled;
   };
-  Settings settings() const;
+  /// The settings one request or response is decided with: plain pointers
+  /// into the calling thread's copy (SettingsCache), valid until that thread
+  /// reads settings() twice more after a set_config.
+  struct SettingsView {
+    const config::Config* config;
+    const policy::CompiledPolicy* compiled;
+  };
+  /// The current settings, re-read under the mutex only when set_config ran
+  /// since this thread last read them (one atomic load otherwise).
+  SettingsView settings() const;
   template <typename Req, typename Resp>
   RequestPlan plan(const RequestInput& in);
   template <typename Resp>
@@ -90,6 +101,9 @@ class PolicyFencing : public FencingHooks {
   RefreshRequests* refresher_ = nullptr;
   mutable std::mutex mu_;
   Settings settings_;
+  /// Stamp of settings_, unique across instances (0: never set); a thread's
+  /// copy is current while its stamp and owner match.
+  std::atomic<uint64_t> generation_{0};
   metrics::RateLimitedSite fence_log_{"fence"};
 };
 

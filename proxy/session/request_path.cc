@@ -295,6 +295,7 @@ RequestPath::Step RequestPath::follow_plan(RequestFrame& f, uint64_t now) {
   in.after_hold = hold_started_ns_ != 0 &&
                   now - hold_started_ns_ >= uint64_t{ctx_.config->policy.hold_timeout_ms} * 1000000;
   in.hold_started_ms = hold_started_ns_ / 1000000;
+  in.now_ns = now;
   in.budget = ctx_.budget;
   in.client = &client_;
   FencingHooks::RequestPlan plan = ctx_.fencing->plan_request(in);

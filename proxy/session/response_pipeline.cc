@@ -17,6 +17,7 @@
 #include "codec/message_io.h"
 #include "codec/messages/api_traits.h"
 #include "codec/metadata_brokers.h"
+#include "codec/fetch_response_peek.h"
 #include "codec/produce_response_peek.h"
 #include "codec/wire_ints.h"
 #include "metrics/proxy_metrics.h"
@@ -128,6 +129,17 @@ bool ResponsePath::run_pipeline(InFlightRequest& e, codec::ResponseHeader& h, co
           });
       if (clean && !news) return true;
     }
+  }
+  // The same for a Fetch answer with no error and nothing tagged: a success
+  // teaches the view nothing for an API not served by leaders only (a
+  // follower may answer it), no hint or NodeEndpoints need addresses, and
+  // hints are backfilled only for errors.
+  if constexpr (std::is_same_v<M, codec::FetchResponse>) {
+    static_assert(A::kRule != codec::PolicyRule::kLeader,
+                  "a clean Fetch answer would teach leaders: it could not pass undecoded");
+    if (!e.context && !e.reroute && e.upstream_version == e.api_version &&
+        codec::fetch_response_is_clean(body, body_len, e.upstream_version))
+      return true;
   }
   // 1. Decode, at the version the broker answered.
   M m;

@@ -123,7 +123,7 @@ class AdminServerTest : public ::testing::Test {
     registry_ = std::make_shared<prometheus::Registry>();
     metrics_ = std::make_unique<ProxyMetrics>(registry_);
     AdminHandlers h;
-    h.metrics = AdminHandlers::metrics_from(registry_);
+    h.metrics = AdminHandlers::metrics_from(registry_, metrics_.get());
     h.healthz = [] { return true; };
     h.readyz = [this] {
       Readiness r;

@@ -25,7 +25,11 @@ class ProxyMetricsTest : public ::testing::Test {
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   ProxyMetrics metrics_{registry_};
 
-  std::vector<MetricFamily> collect() { return registry_->Collect(); }
+  // As a scrape does: the latency histograms are folded first.
+  std::vector<MetricFamily> collect() {
+    metrics_.fold();
+    return registry_->Collect();
+  }
 
   const MetricFamily* family(const std::vector<MetricFamily>& all, const std::string& name) {
     for (const auto& f : all) {
