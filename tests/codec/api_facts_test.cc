@@ -58,8 +58,12 @@ TEST(ApiFacts, FactsNeedDecodingAndNest) {
     EXPECT_EQ(a.addresses.empty(), std::string(a.addresses_where).empty());
     EXPECT_EQ(a.decided.empty(), a.rule == PolicyRule::kNone);
     for (int16_t v = a.min_version; v <= a.max_version; ++v) {
-      if (a.hints.contains(v)) EXPECT_TRUE(a.addresses.contains(v)) << "v" << v;
-      if (a.decided.contains(v)) EXPECT_STRNE(a.group, "") << "v" << v;
+      if (a.hints.contains(v)) {
+        EXPECT_TRUE(a.addresses.contains(v)) << "v" << v;
+      }
+      if (a.decided.contains(v)) {
+        EXPECT_STRNE(a.group, "") << "v" << v;
+      }
     }
   }
 }
