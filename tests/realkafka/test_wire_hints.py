@@ -177,18 +177,24 @@ def test_enforce_mode_answers_with_real_epochs(h):
     assert sl.delta(after, before, sl.FENCED, reason="stale_epoch") >= 1, sl.fences_text(after)
 
 
-def test_injected_epoch_one_move_behind_answers_as_without_epoch(h):
-    c, topic, gate, g, d, md_gate, md_direct = _setup(h, "enforce", name="injected")
+def _move_behind_the_views_back(c, topic, gate, d, md_direct):
+    """Moves partition 0 away from its leader straight from the Admin client,
+    so nothing tells epochgate's view (its periodic refresh is minutes away).
+    Returns (old leader, its epoch, new leader)."""
     old, epoch = _partition0(md_direct, topic)
     new = 1 + old % 3
-    before = sl.scrape(gate)
-    # The move reaches the brokers straight from the Admin client: nothing
-    # tells epochgate's view (its periodic refresh is minutes away).
     c.ctl("move %s 0 %d" % (topic, new))
     moved = sw.parse_metadata_response_v12(d.exchange(sw.metadata_request_v12(20, [topic]), new))
     assert _partition0(moved, topic) == (new, epoch + 1), moved
     v = sl.view_partition(gate, topic, 0)
     assert (v["leader"], v["epoch"]) == (old, epoch), ("the view learned the move already", v)
+    return old, epoch, new
+
+
+def test_injected_epoch_one_move_behind_answers_as_without_epoch(h):
+    c, topic, gate, g, d, md_gate, md_direct = _setup(h, "enforce", name="injected")
+    before = sl.scrape(gate)
+    old, _, _ = _move_behind_the_views_back(c, topic, gate, d, md_direct)
 
     fd = sw.parse_fetch_response(d.exchange(sw.fetch_request(21, topic, [(0, -1, 0)], version=10), old), 10)
     fg = sw.parse_fetch_response(g.exchange(sw.fetch_request(22, topic, [(0, -1, 0)], version=10), old), 10)
@@ -204,15 +210,9 @@ def test_injected_epoch_one_move_behind_answers_as_without_epoch(h):
 
 def test_epochless_fetch_v16_to_the_old_leader_is_served_as_direct(h):
     c, topic, gate, g, d, md_gate, md_direct = _setup(h, "enforce", name="follower-fetch")
-    old, epoch = _partition0(md_direct, topic)
     tid = bytes.fromhex(md_direct["topics"][topic]["topic_id"])
-    new = 1 + old % 3
     before = sl.scrape(gate)
-    c.ctl("move %s 0 %d" % (topic, new))
-    moved = sw.parse_metadata_response_v12(d.exchange(sw.metadata_request_v12(30, [topic]), new))
-    assert _partition0(moved, topic) == (new, epoch + 1), moved
-    v = sl.view_partition(gate, topic, 0)
-    assert (v["leader"], v["epoch"]) == (old, epoch), ("the view learned the move already", v)
+    old, epoch, new = _move_behind_the_views_back(c, topic, gate, d, md_direct)
 
     def both(corr):
         fd, fg = _fetch(d, old, tid, -1, corr), _fetch(g, old, tid, -1, corr + 1)
