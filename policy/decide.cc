@@ -72,8 +72,13 @@ enum class Check : uint8_t {
 class TableWalker {
  public:
   TableWalker(const DecideContext& ctx, RequestDecision& out, int16_t api_key, int16_t version,
-              ApiGroup group, Check check, bool may_inject)
-      : ctx_(ctx), out_(out), group_(group), check_(check), may_inject_(may_inject) {
+              ApiGroup group, Check check, bool may_inject, bool follower_may_serve)
+      : ctx_(ctx),
+        out_(out),
+        group_(group),
+        check_(check),
+        may_inject_(may_inject),
+        follower_may_serve_(follower_may_serve) {
     out_.clear();
     out_.api_key = api_key;
     out_.version = version;
@@ -215,6 +220,17 @@ class TableWalker {
             e->replica_set && !e->is_replica(target)) {
           return mismatch(d, *e, codec::kErrNotLeaderOrFollower, Reason::kNotReplica, true);
         }
+        // A fetch the broker may serve from any replica (KIP-392) gets an
+        // epoch only when aimed at a replica the view says follows: there it
+        // refuses a deposed leader that still believes it leads, the one
+        // broker the injection guards against. Aimed at the view's leader it
+        // guards nothing (a follower at the view's epoch serves as well) and
+        // only turns the view's lag (the broker answers FENCED, also to a
+        // fetch parked when the leader moved) or the broker's (UNKNOWN) into
+        // an error a direct client never sees; KafkaJS rejoins its group on
+        // it. Before v11 the broker itself refuses an epoch-less fetch
+        // anywhere but at the leader, so the injected epoch adds no error.
+        if (follower_may_serve_ && target == e->leader_id) return;
         if (e_c < 0 && may_inject_ && check_ != Check::kPersister && ctx_.policy.inject_epochs) {
           d.verdict = Verdict::kInject;
           d.reason = Reason::kInjected;
@@ -238,6 +254,7 @@ class TableWalker {
   ApiGroup group_;
   Check check_;
   bool may_inject_;  ///< the version has CurrentLeaderEpoch and writing it is safe
+  bool follower_may_serve_;  ///< the version names a rack (KIP-392 follower fetching)
   const TopicEntry* topic_ = nullptr;
   config::Mode mode_ = config::Mode::kEnforce;
   std::string_view topic_name_;
@@ -286,7 +303,8 @@ void decide(const Req& req, int16_t version, const DecideContext& ctx, RequestDe
   // never checks ReadShareGroupStateSummary's).
   const bool reads_epoch = epoch_field && rule != codec::PolicyRule::kNone;
   TableWalker w(ctx, out, Req::kApiKey, version, detail::kGroupOf<Req>,
-                check_for(rule, epoch_field, from_replica), may_inject);
+                check_for(rule, epoch_field, from_replica), may_inject,
+                Q::follower_may_serve(version));
   const auto& topics = Q::topics(req);
   for (uint32_t ti = 0; ti < topics.size(); ++ti) {
     const auto& t = topics[ti];

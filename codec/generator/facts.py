@@ -216,6 +216,12 @@ def _request_parts(cg, s):
                  f"return {c} ? {e} : -1; }}")
     else:
         o.append("  static int32_t session_epoch(const Message&, int16_t) { return -1; }")
+    rk = marked(msg, "rackId")
+    o.append("  /// The version names the client's rack (KIP-392): the broker then serves a")
+    o.append("  /// consumer's fetch from any replica, and checks leadership only through")
+    o.append("  /// CurrentLeaderEpoch.")
+    o.append(f"  static bool follower_may_serve(int16_t v) {{ (void)v; "
+             f"return {_access(cg, rk[0][2], msg)[0] if rk else 'false'}; }}")
     ss = marked(msg, "shareSessionEpoch")
     o.append("  /// The request moves a broker-side share session on (KIP-932): the broker")
     o.append("  /// must see it even when every partition is answered locally.")

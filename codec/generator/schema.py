@@ -29,6 +29,7 @@ ENTITIES = {
     "currentLeader", "nodeEndpoints",          # KIP-951 leader hint and its endpoints
     "throttle", "acks", "replicaId", "sessionEpoch",
     "shareSessionEpoch",                       # KIP-932: the broker must see every epoch
+    "rackId",                                  # KIP-392: any replica may serve the fetch
 }
 
 # Row attributes of api_keys.schema: facts epochgate declares per API.

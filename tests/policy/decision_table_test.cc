@@ -123,6 +123,38 @@ TEST_F(DecisionTable, FetchMinusOneGetsTheViewEpochInjectedFromV9) {
   EXPECT_EQ(d.action, Action::kForwardAsIs);
 }
 
+TEST_F(DecisionTable, FetchV11PlusWithoutEpochGetsOneOnlyWhenAimedAtAFollower) {
+  // From v11 a fetch names the client's rack and the broker serves it from
+  // any replica (KIP-392). To broker 1: orders p2 (leader 3, 1 a replica)
+  // gets the view's epoch, so a deposed leader that still believes it leads
+  // refuses it; p0, which the view says 1 leads, goes as the client sent it.
+  for (int16_t v = 11; v <= 18; ++v) {
+    auto d = run(fetch_request(v, {orders({{0, -1}, {2, -1}})}), v, 1);
+    EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass) << "v" << v;
+    EXPECT_FALSE(d.partitions[0].injected()) << "v" << v;
+    EXPECT_EQ(d.partitions[1].verdict, Verdict::kInject) << "v" << v;
+    EXPECT_EQ(d.partitions[1].view_epoch, 9) << "v" << v;
+    EXPECT_EQ(d.injected, 1u) << "v" << v;
+    EXPECT_EQ(d.action, Action::kForwardRewritten) << "v" << v;
+
+    d = run(fetch_request(v, {orders({{0, -1}})}), v, 1);
+    EXPECT_EQ(d.partitions[0].verdict, Verdict::kPass) << "v" << v;
+    EXPECT_EQ(d.action, Action::kForwardAsIs) << "v" << v;
+  }
+  // Before v11 the leader is injected into as well: a follower refuses an
+  // epoch-less fetch itself there, so the epoch adds no error.
+  for (int16_t v = 9; v <= 10; ++v) {
+    auto d = run(fetch_request(v, {orders({{0, -1}})}), v, 1);
+    EXPECT_EQ(d.partitions[0].verdict, Verdict::kInject) << "v" << v;
+  }
+  // The bootstrap connection's target is unknown: injected as before.
+  auto d = run(fetch_request(12, {orders({{0, -1}})}), 12, -1);
+  EXPECT_EQ(d.partitions[0].verdict, Verdict::kInject);
+  // An epoch the client sent is checked as always (stale: fenced).
+  d = run(fetch_request(12, {orders({{0, 4}})}), 12, 1);
+  EXPECT_EQ(d.partitions[0].verdict, Verdict::kFence);
+}
+
 TEST_F(DecisionTable, FetchToABrokerThatIsNeitherLeaderNorReplica) {
   // Broker 4 hosts no replica of orders p0: NOT_LEADER_OR_FOLLOWER at every
   // version, with a hint when the view's epoch is newer than the request's.
@@ -443,7 +475,7 @@ TEST_F(DecisionTable, ObserveModeDecidesButForwardsAsIs) {
   EXPECT_EQ(d.observed_fences, 1u);
   EXPECT_EQ(d.action, Action::kForwardAsIs);
   // Injection is observed, not done; observe never holds.
-  d = run(fetch_request(12, {orders({{0, -1}})}), 12, 1);
+  d = run(fetch_request(12, {orders({{0, -1}})}), 12, 2);
   EXPECT_EQ(d.partitions[0].verdict, Verdict::kInject);
   EXPECT_FALSE(d.partitions[0].injected());
   EXPECT_EQ(d.action, Action::kForwardAsIs);

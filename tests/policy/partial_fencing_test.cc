@@ -107,8 +107,9 @@ TEST_F(PartialFencing, ProduceSplitAndMergeInRequestOrder) {
 
 TEST_F(PartialFencing, FetchSplitInjectsAndMergesBrokerExtras) {
   const int16_t v = 12;
-  // To broker 1: orders p0 -1 (inject 5), p1 epoch 6 (stale, view 7), p2 epoch 9 (ok, follower).
-  auto req = testing::fetch_request(v, {orders({{0, -1}, {1, 6}, {2, 9}})});  // sessionless
+  // To broker 1: orders p0 epoch 5 (ok, leader), p1 epoch 6 (stale, view 7),
+  // p2 -1 (inject 9: 1 follows p2, and v12 may be served by a follower).
+  auto req = testing::fetch_request(v, {orders({{0, 5}, {1, 6}, {2, -1}})});  // sessionless
   auto d = decide_at(req, v, 1);
   ASSERT_EQ(d.action, Action::kSplit);
   EXPECT_EQ(d.injected, 1u);
@@ -117,11 +118,11 @@ TEST_F(PartialFencing, FetchSplitInjectsAndMergesBrokerExtras) {
   ASSERT_EQ(fwd.topics.size(), 1u);
   ASSERT_EQ(fwd.topics[0].partitions.size(), 2u);
   EXPECT_EQ(fwd.topics[0].partitions[0].partition, 0);
-  EXPECT_EQ(fwd.topics[0].partitions[0].current_leader_epoch, 5) << "view epoch injected";
+  EXPECT_EQ(fwd.topics[0].partitions[0].current_leader_epoch, 5);
   EXPECT_EQ(fwd.topics[0].partitions[1].partition, 2);
-  EXPECT_EQ(fwd.topics[0].partitions[1].current_leader_epoch, 9);
+  EXPECT_EQ(fwd.topics[0].partitions[1].current_leader_epoch, 9) << "view epoch injected";
   EXPECT_EQ(fwd.session_epoch, -1);
-  EXPECT_EQ(req.topics[0].partitions[0].current_leader_epoch, -1) << "original untouched";
+  EXPECT_EQ(req.topics[0].partitions[2].current_leader_epoch, -1) << "original untouched";
 
   codec::FetchResponse upstream;
   upstream.throttle_time_ms = 5;

@@ -22,6 +22,11 @@ sent straight at the cluster as the control:
   yet: epochgate writes its view's (previous) epoch in, and the real broker
   answers FENCED_LEADER_EPOCH; the client, which sent no epoch, must get
   NOT_LEADER_OR_FOLLOWER, as straight at the cluster.
+- a sessionless Fetch v16 without an epoch to the old leader, now a
+  follower: straight at the cluster it is served (KIP-392). Through
+  epochgate it must be served too, both before the view learned the move
+  (the view still names that broker leader, so nothing is injected) and
+  after (the view's new epoch is injected, which the follower holds too).
 Every response frame received through epochgate is searched for any upstream
 broker's host:port encoding; the direct frames must contain them (control).
 
@@ -172,18 +177,24 @@ def test_enforce_mode_answers_with_real_epochs(h):
     assert sl.delta(after, before, sl.FENCED, reason="stale_epoch") >= 1, sl.fences_text(after)
 
 
-def test_injected_epoch_one_move_behind_answers_as_without_epoch(h):
-    c, topic, gate, g, d, md_gate, md_direct = _setup(h, "enforce", name="injected")
+def _move_behind_the_views_back(c, topic, gate, d, md_direct):
+    """Moves partition 0 away from its leader straight from the Admin client,
+    so nothing tells epochgate's view (its periodic refresh is minutes away).
+    Returns (old leader, its epoch, new leader)."""
     old, epoch = _partition0(md_direct, topic)
     new = 1 + old % 3
-    before = sl.scrape(gate)
-    # The move reaches the brokers straight from the Admin client: nothing
-    # tells epochgate's view (its periodic refresh is minutes away).
     c.ctl("move %s 0 %d" % (topic, new))
     moved = sw.parse_metadata_response_v12(d.exchange(sw.metadata_request_v12(20, [topic]), new))
     assert _partition0(moved, topic) == (new, epoch + 1), moved
     v = sl.view_partition(gate, topic, 0)
     assert (v["leader"], v["epoch"]) == (old, epoch), ("the view learned the move already", v)
+    return old, epoch, new
+
+
+def test_injected_epoch_one_move_behind_answers_as_without_epoch(h):
+    c, topic, gate, g, d, md_gate, md_direct = _setup(h, "enforce", name="injected")
+    before = sl.scrape(gate)
+    old, _, _ = _move_behind_the_views_back(c, topic, gate, d, md_direct)
 
     fd = sw.parse_fetch_response(d.exchange(sw.fetch_request(21, topic, [(0, -1, 0)], version=10), old), 10)
     fg = sw.parse_fetch_response(g.exchange(sw.fetch_request(22, topic, [(0, -1, 0)], version=10), old), 10)
@@ -195,6 +206,45 @@ def test_injected_epoch_one_move_behind_answers_as_without_epoch(h):
     assert gp["error"] == NOT_LEADER, fg
     assert sl.delta(after, before, "epochgate_epochs_injected_total") == 1, after
     assert sl.delta(after, before, "epochgate_injected_epoch_answers_total") == 1, after
+
+
+def test_epochless_fetch_v16_to_the_old_leader_is_served_as_direct(h):
+    c, topic, gate, g, d, md_gate, md_direct = _setup(h, "enforce", name="follower-fetch")
+    tid = bytes.fromhex(md_direct["topics"][topic]["topic_id"])
+    before = sl.scrape(gate)
+    old, epoch, new = _move_behind_the_views_back(c, topic, gate, d, md_direct)
+
+    def both(corr):
+        fd, fg = _fetch(d, old, tid, -1, corr), _fetch(g, old, tid, -1, corr + 1)
+        return list(fd["partitions"].values())[0], list(fg["partitions"].values())[0], fd, fg
+
+    # The view still names `old` leader: the fetch goes as sent.
+    dp, gp, fd, fg = both(31)
+    h.note("Fetch v16 without epoch to the old leader %d, view not told: direct error %d, "
+           "epochgate error %d" % (old, dp["error"], gp["error"]))
+    assert dp["error"] == 0, fd
+    assert gp["error"] == dp["error"], (fd, fg)
+    mid = sl.scrape(gate)
+    assert sl.delta(mid, before, "epochgate_epochs_injected_total") == 0, mid
+
+    # The view learns the move: the fetch to the follower carries its epoch.
+    g.metadata_v12([topic])
+    sl.wait_view(gate, topic, 0, new, epoch + 1)
+    # Precondition, straight at the cluster: `old` holds the new epoch (a
+    # broker publishes its metadata before its partitions take the epoch).
+    corr = iter(range(40, 1000))
+    harness.wait_until(
+        lambda: list(_fetch(d, old, tid, epoch + 1, next(corr))["partitions"].values())[0]["error"] == 0,
+        10, what="broker %d serving at epoch %d" % (old, epoch + 1))
+    dp, gp, fd, fg = both(33)
+    after = sl.scrape(gate)
+    h.note("the same after the view learned leader %d epoch %d: direct error %d, epochgate "
+           "error %d" % (new, epoch + 1, dp["error"], gp["error"]))
+    assert dp["error"] == 0, fd
+    assert gp["error"] == dp["error"], (fd, fg)
+    assert sl.delta(after, mid, "epochgate_epochs_injected_total") == 1, after
+    assert sl.delta(after, before, "epochgate_injected_epoch_answers_total") == 0, after
+    assert not _leaks(g.frames, c), _leaks(g.frames, c)
 
 
 for _f in list(globals().values()):

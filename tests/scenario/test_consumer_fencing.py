@@ -7,8 +7,10 @@
    consumer group keeps consuming across a leader move with no gap and no
    duplicate while epochgate fences its stale fetches.
 4. Epoch injection: a sessionless Fetch v9+ sent with CurrentLeaderEpoch -1
-   reaches the broker carrying the view's epoch (decoded at the relay); a
-   fetch-session request is left alone (KIP-227 sessions cache epochs).
+   through the bootstrap listener (its target broker unknown to the
+   decision) reaches the broker carrying the view's epoch (decoded at the
+   relay); a fetch-session request is left alone (KIP-227 sessions cache
+   epochs). Which v11+ fetches get none is in policy's decision-table tests.
 """
 
 import os
