@@ -59,10 +59,8 @@ driven by a small program in `tests/clients/` through the same operations
 (`tests/clients/README.md`). Each operation runs straight at the cluster
 and through epochgate against the same cluster in one run
 (`tests/clients/matrix.py`; ctest `clients.matrix_realkafka`, labels
-`realkafka` and `clients`, registered with `-DEPOCHGATE_CLIENT_MATRIX_REAL=ON`
-and not yet part of `make test`: on a loaded 2-core machine some clients'
-own group joins and move runs still fail at random; and
-`clients.matrix_mock`, label `clients`, in `make test`).
+`realkafka` and `clients`; and `clients.matrix_mock`, label `clients`; both
+in `make test` and CI).
 
 A cell reads *direct / through epochgate*: **ok**, **FAIL**, **n/a** (the
 client has no such feature; the reason is listed below) or **-** (not run:
