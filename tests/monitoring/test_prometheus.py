@@ -3,7 +3,8 @@ the way the chart's ServiceMonitor tells the Prometheus Operator to, and
 every query of the chart's Grafana dashboard returns data after real traffic
 and a leader move: librdkafka 2.15.1 producing (idempotent, acks=all) and
 consuming in a group while a partition's leader moves, kcat (Debian's
-librdkafka 2.0.2, which sends no leader epoch) consuming, a client sending a
+librdkafka 2.0.2, which sends no leader epoch) consuming, an epoch-less
+Fetch v9 (epochgate writes its view's epoch in), a client sending a
 frame with a negative size, pipelining past limits.max_in_flight_per_connection,
 and a config reload (SIGHUP). `promtool check metrics` accepts /metrics.
 
@@ -45,6 +46,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 from epochgate_testlib import scenario_lib as sl  # noqa: E402
+from epochgate_testlib import scenario_wire as sw  # noqa: E402
 from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
 
 TOPIC = "dashboard"
@@ -190,6 +192,14 @@ def generate_traffic(h, cluster, gate, config_path):
     sl.move_view_first(cluster, gc, TOPIC, 0, new)
     # kcat on Debian's librdkafka 2.0.2 fetches with CurrentLeaderEpoch -1.
     h.kcat(["-b", gate.bootstrap, "-C", "-t", TOPIC, "-o", "beginning", "-e", "-q", "-c", "200"], timeout=60)
+    # kcat's Fetch v11 goes to the leader's listener, where epochgate injects
+    # no epoch (any replica serves it, KIP-392); an epoch-less Fetch v9 gets
+    # the view's epoch written in at the leader's listener too (the "Epochs
+    # injected" panel).
+    corr = gc.next_corr()
+    frame = sw.fetch_request(corr, TOPIC, [(0, -1, 0)], version=9)
+    r = sw.parse_fetch_response(gc.exchange(frame, node=new), 9)
+    assert r["partitions"][(TOPIC, 0)]["error"] == 0, r
     # Pipelined requests past max_in_flight_per_connection: reading pauses.
     conn = sl.connect(gate.bootstrap_address)
     h.on_close(conn.close)
