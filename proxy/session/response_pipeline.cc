@@ -115,12 +115,15 @@ bool ResponsePath::run_pipeline(InFlightRequest& e, codec::ResponseHeader& h, co
   if constexpr (!kAddressed)
     if (policy == nullptr) return true;
 
-  // 0. A Produce answer that is all successes, tags nothing (no hint, no
-  // NodeEndpoints) and teaches the view nothing goes out as its bytes:
-  // decoding it would change nothing, with no split part, injected epoch or
-  // reroute to merge and the client at the broker's version.
+  // 0. Answers that go out as their bytes, undecoded: only where nothing
+  // else rewrites them (no split part or injected epoch in a context, no
+  // reroute to merge, the client at the broker's version).
+  const bool only_the_broker = !e.context && !e.reroute && e.upstream_version == e.api_version;
+  // A Produce answer that is all successes, tags nothing (no hint, no
+  // NodeEndpoints) and teaches the view nothing: decoding it would change
+  // nothing.
   if constexpr (std::is_same_v<M, codec::ProduceResponse>) {
-    if (!e.context && !e.reroute && e.upstream_version == e.api_version) {
+    if (only_the_broker) {
       bool news = false;
       const bool clean = codec::peek_clean_produce_response(
           body, body_len, e.upstream_version, [&](const codec::CleanProducePartition& p) {
@@ -137,8 +140,7 @@ bool ResponsePath::run_pipeline(InFlightRequest& e, codec::ResponseHeader& h, co
   if constexpr (std::is_same_v<M, codec::FetchResponse>) {
     static_assert(A::kRule != codec::PolicyRule::kLeader,
                   "a clean Fetch answer would teach leaders: it could not pass undecoded");
-    if (!e.context && !e.reroute && e.upstream_version == e.api_version &&
-        codec::fetch_response_is_clean(body, body_len, e.upstream_version))
+    if (only_the_broker && codec::fetch_response_is_clean(body, body_len, e.upstream_version))
       return true;
   }
   // 1. Decode, at the version the broker answered.
