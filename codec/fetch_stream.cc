@@ -5,35 +5,12 @@
 
 #include "codec/kafka_errors.h"
 #include "codec/reader.h"
+#include "codec/stream_fields.h"
 
 namespace epochgate::proxy {
 
-namespace {
-
-
-// An array or bytes length: COMPACT (uvarint N+1, 0 null) or int32 (-1
-// null). Read by hand: Reader::array_length bounds the count by the bytes
-// of this chunk, and a unit holds only the start of the array.
-int64_t read_length(codec::Reader& r, bool compact) {
-  if (compact) return static_cast<int64_t>(r.uvarint()) - 1;
-  return r.int32();
-}
-
-// Skips (or reads) one tagged-field section; calls f(tag, bytes) for each.
-template <typename F>
-void read_tags(codec::Reader& r, F&& f) {
-  uint32_t count = r.uvarint();
-  int64_t previous = -1;
-  for (uint32_t i = 0; i < count && r.ok(); ++i) {
-    uint32_t tag = 0, size = 0;
-    if (!r.tag_header(previous, tag, size)) return;
-    previous = tag;
-    codec::Bytes b = r.raw(size);
-    if (r.ok()) f(tag, b);
-  }
-}
-
-}  // namespace
+using stream_fields::read_length;
+using stream_fields::read_tags;
 
 FetchStreamParser::FetchStreamParser(int16_t version, size_t payload_size)
     : version_(version), flex_(version >= 12), payload_size_(payload_size) {}
@@ -64,14 +41,7 @@ FetchStreamParser::Result FetchStreamParser::feed(const uint8_t* data, size_t n,
       if (avail == 0) return Result::kNeedMore;
       size_t take = static_cast<size_t>(std::min<uint64_t>(avail, records_left_));
       consumed += take;
-      offset_ += take;
-      records_left_ -= take;
-      if (records_left_ == 0) {
-        if (flex_)
-          state_ = State::kPartitionTags;
-        else
-          next_partition();
-      }
+      pass_records(take);
       continue;
     }
     if (avail == 0) {
@@ -89,6 +59,18 @@ FetchStreamParser::Result FetchStreamParser::feed(const uint8_t* data, size_t n,
     consumed += used;
     offset_ += used;
   }
+}
+
+void FetchStreamParser::pass_records(size_t n) {
+  if (state_ != State::kRecords || n == 0) return;
+  n = static_cast<size_t>(std::min<uint64_t>(n, records_left_));
+  offset_ += n;
+  records_left_ -= n;
+  if (records_left_ > 0) return;
+  if (flex_)
+    state_ = State::kPartitionTags;
+  else
+    next_partition();
 }
 
 size_t FetchStreamParser::unit(const uint8_t* p, size_t avail) {

@@ -49,6 +49,14 @@ class FetchStreamParser {
   /// parses the tail (tail_size() bytes after `consumed`), not consumed.
   Result feed(const uint8_t* data, size_t n, size_t& consumed);
 
+  /// Inside a partition's Records: its record bytes not consumed yet (0
+  /// elsewhere). The caller may move up to this many without showing them
+  /// (pass_records()): record bytes are never parsed.
+  uint64_t records_left() const { return state_ == State::kRecords ? records_left_ : 0; }
+  /// `n` (at most records_left()) record bytes went to the client without
+  /// passing through feed() (spliced socket to socket).
+  void pass_records(size_t n);
+
   /// Payload bytes not consumed yet.
   size_t left() const { return payload_size_ - offset_; }
   /// Bytes of the tail (known once every topic was read).

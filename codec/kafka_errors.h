@@ -17,6 +17,7 @@ enum KafkaError : int16_t {
   kErrNotLeaderOrFollower = 6,       ///< not the leader / not a replica (refresh)
   kErrCoordinatorNotAvailable = 15,  ///< coordinator unknown; the client looks again
   kErrIllegalSaslState = 34,         ///< a SASL request out of the expected order
+  kErrOutOfOrderSequenceNumber = 45, ///< Produce past a gap in its producer's sequence: not stored
   kErrFencedLeaderEpoch = 74,        ///< request's leader epoch older than the broker's
   kErrUnknownLeaderEpoch = 75,       ///< request's leader epoch newer than the broker's
   kErrUnknownTopicId = 100,          ///< broker does not know the topic id (refresh)

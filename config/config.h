@@ -181,6 +181,10 @@ struct LimitsConfig {
   /// merge, reroute or version bridge is relayed to the client as it arrives
   /// instead of being read whole first; 0: every response is read whole.
   uint32_t stream_fetch_min_bytes = 65536;
+  /// Record bytes still to come in a streamed Fetch response's partition
+  /// from which they go broker socket to client socket with splice(2)
+  /// (plain TCP on both sides), never entering user space; 0: never.
+  uint32_t splice_min_bytes = 65536;
   /// Upstream connections per broker node and worker loop dialled and
   /// answered (ApiVersions) before a client needs one; 0: none kept.
   uint32_t warm_upstreams_per_broker = 0;

@@ -23,9 +23,6 @@ namespace epochgate::metrics {
 class RerouteMetrics;
 class StreamMetrics;
 
-/// Which way bytes flow: from clients to brokers, or back.
-enum class Direction { kClientToUpstream, kUpstreamToClient };
-
 /// What the proxy's workers hold in memory that a client connection made
 /// (counts, not bytes, except `pooled_bytes`). Used as a change to add.
 struct HeldResources {

@@ -68,7 +68,7 @@ int direction_index(Direction d) {
   return d == Direction::kClientToUpstream ? 0 : 1;
 }
 const char* direction_label(int i) {
-  return i == 0 ? "client_to_upstream" : "upstream_to_client";
+  return metrics::direction_label(i == 0 ? Direction::kClientToUpstream : Direction::kUpstreamToClient);
 }
 
 std::size_t mode_slot(std::string_view mode) {

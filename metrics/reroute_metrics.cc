@@ -24,6 +24,9 @@ struct RerouteMetrics::Impl {
         added(&added_family.Add({}, prometheus::Histogram::BucketBoundaries{
                                        0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                        0.5, 1, 5})) {
+    auto& gaps = register_family<FamilyId::reroute_sequence_gaps_total>(r);
+    for (size_t i = 0; i < kSequenceGapOutcomes.size(); ++i)
+      sequence_gaps[i] = &gaps.Add({{"outcome", std::string(kSequenceGapOutcomes[i])}});
     for (size_t i = 1; i < kRerouteReasons.size(); ++i)
       fell_back[i] = &reroutes.Add({{"api", "produce"},
                                     {"result", "fell_back"},
@@ -39,6 +42,7 @@ struct RerouteMetrics::Impl {
   prometheus::Counter* observed;
   prometheus::Histogram* added;
   std::array<prometheus::Counter*, kRerouteReasons.size()> fell_back{};
+  std::array<prometheus::Counter*, kSequenceGapOutcomes.size()> sequence_gaps{};
 };
 
 RerouteMetrics::RerouteMetrics(prometheus::Registry& registry)
@@ -54,6 +58,12 @@ void RerouteMetrics::fell_back(std::string_view reason, size_t n) {
   impl_->fell_back[index]->Increment(static_cast<double>(n));
 }
 
+void RerouteMetrics::sequence_gap(std::string_view outcome) {
+  size_t index = 4;  // closed
+  for (size_t i = 0; i < kSequenceGapOutcomes.size(); ++i)
+    if (kSequenceGapOutcomes[i] == outcome) index = i;
+  impl_->sequence_gaps[index]->Increment();
+}
 void RerouteMetrics::observed(size_t n) { impl_->observed->Increment(static_cast<double>(n)); }
 void RerouteMetrics::added(double seconds) { impl_->added->Observe(seconds); }
 void RerouteMetrics::held(size_t n) { impl_->held_total.Increment(static_cast<double>(n)); }

@@ -24,12 +24,16 @@ namespace epochgate::metrics {
 /// Every `reason` label value of epochgate_reroutes_total{result="fell_back"}
 /// (docs/rerouting.md, "Fallback reasons"). The order guard's refusals come
 /// first, in policy::RerouteRefusal order (index = enum value).
-inline constexpr std::array<std::string_view, 17> kRerouteReasons = {
+inline constexpr std::array<std::string_view, 18> kRerouteReasons = {
     "",                 // delivered / observed
     "earlier_in_flight", "later_in_flight", "earlier_held", "stream_fell_back", "max_in_flight",
     "off",          "no_leader",       "identity", "second_hop", "upstream_failed",
     "unsupported_version", "batch_unreadable", "hold_full", "duplicate_partition",
-    "buffer_budget", "hold_timeout"};
+    "buffer_budget", "hold_timeout", "maybe_stored"};
+
+/// Every `outcome` label value of epochgate_reroute_sequence_gaps_total.
+inline constexpr std::array<std::string_view, 6> kSequenceGapOutcomes = {
+    "resent", "stored", "unproven", "hold_timeout", "closed", "no_room"};
 
 class RerouteMetrics {
  public:
@@ -44,6 +48,9 @@ class RerouteMetrics {
   /// epochgate_reroutes_total{api="produce",result="observed",reason=""}:
   /// what observe mode would have rerouted.
   void observed(size_t n);
+  /// epochgate_reroute_sequence_gaps_total{outcome}: a held run of refused
+  /// writes settled; an unknown outcome counts as "closed".
+  void sequence_gap(std::string_view outcome);
   /// epochgate_reroute_added_seconds: from the decision to the new leader's answer.
   void added(double seconds);
   /// epochgate_reroute_held_total, and the epochgate_reroute_held gauge.

@@ -199,12 +199,14 @@ bool RerouteOrderGuard::rehop(Ticket t, const StreamKey& stream, int32_t new_lea
   return false;
 }
 
-bool RerouteOrderGuard::later_rerouted_to(Ticket t, const StreamKey& stream, int32_t leader) const {
+size_t RerouteOrderGuard::rerouted_to_after(Ticket t, const StreamKey& stream,
+                                            int32_t leader) const {
   auto it = streams_.find(stream);
-  if (it == streams_.end()) return false;
+  if (it == streams_.end()) return 0;
+  size_t n = 0;
   for (const Entry& e : it->second.entries)
-    if (e.ticket > t && e.kind == Kind::kRerouted && e.node == leader) return true;
-  return false;
+    if (e.ticket > t && e.kind == Kind::kRerouted && e.node == leader) ++n;
+  return n;
 }
 
 void RerouteOrderGuard::forward(Ticket t, const StreamKey& stream, int32_t node) {

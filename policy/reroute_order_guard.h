@@ -189,7 +189,11 @@ class RerouteOrderGuard {
   /// True when a write of `stream` later than `t` is rerouted to `leader`
   /// now: it went out behind `t` on the same connection, so a resend of `t`
   /// to that leader would be stored after it.
-  bool later_rerouted_to(Ticket t, const StreamKey& stream, int32_t leader) const;
+  bool later_rerouted_to(Ticket t, const StreamKey& stream, int32_t leader) const {
+    return rerouted_to_after(t, stream, leader) > 0;
+  }
+  /// How many writes of `stream` later than `t` are rerouted to `leader` now.
+  size_t rerouted_to_after(Ticket t, const StreamKey& stream, int32_t leader) const;
 
   /// Rerouted plus parked writes now (what max_in_flight bounds).
   size_t in_flight() const { return bounded_; }

@@ -56,8 +56,12 @@ ClientError KafkaClient::submit(BrokerRequest req) {
   out.give_up_ms = out.deadline_ms ? now_ms() + out.deadline_ms : 0;
   bool bounded = out.give_up_ms != 0;
   waiting_.push_back(std::move(out));
-  if (bounded) arm_timer();  // the whole wait, dialing included
+  // The kick first: a deadline already due when the loop next runs (a
+  // stalled machine, a 1 ms deadline) must not expire the request before
+  // the dial it asked for has started. Timers due at once run in the order
+  // they were started.
   kick();
+  if (bounded) arm_timer();  // the whole wait, dialing included
   return ClientError::kNone;
 }
 

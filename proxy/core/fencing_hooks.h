@@ -57,6 +57,12 @@ class FencingHooks {
     /// The client's connection (may be null): fence log lines name its
     /// address, read only when a fence is logged.
     const Connection* client = nullptr;
+    /// The frame is a Produce's head only (its last partition's records
+    /// still arriving, passed as empty): the plan commits (counts, refresh,
+    /// probe) only when it forwards the original bytes as they are, and
+    /// otherwise returns `whole_frame` with nothing done, to be asked again
+    /// on the whole frame.
+    bool head_only = false;
   };
 
   /// What to do with the request.
@@ -85,6 +91,9 @@ class FencingHooks {
     /// to their leader (answered locally in `frame`/`context` meanwhile)
     /// and the streams of the order guard (proxy/core/reroute_plan.h).
     std::shared_ptr<ReroutePlan> reroute;
+    /// A `head_only` request that must be decided on its whole frame (a
+    /// fenced partition, a hold, a reroute rule, a decode error).
+    bool whole_frame = false;
   };
 
   /// Decides on a request the API table marks decided at its version

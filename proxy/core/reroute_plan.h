@@ -46,6 +46,9 @@ struct RerouteTargetPart {
   /// 1: sent to the leader epochgate's view named; 2: that leader answered
   /// NOT_LEADER_OR_FOLLOWER and the view then named a newer one (the last hop).
   uint8_t hop = 1;
+  /// Sent again with the rest of its sequence gap (Rerouter::check_gaps):
+  /// never held for one a second time.
+  bool gap_resent = false;
   size_t records_offset = 0;  ///< into ReroutePlan::records
   uint32_t records_size = 0;
   bool records_null = false;

@@ -89,6 +89,24 @@ struct RerouteState {
   /// A metadata refresh was learned while they waited: the view's leader
   /// may then be the refused one itself (the refusal came inside the move).
   bool rehop_refreshed = false;
+  /// Parts (indexes in the entry) kept open by targets held in a sequence
+  /// gap (Rerouter::check_gaps), once per held target: a leg's part stays
+  /// unanswered while any of its targets is held.
+  std::vector<int> gap_holds;
+  bool holds(int part) const {
+    for (int p : gap_holds)
+      if (p == part) return true;
+    return false;
+  }
+  /// Drops one hold of `part`; true when no other target holds it.
+  bool release_hold(int part) {
+    for (auto it = gap_holds.begin(); it != gap_holds.end(); ++it)
+      if (*it == part) {
+        gap_holds.erase(it);
+        break;
+      }
+    return !holds(part);
+  }
   /// The client's response, decoded, that the leaders' answers merge into:
   /// the broker's part as the response pipeline left it (learned from,
   /// addresses rewritten, merged with epochgate's own answers, backfilled),

@@ -18,6 +18,7 @@
 #include "proxy/net/buffer_budget.h"
 #include "proxy/net/buffer_pool.h"
 #include "proxy/net/read_pacer.h"
+#include "proxy/net/splice_pipe.h"
 #include "proxy/tls/tls_services.h"
 
 namespace epochgate::metrics {
@@ -62,6 +63,9 @@ struct WorkerContext {
   FencingHooks* fencing = nullptr;  ///< null: policy not wired (pass-through proxy)
   BufferBudget* budget = nullptr;   ///< process-wide buffer memory budget (may be null)
   ReadPacer* pacer = nullptr;       ///< this loop's read fairness (may be null)
+  /// This loop's pipe for splicing record bytes socket to socket (made on
+  /// first use; empty between callbacks, so one serves every session).
+  SplicePipe splice_pipe;
   Rerouter* rerouter = nullptr;     ///< this loop's Produce rerouting (null: never rerouted)
   /// This loop's upstream connections dialled ahead of need (null: none).
   WarmUpstreams* warm = nullptr;

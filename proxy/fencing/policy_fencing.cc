@@ -180,6 +180,12 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
   codec::Status st = codec::decode_body_allow_trailing(in.frame->body(), in.frame->body_size(),
                                                        version, req, trailing, bounds);
   BudgetCharge charge(in.budget, bounds.decoded_bytes);
+  // A head decided early goes only as it is; anything else, even a reroute
+  // rule that would only observe, waits for its whole frame.
+  if (in.head_only && (!st.ok() || s.compiled->modes.has_reroute_rules())) {
+    plan.whole_frame = true;
+    return plan;
+  }
   if (!st.ok()) {
     plan.action = RequestPlan::Action::kClose;
     plan.malformed = true;
@@ -212,6 +218,10 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
   DecisionLease lease;
   policy::RequestDecision& d = lease.get();
   policy::decide(req, version, ctx, d);
+  if (in.head_only && d.action != policy::Action::kForwardAsIs) {
+    plan.whole_frame = true;
+    return plan;
+  }
   refresh(d.urgent_refresh);
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>) {
     if (s.compiled->modes.has_reroute_rules() && d.action != policy::Action::kHold) {

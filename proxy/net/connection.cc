@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace epochgate::proxy {
 
@@ -18,7 +19,7 @@ Connection::~Connection() {
 
 void Connection::start_reading() {
   if (reading_ || closing_) return;
-  if (paced_) {
+  if (paced_ && !pace_in_poll_) {
     reading_ = true;  // the pacer starts the reads at its check phase
     return;
   }
@@ -27,7 +28,7 @@ void Connection::start_reading() {
 
 void Connection::stop_reading() {
   if (!reading_) return;
-  if (!paced_) transport_->stop_reading();
+  if (!paced_ || pace_in_poll_) transport_->stop_reading();
   reading_ = false;
 }
 
@@ -35,7 +36,7 @@ void Connection::resume_after_pacing() {
   if (!paced_) return;
   paced_ = false;
   turn_bytes_ = 0;
-  if (!reading_ || closing_) return;
+  if (pace_in_poll_ || !reading_ || closing_) return;
   if (transport_->start_reading() != 0) reading_ = false;
 }
 
@@ -72,6 +73,34 @@ void Connection::reserve_input(size_t total, size_t step) {
 
 void Connection::on_transport_alloc(uv_buf_t* buf) {
   Connection* c = this;
+  if (paced_ && pace_in_poll_) {
+    // Yielded for this loop turn: no room, and reading goes on (the socket
+    // is offered again at the next poll, which serves the others first).
+    transport_->took_turn();
+    turn_ = UV_EAGAIN;
+    buf->base = nullptr;
+    buf->len = 0;
+    return;
+  }
+  if (in_.empty() && transport_->splice_fd() >= 0) {
+    // The owner may move the bytes itself (splice); unread input would have
+    // to go first, so only with none.
+    ssize_t r = owner_->take_read_turn(*this);
+    if (r != 0) {
+      turn_ = r;
+      transport_->took_turn();
+      const size_t after = std::exchange(read_after_turn_, 0);
+      if (r < 0 || after == 0) {
+        buf->base = nullptr;
+        buf->len = 0;
+        return;
+      }
+      // The bytes behind the moved ones are read in this same callback:
+      // handing libuv no room would send it back to the poll first, one
+      // more epoll_wait per run the owner moved.
+      reserve_input(after, after);
+    }
+  }
   if (!c->in_.allocated()) c->in_ = c->pool_.take();
   bool over_budget = c->over_budget();
   // Read at least a pool block at a time; a frame larger than that got its
@@ -92,6 +121,8 @@ void Connection::on_transport_alloc(uv_buf_t* buf) {
     if (!over_budget && c->in_.tail_room() < c->pool_.block_size() / 4)
       c->in_.reserve_tail(c->pool_.block_size());
     len = c->in_.tail_room();
+    if (c->pending_frame_ == 0 && c->first_read_bytes_ != 0)
+      len = std::min(len, c->first_read_bytes_);
   }
   len = std::min(len, kMaxReadBytes);
   if (len == 0) {
@@ -104,20 +135,47 @@ void Connection::on_transport_alloc(uv_buf_t* buf) {
   c->account();
 }
 
+void Connection::count_read(size_t n) {
+  bytes_read_ += n;
+  turn_bytes_ += n;
+  if (pacer_ != nullptr && turn_bytes_ >= ReadPacer::kBytesPerTurn && reading_ && !closing_ &&
+      !paced_) {
+    // Enough for this turn: a socket transport would keep reading this
+    // socket (libuv: up to 32 reads) before serving anyone else on the loop.
+    // A transport that lets the owner take turns keeps its poll
+    // registration and gets no room until the check phase: stopping and
+    // starting the read would cost two epoll_ctl calls (libuv 1.44 re-adds
+    // the descriptor, EEXIST, then modifies it) per turn's worth of bytes.
+    pace_in_poll_ = transport_->splice_fd() >= 0;
+    if (!pace_in_poll_) transport_->stop_reading();
+    paced_ = true;
+    pacer_->defer(*this);
+  }
+}
+
 void Connection::on_transport_read(ssize_t nread) {
   Connection* c = this;
+  if (turn_ != 0) {
+    // The owner took this turn at the socket (take_read_turn()); reading goes on.
+    const ssize_t r = std::exchange(turn_, 0);
+    if (r < 0) {
+      // Taken with no room offered (nread is UV_ENOBUFS).
+      if (r == UV_EAGAIN) return;
+      nread = r;  // the socket's end or error, as from a read
+    } else {
+      count_read(static_cast<size_t>(r));
+      if (nread <= 0) {
+        // No room was offered (UV_ENOBUFS), or the read after the turn found
+        // nothing (0) or the socket's end or error: the moved bytes first.
+        owner_->on_readable(*this);
+        if (nread == 0 || nread == UV_ENOBUFS || closing_) return;
+      }
+      // nread > 0: the moved bytes and the ones read after them, reported once.
+    }
+  }
   if (nread > 0) {
     c->in_.commit(static_cast<size_t>(nread));
-    c->bytes_read_ += static_cast<uint64_t>(nread);
-    c->turn_bytes_ += static_cast<size_t>(nread);
-    if (c->pacer_ != nullptr && c->turn_bytes_ >= ReadPacer::kBytesPerTurn && c->reading_ &&
-        !c->closing_) {
-      // Enough for this turn: a socket transport would keep reading this
-      // socket (libuv: up to 32 reads) before serving anyone else on the loop.
-      c->transport_->stop_reading();
-      c->paced_ = true;
-      c->pacer_->defer(*c);
-    }
+    c->count_read(static_cast<size_t>(nread));
     c->owner_->on_readable(*c);
     return;
   }

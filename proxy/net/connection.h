@@ -44,6 +44,20 @@ class ConnectionOwner {
   virtual void on_write_error(Connection& c, int status) = 0;
   /// The transport closed: its handle is released; the owner may free the Connection.
   virtual void on_closed(Connection& c) = 0;
+  /// The socket is readable, c.input() holds no unread byte and the transport
+  /// offers its descriptor (Transport::splice_fd()): the owner may read the
+  /// socket itself (splice) instead of getting room. Returns 0 (not taken:
+  /// room is offered as usual), the bytes it moved off the socket (then
+  /// on_readable() follows with nothing new in c.input()), UV_EAGAIN (taken,
+  /// nothing was there) or a uv error (UV_EOF...; on_read_error() follows).
+  /// After moving bytes it may ask for a read in the same turn
+  /// (Connection::read_after_turn()).
+  /// Called from inside libuv's read: it must not stop reading or close
+  /// anything, only move bytes and note what to do in the callback after.
+  virtual ssize_t take_read_turn(Connection& c) {
+    (void)c;
+    return 0;
+  }
 };
 
 /// A byte stream with pooled input and coalesced output buffers.
@@ -89,6 +103,16 @@ class Connection : private TransportUser {
   void reserve_input(size_t total, size_t step);
   /// No frame is in progress: reads take whatever the buffer holds.
   void clear_pending_frame() { pending_frame_ = 0; }
+  /// While no frame is in progress, a read takes at most `bytes` (0: the
+  /// buffer's room, a pool block): the owner expects a frame whose bulk it
+  /// would rather splice than copy, and needs only its first fields read.
+  void set_first_read_bytes(size_t bytes) { first_read_bytes_ = bytes; }
+  /// A read meant for a frame's fields where its record bytes may be
+  /// spliced (the next head after a streamed request, a response's fields
+  /// between Records runs), in bytes: fields take about 60-300 bytes, so
+  /// one read holds them with room to spare, and what it copies beyond them
+  /// is record bytes a splice could have moved.
+  static constexpr size_t kFieldsReadBytes = 1024;
 
   /// Queues bytes for writing (copied). Call flush() once per batch.
   void queue(const void* data, size_t n);
@@ -159,6 +183,33 @@ class Connection : private TransportUser {
   /// Most buffers handed to one write (a gathered write of the chain).
   static constexpr unsigned kMaxWriteBufs = 64;
 
+  /// The socket's descriptor for splice(2) (Transport::splice_fd()), -1 if none.
+  int splice_fd() const { return closing_ ? -1 : transport_->splice_fd(); }
+  /// Nothing is queued or being written and the transport is ready: bytes
+  /// written to splice_fd() now go out in order.
+  bool output_idle() const {
+    return !closing_ && queued_bytes() == 0 && !write_in_flight_ && transport_->ready();
+  }
+  /// No write is in flight, the transport is ready and at most `max` bytes
+  /// are queued (in this loop turn, since nothing is being written): the
+  /// next flush() tries them, and whatever is queued behind them, in one write.
+  bool output_unsent(size_t max) const {
+    return !closing_ && !write_in_flight_ && transport_->ready() && queued_bytes() <= max;
+  }
+  /// `n` bytes were written to splice_fd() by the owner (output_idle()):
+  /// counted as accepted and written.
+  void count_spliced_out(size_t n) {
+    bytes_accepted_ += n;
+    bytes_written_ += n;
+  }
+  /// Called by the owner from inside take_read_turn() when it moved bytes
+  /// and stopped where the socket may hold more that it wants read into
+  /// input() now (a spliced run ended before the socket emptied): the same
+  /// callback then offers room for up to `bytes` (reserve_input(bytes, bytes)
+  /// on the empty input), so reading them costs no return to the poll.
+  /// on_readable() then reports both at once.
+  void read_after_turn(size_t bytes) { read_after_turn_ = bytes; }
+
   /// Total bytes read and written on this connection.
   uint64_t bytes_read() const { return bytes_read_; }
   uint64_t bytes_written() const { return bytes_written_; }
@@ -170,6 +221,8 @@ class Connection : private TransportUser {
   void on_transport_written(int status) override;
   void on_transport_ready(int status) override;
   void on_transport_closed() override;
+  /// Counts `n` bytes read and yields to the pacer after a turn's worth.
+  void count_read(size_t n);
   void start_write();
   /// One try_write of the queued bytes followed by `extra` (may be empty):
   /// consumes what left the queue and returns how many bytes of `extra` went
@@ -214,12 +267,16 @@ class Connection : private TransportUser {
   bool write_in_flight_ = false;
   bool reading_ = false;
   bool paced_ = false;         // reads held by the pacer until its check phase
+  bool pace_in_poll_ = false;  // held by handing out no room, the transport still reading
   bool frame_buffer_ = false;  // in_ was sized for the pending frame
   ReadPacer* pacer_ = nullptr;
   size_t turn_bytes_ = 0;      // bytes read since the last yield
   bool closing_ = false;
   bool was_above_high_ = false;
   bool notify_written_ = false;
+  ssize_t turn_ = 0;  // take_read_turn()'s result, reported by the read callback after it
+  size_t read_after_turn_ = 0;  // read_after_turn(), for the alloc callback that took the turn
+  size_t first_read_bytes_ = 0;  // set_first_read_bytes(); 0: no cap
   size_t low_ = 1 << 20;
   size_t high_ = 4 << 20;
   size_t pending_frame_ = 0;  // total bytes of the frame being read, 0 if none

@@ -16,12 +16,13 @@ namespace epochgate::proxy {
 
 namespace {
 constexpr uint64_t kPerLoop = 4;     // epoll, eventfd, and slack for libuv internals
+constexpr uint64_t kPerWorker = 2;   // its SplicePipe (proxy/net/splice_pipe.h)
 constexpr uint64_t kReserve = 32;    // main loop, signals, refresher, watcher, logs, stdio
 }  // namespace
 
 uint64_t fds_needed(uint64_t max_connections, uint64_t max_listeners, uint64_t workers,
                     uint64_t admin_max_connections, uint64_t kept_upstreams) {
-  return 2 * max_connections + 1 + max_listeners + kPerLoop * (workers + 1) +
+  return 2 * max_connections + 1 + max_listeners + kPerLoop * (workers + 1) + kPerWorker * workers +
          admin_max_connections + 1 + kReserve + kept_upstreams;
 }
 
@@ -31,7 +32,8 @@ std::string fd_budget_statement(const FdLimit& lim, uint64_t need) {
   out += lim.raised ? " (raised from " + num(lim.soft_before) + " to the hard limit)"
                     : " (hard " + num(lim.hard) + ")";
   out += "; the configured limits can use up to " + std::to_string(need) +
-         " (2 per client connection, 1 per listener, the event loops, admin connections, kept "
+         " (2 per client connection, 1 per listener, the event loops and their splice pipes, admin "
+         "connections, kept "
          "upstream connections and a reserve)";
   return out;
 }

@@ -19,7 +19,7 @@ namespace epochgate::proxy {
 /// Descriptors epochgate can use at most: two per client connection (the
 /// client and its upstream), one per listener (bootstrap + max_listeners,
 /// one each: the Acceptor owns the only descriptor of a listener), a few per
-/// event loop (epoll, eventfd), and a reserve for the admin server's
+/// event loop (epoll, eventfd; a worker's splice pipe, two), and a reserve for the admin server's
 /// connections, the refresher, the config watcher and log files, plus
 /// `kept_upstreams`: upstream connections held with no client (the workers'
 /// warm-upstream pools, WarmUpstreams::max_descriptors() each).

@@ -1,6 +1,7 @@
 // proxy/net/read_pacer.h: fairness between connections on one event loop. A
 // connection that has read kBytesPerTurn bytes since it last yielded stops
-// reading and is started again in the same loop iteration's check phase
+// reading (a plain socket: takes no more bytes, its poll registration kept)
+// and is started again in the same loop iteration's check phase
 // (uv_check_t), so the next poll serves every other ready connection before
 // it reads more: a client streaming a 100 MiB frame holds the loop for about
 // one turn's bytes at a time, not for the whole frame. Must never drop a

@@ -6,6 +6,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <utility>
+
 namespace epochgate::proxy {
 
 TcpTransport::TcpTransport(uv_loop_t* loop) {
@@ -50,8 +52,12 @@ void TcpTransport::on_alloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
 
 void TcpTransport::on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
   auto* t = static_cast<TcpTransport*>(s->data);
-  if (nread == 0) return;  // EAGAIN: nothing read
-  if (nread < 0) t->stop_reading();
+  const bool turn = std::exchange(t->turn_taken_, false);
+  // EAGAIN: nothing read, which matters only to a user that took the turn
+  // (what it moved is still to be reported).
+  if (nread == 0 && !turn) return;
+  // No room because the user read the socket itself: reading goes on.
+  if (nread < 0 && !(turn && nread == UV_ENOBUFS)) t->stop_reading();
   t->user_->on_transport_read(nread);
 }
 
@@ -89,6 +95,12 @@ void TcpTransport::close() {
 void TcpTransport::on_close(uv_handle_t* h) {
   auto* t = static_cast<TcpTransport*>(h->data);
   if (t->user_ != nullptr) t->user_->on_transport_closed();
+}
+
+int TcpTransport::splice_fd() const {
+  uv_os_fd_t fd;
+  if (closing_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) return -1;
+  return fd;
 }
 
 bool TcpTransport::peer_closed() const {

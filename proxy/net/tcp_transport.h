@@ -40,6 +40,8 @@ class TcpTransport final : public Transport {
   bool writes_in_place() const override { return true; }
   int shutdown() override;
   void close() override;
+  int splice_fd() const override;
+  void took_turn() override { turn_taken_ = true; }
   std::string peer() const override;
   bool peer_closed() const override;
 
@@ -60,6 +62,7 @@ class TcpTransport final : public Transport {
   bool reading_ = false;
   bool closing_ = false;
   bool shutting_down_ = false;
+  bool turn_taken_ = false;  // the user read the socket in this alloc: keep reading
 };
 
 }  // namespace epochgate::proxy

@@ -39,7 +39,9 @@ class TransportUser {
   virtual void on_transport_alloc(uv_buf_t* buf) = 0;
   /// `n` > 0 bytes were placed at the start of the last room handed out;
   /// `n` < 0 is a uv error (UV_EOF: the peer closed cleanly; UV_ENOBUFS: no
-  /// room was given); reading has stopped then. Never called with 0.
+  /// room was given); reading has stopped then, except after a turn the user
+  /// took itself (Transport::took_turn()). Called with 0 (nothing came)
+  /// only after such a turn that offered room all the same.
   virtual void on_transport_read(ssize_t n) = 0;
   /// The write() started last completed: 0 when every byte reached the
   /// socket, else a uv error (UV_ECANCELED when close() came first).
@@ -91,6 +93,20 @@ class Transport {
   /// Closes the stream (idempotent); a write in flight completes with
   /// UV_ECANCELED, then on_transport_closed() follows from the loop.
   virtual void close() = 0;
+
+  /// The socket's descriptor when its bytes are the stream's bytes, so the
+  /// user may move them with splice(2) itself (proxy/net/splice_pipe.h):
+  /// plain TCP. -1 when bytes are transformed (TLS) or there is no socket.
+  /// The user reads it only from on_transport_alloc() (its turn at the
+  /// socket: it then gives no room) and writes it only with no write in
+  /// flight, so the transport's own reads and writes never interleave.
+  virtual int splice_fd() const { return -1; }
+  /// Called by the user from on_transport_alloc() when it read splice_fd()
+  /// itself: the UV_ENOBUFS that follows if it gives no room does not stop
+  /// reading, so the socket is offered again while bytes wait (libuv polls
+  /// level-triggered); if it gives room, a read that finds nothing is
+  /// reported as 0. Transports without splice_fd() never see it.
+  virtual void took_turn() {}
 
   /// Peer address as "host:port" ("[v6]:port"), for logs; "" if unknown.
   virtual std::string peer() const = 0;

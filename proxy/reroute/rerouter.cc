@@ -44,6 +44,7 @@ void Rerouter::close(std::function<void()> done) {
   if (!closed_) {
     closed_ = true;
     uv_close(reinterpret_cast<uv_handle_t*>(&wait_timer_), nullptr);
+    close_gaps();
   }
   clients_.close([this, done = std::move(done)]() mutable { poster_.close(std::move(done)); });
 }
@@ -154,7 +155,7 @@ void Rerouter::start(InFlightRequest& e, std::shared_ptr<ReroutePlan> plan,
 }
 
 void Rerouter::send_legs(const std::shared_ptr<RerouteState>& st, InFlightRequest& e,
-                         const std::vector<size_t>& targets) {
+                         const std::vector<size_t>& targets, int reuse_part) {
   const ReroutePlan& p = *st->plan;
   size_t first = st->legs.size();
   for (size_t i : targets) {
@@ -170,9 +171,11 @@ void Rerouter::send_legs(const std::shared_ptr<RerouteState>& st, InFlightReques
   for (size_t li = first; li < st->legs.size(); ++li) {
     RerouteState::Leg& leg = st->legs[li];
     BrokerClient* c = client_for(leg.leader);
-    int part = c ? e.add_part(RequestPart::Source::kReroute) : -1;
+    int part = reuse_part >= 0 && li == first ? reuse_part
+               : c                            ? e.add_part(RequestPart::Source::kReroute)
+                                              : -1;
     ClientError err = ClientError::kClosed;
-    if (part >= 0) {
+    if (part >= 0 && c) {
       leg.part = part;
       err = c->send(p.request_for(leg.targets), reroute_send_options(p),
                     [this, st, li](ClientResult<codec::ProduceResponse>&& r) {
@@ -268,6 +271,17 @@ void Rerouter::after_broker_answer(InFlightRequest& e) {
           fell_back(st->refuse);
           break;
         }
+        // The old leader appended this write before it lost leadership (its
+        // refusal carries the offset the write was given, as Kafka's
+        // delayed acks=all answer does when the election cuts its wait), so
+        // the write may survive on the new leader. An idempotent producer's
+        // sequence makes a resend harmless (the leader answers it as a
+        // duplicate); another producer's resend could store it twice where
+        // a client that does not retry would only have seen the error.
+        if (part.base_offset >= 0 && s.key.producer_id < 0) {
+          fell_back("maybe_stored");
+          break;
+        }
         int32_t leader = new_leader(*st, i, false);
         // Behind writes still waiting for their leader, a known one waits
         // too: check_waiting sends them all in the order they came back.
@@ -326,6 +340,7 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
   RerouteState::Leg& leg = st->legs[li];
   const ReroutePlan& p = *st->plan;
   std::vector<size_t> rehops;  // NOT_LEADER_OR_FOLLOWER from a first hop's leader
+  std::vector<size_t> held;    // in a sequence gap (rerouter_gap.cc)
   spdlog::debug("reroute: node {} answered {} partition(s): {}", leg.leader, leg.targets.size(),
                 client_error_name(r.error));
   if (!r.ok()) {
@@ -335,6 +350,7 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
                         leg.targets.size(), leg.leader, client_error_name(r.error), r.detail);
     fell_back(r.error == ClientError::kUnsupportedVersion ? "unsupported_version" : "upstream_failed",
               leg.targets.size());
+    for (size_t t : leg.targets) gap_failed(*st, leg.leader, t);
   } else {
     codec::ProduceResponse& m = r.response;
     // Learn first (upstream addresses), then rewrite what the leader sent.
@@ -348,6 +364,10 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
           const RerouteTargetPart& tp = p.targets[t];
           if (tp.partition != part.index || tp.topic != topic.name || tp.topic_id != topic.topic_id)
             continue;
+          if (gap_hold(st, leg.leader, leg.part, t, part)) {
+            held.push_back(t);
+            break;
+          }
           if (part.error_code == codec::kErrNotLeaderOrFollower) {
             // The leader epochgate's view named moved on too: one more hop
             // when the view names a newer one (rerouter_wait.cc); a second
@@ -386,24 +406,30 @@ void Rerouter::on_answer(const std::shared_ptr<RerouteState>& st, size_t li,
         ctx_.metrics->reroute().added(static_cast<double>(now_ns() - st->started_ns) / 1e9);
     }
     fell_back("second_hop", second);
-    size_t missing = leg.targets.size() - delivered - second - rehops.size();
+    size_t missing = leg.targets.size() - delivered - second - rehops.size() - held.size();
     fell_back("upstream_failed", missing);
   }
   for (size_t t : leg.targets) {
     if (std::find(rehops.begin(), rehops.end(), t) != rehops.end()) continue;
+    if (std::find(held.begin(), held.end(), t) != held.end()) continue;
     for (const RerouteStream& s : p.streams)
       if (s.target == static_cast<int>(t)) guard_.reroute_answered(st->ticket, s.key);
   }
-  // `leg` is not used past here: a rehop adds legs.
+  // `leg` is not used past here: a rehop or a gap's resend adds legs.
   const int part = leg.part;
   std::shared_ptr<RerouteSink> sink = st->sink.lock();
   const bool alive = sink && sink->alive && part >= 0;
+  // A held target keeps the part open until its gap settles (which may
+  // hand the part to its resend): decided before any gap settles.
+  const bool answer_now = alive && !st->holds(part);
   if (!rehops.empty()) rehop(st, rehops, alive);
+  if (answer_now) {
+    st->entry->answer_part(static_cast<size_t>(part));
+    if (finish_rerouted(*st->entry) && sink->flush) sink->flush();
+  }
+  check_gaps();
   report();
   wake_order_waiters();
-  if (!alive) return;
-  st->entry->answer_part(static_cast<size_t>(part));
-  if (finish_rerouted(*st->entry) && sink->flush) sink->flush();
 }
 
 }  // namespace epochgate::proxy

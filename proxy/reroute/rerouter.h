@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "policy/reroute_order_guard.h"
 #include "proxy/client/broker_client.h"
@@ -97,8 +99,10 @@ class Rerouter : public RerouteOwner {
                  ClientResult<codec::ProduceResponse>&& r);
   /// Groups `targets` (indexes in st->plan->targets) by leader and sends
   /// one request per leader, adding a part to the entry for each.
+  /// `reuse_part` >= 0: the one leg answers that part of `e` (a held
+  /// target's), instead of a new one.
   void send_legs(const std::shared_ptr<RerouteState>& st, InFlightRequest& e,
-                 const std::vector<size_t>& targets);
+                 const std::vector<size_t>& targets, int reuse_part = -1);
   /// Streams `idx` of `st` (answered NOT_LEADER_OR_FOLLOWER by their broker)
   /// to `leader` each; returns the targets it made.
   std::vector<size_t> retarget(RerouteState& st, const std::vector<std::pair<size_t, int32_t>>& picks);
@@ -125,6 +129,53 @@ class Rerouter : public RerouteOwner {
   void tell_new_leader(RerouteState& st, int32_t leader, const RerouteTargetPart& tp,
                        codec::ProduceResponse::PartitionProduceResponse& part);
   void check_waiting();
+  /// One stream's writes a leader refused across its own takeover: the
+  /// first NOT_LEADER_OR_FOLLOWER (it had not applied the election yet), the
+  /// ones rerouted behind it OUT_OF_ORDER_SEQUENCE_NUMBER (it had by then:
+  /// a sequence gap) or NOT_LEADER_OR_FOLLOWER. None was stored; they are
+  /// held to go again together (proxy/reroute/rerouter_gap.cc).
+  struct SequenceGap {
+    struct Member {
+      std::shared_ptr<RerouteState> st;  // kept until the gap settles
+      size_t target = 0;                 // index in st->plan->targets
+      int part = -1;                     // the entry's part it holds open
+      /// The leader's refusal when it was not NOT_LEADER_OR_FOLLOWER: what
+      /// the client gets should the gap fall back.
+      std::optional<RerouteState::PartitionAnswer> answer;
+    };
+    policy::StreamKey key;
+    int32_t leader = -1;        // the broker that refused them
+    int32_t epoch = -1;         // the view's epoch the first was sent under
+    policy::Ticket first = 0;   // the first refused write's ticket
+    std::vector<Member> members;  // in the order their refusals came
+    uint64_t until_ns = 0;      // reroute.max_hold_ms from the first refusal
+    /// A member came back OUT_OF_ORDER_SEQUENCE_NUMBER: only a leader checks
+    /// sequences, so `leader` has taken over since the first refusal.
+    bool proven = false;
+    /// Why it may not be resent, once known: "stored" (a later write of
+    /// the stream at `leader` was, or may have been, stored: another answer,
+    /// or its request failed), "closed" (one's session closed).
+    const char* spoiled = nullptr;
+    bool refreshed = false;  // an urgent refresh was asked for it
+  };
+  /// Holds target `t` of `st`, answered `part` by `leader`, in its
+  /// stream's sequence gap (opening one for a first refusal); true when
+  /// held. A later answer that shows something was stored marks the gap.
+  bool gap_hold(const std::shared_ptr<RerouteState>& st, int32_t leader, int leg_part, size_t t,
+                RerouteState::PartitionAnswer& part);
+  /// The same stream's later write at `leader` failed without an answer.
+  void gap_failed(const RerouteState& st, int32_t leader, size_t t);
+  /// Settles every gap that is complete (resent), spoiled or out of time
+  /// (fallen back: the answers as they came).
+  void check_gaps();
+  /// Why `g` settles now ("resent" or a fall-back outcome), or nullptr.
+  /// `epoch`: the view's epoch for the leader when "resent".
+  const char* gap_outcome(SequenceGap& g, uint64_t now, int32_t& epoch);
+  /// Sends `g`'s members again (outcome "resent", under `epoch`) or gives
+  /// each its answer as it came; counts the outcome.
+  void settle_gap(SequenceGap& g, const char* outcome, int32_t epoch);
+  /// The worker stops: every held gap falls back ("closed").
+  void close_gaps();
   /// The leader's client, or nullptr (address unknown, pool full or closed).
   BrokerClient* client_for(int32_t leader);
   void fell_back(const char* reason, size_t n = 1);
@@ -141,6 +192,7 @@ class Rerouter : public RerouteOwner {
   std::vector<std::weak_ptr<RerouteState>> waiting_;
   std::vector<std::weak_ptr<RerouteSink>> order_waiters_;
   std::vector<std::weak_ptr<RerouteState>> rehops_;  // waiting for a rehop's leader
+  std::vector<SequenceGap> gaps_;  // at most one per stream and leader
   bool closed_ = false;
 };
 

@@ -57,7 +57,7 @@ void Rerouter::unpark(policy::Ticket t, std::vector<policy::StreamKey>& parked) 
 }
 
 void Rerouter::view_changed() {
-  if (closed_ || (waiting_.empty() && rehops_.empty())) return;
+  if (closed_ || (waiting_.empty() && rehops_.empty() && gaps_.empty())) return;
   for (auto& w : rehops_)
     if (std::shared_ptr<RerouteState> st = w.lock()) st->rehop_refreshed = true;
   check_waiting();

@@ -62,7 +62,8 @@ void Rerouter::check_waiting() {
     if (finish_rerouted(e) && sink->flush) sink->flush();
   }
   check_rehops();
-  if (waiting_.empty() && rehops_.empty() && !closed_) uv_timer_stop(&wait_timer_);
+  check_gaps();
+  if (waiting_.empty() && rehops_.empty() && gaps_.empty() && !closed_) uv_timer_stop(&wait_timer_);
   report();
 }
 

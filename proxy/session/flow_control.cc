@@ -11,12 +11,15 @@ using metrics::Direction;
 FlowControl::FlowControl(WorkerContext& ctx, Connection& client, int32_t node_id)
     : ctx_(ctx), client_(client), node_id_(node_id) {}
 
-bool FlowControl::update_client(bool draining, size_t in_flight) {
+bool FlowControl::update_client(bool draining, size_t in_flight, bool mid_request,
+                                bool splicing) {
   const auto& lim = ctx_.config->limits;
   const bool over_budget = client_.over_budget();
-  const bool may_read = !draining && !upstream_->above_high_watermark() &&
-                        in_flight < lim.max_in_flight_per_connection;
-  const bool should_read = may_read && !over_budget;
+  const bool may_read = !upstream_->above_high_watermark() &&
+                        (mid_request || (!draining && in_flight < lim.max_in_flight_per_connection));
+  const bool pace = splicing && may_read && upstream_->queued_bytes() > 0;
+  if (pace) upstream_->notify_when_written();  // on_drained() then resumes the read
+  const bool should_read = may_read && !over_budget && !pace;
   // Paused by the budget alone, whether reading now or not (a session
   // opened during a pause holds its first request unread): registered, so
   // the worker's re-check resumes it when the budget frees.
@@ -33,6 +36,7 @@ bool FlowControl::update_client(bool draining, size_t in_flight) {
   }
   if (!should_read && client_.reading()) {
     client_.stop_reading();
+    if (pace && !over_budget) return false;
     if (in_flight >= lim.max_in_flight_per_connection)
       EPOCHGATE_PROXY_LOG(info, "max_in_flight",
                           "client {} node {}: {} requests in flight "

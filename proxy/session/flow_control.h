@@ -26,9 +26,18 @@ class FlowControl {
   /// The client reads while it may send more: not draining, the upstream's
   /// output at or under its high watermark, fewer than
   /// limits.max_in_flight_per_connection requests in flight (`in_flight`),
-  /// the buffer budget not exceeded. Returns true when reading resumed with
-  /// whole frames possibly waiting in the input (the caller processes them).
-  bool update_client(bool draining, size_t in_flight);
+  /// the buffer budget not exceeded. While a request's head went upstream
+  /// and its rest is still being read (`mid_request`: a streamed Produce),
+  /// neither draining nor the in-flight cap stops the read: the broker
+  /// answers nothing before the request's last byte. While its records are
+  /// to be spliced (`splicing`), it also waits whenever the upstream's
+  /// output holds bytes (what the broker's socket did not take): a read
+  /// then would copy record bytes a splice moves once the queue is written;
+  /// they wait in the kernel's socket buffer instead (not a backpressure
+  /// pause). Returns true when reading resumed with whole frames possibly
+  /// waiting in the input (the caller processes them).
+  bool update_client(bool draining, size_t in_flight, bool mid_request = false,
+                     bool splicing = false);
   /// The upstream reads while the client's output is at or under its high
   /// watermark: responses are what frees memory, so the budget never stops them.
   /// While a response streams (`streaming`), it also waits whenever the

@@ -251,18 +251,61 @@ bool RequestPath::read_header(RequestFrame& f) {
     return false;
   }
   if (!peeks_body) return true;
+  if (!read_body_facts(f)) {
+    host_.frame_error(CloseReason::kTruncated, "Produce request too short to hold Acks");
+    return false;
+  }
+  return true;
+}
+
+bool RequestPath::read_body_facts(RequestFrame& f) {
+  const int16_t key = f.api_key();
+  const int16_t version = f.api_version();
   f.own_wait_ms = request_own_wait_ms(key, f.body(), f.body_size(), version).value_or(0);
   if (key == codec::kProduce) {
     std::optional<int16_t> acks = produce_acks(f.body(), f.body_size(), version);
-    if (!acks) {
-      host_.frame_error(CloseReason::kTruncated, "Produce request too short to hold Acks");
-      return false;
-    }
+    if (!acks) return false;
     f.expects_response = *acks != 0;
     if (bridging_.produce && version == 10) f.upstream_version = 9;
   } else if (bridging_.fetch && version == 16) {
     f.upstream_version = 15;
   }
+  return true;
+}
+
+bool RequestPath::forward_head(RequestFrame& f) {
+  if (sasl_.client_sends_raw_token() || holds_request()) return false;
+  codec::RequestHeader& h = f.header;
+  if (!codec::peek_request_ids(f.data, f.size, h.api_key, h.api_version, h.correlation_id) ||
+      h.api_key != codec::kProduce)
+    return false;
+  f.info = codec::api_info(h.api_key);
+  f.upstream_version = h.api_version;
+  if (f.info == nullptr || h.api_version > f.info->max_version) return false;
+  f.decided = ctx_.fencing != nullptr && f.info->decided.contains(h.api_version);
+  f.header_parsed = codec::parse_request_header(f.data, f.size, f.header).ok();
+  // A bridged version is patched in the client's buffer: read whole.
+  if (!f.header_parsed || !read_body_facts(f) || f.bridged()) return false;
+  const uint64_t now = now_ns();
+  Planned p;
+  if (f.decided) {
+    FencingHooks::RequestInput in;
+    in.node_id = node_id_;
+    in.frame = &f;
+    in.now_ns = now;
+    in.budget = ctx_.budget;
+    in.client = &client_;
+    in.head_only = true;
+    FencingHooks::RequestPlan plan = ctx_.fencing->plan_request(in);
+    if (plan.whole_frame || plan.action != FencingHooks::RequestPlan::Action::kForward ||
+        plan.reroute)
+      return false;
+    p.context = std::move(plan.context);
+  }
+  // What read_ids() counts, now that the request goes.
+  if (ctx_.metrics) ctx_.metrics->request(h.api_key);
+  host_.count_client_login(sasl_.on_client_request(h.api_key));
+  owe_answer(f, now, p, false);
   return true;
 }
 

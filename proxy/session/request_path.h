@@ -54,6 +54,15 @@ class RequestPath {
   /// order) waits in the client input to be offered again. It was accepted
   /// from the client, so a drain carries it to its answer.
   bool holds_request() const { return hold_started_ns_ != 0 || order_hold_started_ns_ != 0; }
+  /// A Produce decided on its head while its last partition's records are
+  /// still arriving (proxy/session/request_stream.h): `f.data`/`f.size` hold
+  /// the request up to that partition's records, passed as empty (a copy,
+  /// not the client's buffer). True when the request goes upstream as it
+  /// is: it was counted, decided and owed as forward() does, and the caller
+  /// writes the client's own bytes. False: nothing was done or counted
+  /// (a raw SASL token, a request held, a KIP-951 bridge, or a plan other
+  /// than forwarding it unchanged); the frame is read whole and handled.
+  bool forward_head(RequestFrame& f);
 
  private:
   /// What a request's plan hands on to its forwarding: the policy's context
@@ -77,6 +86,10 @@ class RequestPath {
   /// bodies, decided versions, SaslHandshake), the acks and own wait, and
   /// the KIP-951 bridge's upstream version. False when the session closed.
   bool read_header(RequestFrame& f);
+  /// The body facts read_header() reads of every Produce and Fetch: the
+  /// own wait, a Produce's acks, the KIP-951 bridge's version. False when
+  /// a Produce is too short to hold its acks.
+  bool read_body_facts(RequestFrame& f);
   /// Asks the policy and carries out its plan (hold, forward as is or
   /// rewritten, answer locally, close for a fenced acks=0 Produce).
   Step follow_plan(RequestFrame& f, uint64_t now);

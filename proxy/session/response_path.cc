@@ -96,6 +96,7 @@ bool ResponsePath::deliver_raw_sasl_token(const uint8_t* frame, size_t size) {
 }
 
 bool ResponsePath::handle(const uint8_t* frame, size_t size) {
+  stream_.whole_response_read();
   if (sasl_.broker_sends_raw_token()) return deliver_raw_sasl_token(frame, size);
   if (size < 4) {
     host_.frame_error(CloseReason::kTruncated, "response shorter than a correlation id from " + upstream_name_);

@@ -54,6 +54,17 @@ class ResponsePath {
   }
   bool streaming() const { return stream_.active(); }
   ResponseStream::Step relay_stream(ByteBuffer& in) { return stream_.relay(in); }
+  /// ResponseStream::take_read_turn(): record bytes spliced socket to socket.
+  ssize_t take_read_turn(Connection& upstream) { return stream_.take_read_turn(upstream); }
+  /// ResponseStream::take_splice_error() and complete().
+  int take_splice_error() { return stream_.take_splice_error(); }
+  bool stream_complete() const { return stream_.complete(); }
+  /// ResponseStream::next_read_bytes().
+  size_t stream_read_bytes(const Connection& upstream) const { return stream_.next_read_bytes(upstream); }
+  /// ResponseStream::first_read_bytes().
+  size_t first_read_bytes(const Connection& upstream) const {
+    return stream_.first_read_bytes(upstream);
+  }
   /// Bytes of the streamed frame not yet read (0 when none streams).
   size_t stream_left() const { return stream_.left(); }
   /// The request whose response streams, or nullptr (ResponseStream::request()).

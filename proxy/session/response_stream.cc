@@ -3,6 +3,9 @@
 
 #include <uv.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "codec/fetch_tail.h"
 #include "codec/header.h"
 #include "codec/status.h"
@@ -100,7 +103,73 @@ ResponseStream::Step ResponseStream::relay(ByteBuffer& in) {
   in_flight_.pop_front();
   request_ = nullptr;
   parser_.reset();
+  last_spliced_ = std::exchange(spliced_, false);
   return Step::kDone;
+}
+
+bool ResponseStream::could_splice(const Connection& upstream) const {
+  return ctx_.config->limits.splice_min_bytes != 0 && upstream.splice_fd() >= 0 &&
+         client_.splice_fd() >= 0;
+}
+
+bool ResponseStream::may_splice(const Connection& upstream) const {
+  return parser_ && could_splice(upstream);
+}
+
+size_t ResponseStream::first_read_bytes(const Connection& upstream) const {
+  return last_spliced_ && !parser_ && could_splice(upstream) ? kSpliceFieldsReadBytes : 0;
+}
+
+size_t ResponseStream::next_read_bytes(const Connection& upstream) const {
+  if (!may_splice(upstream)) return Connection::kMaxReadBytes;
+  const size_t records = parser_->records_left();
+  if (records == 0) return kSpliceFieldsReadBytes;
+  // The rest of a run too short to splice (a pipe's worth was moved, less
+  // than splice_min_bytes is left) and the fields behind it, not the next
+  // partition's records, which a splice may take.
+  if (records < ctx_.config->limits.splice_min_bytes) return records + kSpliceFieldsReadBytes;
+  return Connection::kMaxReadBytes;
+}
+
+ssize_t ResponseStream::take_read_turn(Connection& upstream) {
+  const uint32_t min_bytes = ctx_.config->limits.splice_min_bytes;
+  // Bytes queued to the client go first: then the records wait in the
+  // broker's socket until the queue is written (FlowControl paces the read).
+  if (!may_splice(upstream) || parser_->records_left() < min_bytes || splice_error_ != 0 ||
+      !client_.output_idle())
+    return 0;
+  const int from = upstream.splice_fd();
+  const int to = client_.splice_fd();
+  SplicePipe& pipe = ctx_.splice_pipe;
+  if (!pipe.ready(now_ns())) {
+    if (ctx_.metrics) ctx_.metrics->stream().splice_fallback(metrics::Direction::kUpstreamToClient, "no_pipe");
+    return 0;
+  }
+  const SplicePipe::Spill spill = [this](const uint8_t* d, size_t n) { client_.queue(d, n); };
+  SpliceRun run = pipe.run(
+      from, to, [this] { return parser_->records_left(); }, min_bytes, ReadPacer::kBytesPerTurn,
+      spill, [this](const SpliceStep& step) {
+        parser_->pass_records(step.in);
+        client_.count_spliced_out(step.out);  // queue() counted the spilled rest
+        if (!ctx_.metrics) return;
+        ctx_.metrics->stream().spliced(metrics::Direction::kUpstreamToClient, step.out);
+        if (step.out < step.in)
+          ctx_.metrics->stream().splice_fallback(metrics::Direction::kUpstreamToClient,
+                                                 "client_full");
+      });
+  if (run.sink_error != 0) splice_error_ = run.sink_error;  // the session closes after the callback
+  const size_t moved = run.moved;
+  if (moved > 0) spliced_ = true;
+  if (moved == 0 && run.source_error != 0) return static_cast<ssize_t>(run.source_error);
+  // What follows the run (a partition's fields, the next one's header) is
+  // read in this same turn: the socket had bytes to the run's end, so
+  // returning to the poll first would cost a wake-up for nothing.
+  if (run.run_ended && splice_error_ == 0 && parser_->left() > 0)
+    upstream.read_after_turn(std::min(parser_->left(), next_read_bytes(upstream)));
+  // Counted here: the session's own count of what reached the client starts
+  // after this callback (spilled bytes were queued, so they count too).
+  if (ctx_.metrics && moved > 0) ctx_.metrics->bytes(metrics::Direction::kUpstreamToClient, moved);
+  return moved > 0 ? static_cast<ssize_t>(moved) : static_cast<ssize_t>(UV_EAGAIN);
 }
 
 bool ResponseStream::finish(const uint8_t* p, size_t n) {
@@ -138,6 +207,7 @@ bool ResponseStream::finish(const uint8_t* p, size_t n) {
 bool ResponseStream::fail(CloseReason reason, const std::string& detail) {
   // Part of the response reached the client already: only closing is honest.
   parser_.reset();
+  spliced_ = last_spliced_ = false;
   request_ = nullptr;
   host_.frame_error(reason, detail);
   return false;

@@ -58,11 +58,63 @@ class ResponseStream {
   /// was malformed and the session closed.
   Step relay(ByteBuffer& in);
 
+  /// The upstream socket is readable and `upstream` holds no unread byte
+  /// (ConnectionOwner::take_read_turn()): while the stream is inside a
+  /// partition's Records with at least `limits.splice_min_bytes` of them to
+  /// come and the client has nothing queued, moves them socket to socket
+  /// (the loop's SplicePipe) and returns the bytes moved, UV_EAGAIN (none
+  /// were there) or the upstream's uv error; 0: not taken, read as usual.
+  /// What the client's socket does not take is queued to it (a copy).
+  ssize_t take_read_turn(Connection& upstream);
+  /// A write error the client's socket gave a splice (0: none), cleared.
+  int take_splice_error() {
+    int e = splice_error_;
+    splice_error_ = 0;
+    return e;
+  }
+  /// Bytes the next ordinary read of the upstream should take at most while
+  /// this response streams: Connection::kMaxReadBytes, except where the
+  /// next Records run could be spliced: between two runs
+  /// (kSpliceFieldsReadBytes) and before the last bytes of a run, fewer than
+  /// limits.splice_min_bytes, that a splice left (those and
+  /// kSpliceFieldsReadBytes): a large read there would copy the next
+  /// partition's records that a splice could have moved.
+  size_t next_read_bytes(const Connection& upstream) const;
+  /// What such a read between Records takes: a partition's fields (about
+  /// 60-100 bytes, more with aborted transactions) and the next one's header
+  /// with room to spare, so reading them costs one read, not one per field;
+  /// the rest of the read is the next partition's records, copied where a
+  /// splice could have moved them (16 KiB copied about 12% of a 1 KiB-record
+  /// consumer's bytes, bench/PROFILE.md).
+  static constexpr size_t kSpliceFieldsReadBytes = Connection::kFieldsReadBytes;
+
+  /// What the first read of the next response should take at most
+  /// (Connection::set_first_read_bytes()): kSpliceFieldsReadBytes while the
+  /// last response was a streamed Fetch whose records were spliced and
+  /// splicing is possible, so the next one's records are not copied up to
+  /// a pool block (64 KiB) before it is known to stream; 0 (a pool block)
+  /// otherwise. A small response then still fits that read; one between it
+  /// and a pool block costs a second read in the same loop turn.
+  size_t first_read_bytes(const Connection& upstream) const;
+  /// A response was read whole (not streamed): the next one is not
+  /// expected to splice.
+  void whole_response_read() { last_spliced_ = false; }
+
+  /// The streamed frame has no byte left to arrive (its records were spliced
+  /// to the end): relay() with no input finishes it.
+  bool complete() const { return parser_ && parser_->left() == 0; }
+
  private:
   /// The tail (top-level tagged fields, then any trailing bytes) at `p`:
   /// learns, rewrites NodeEndpoints to the same length, writes it.
   bool finish(const uint8_t* p, size_t n);
   bool fail(CloseReason reason, const std::string& detail);
+
+  /// A streamed response's bytes could be spliced at all: plain TCP on both
+  /// sides and splicing on (limits.splice_min_bytes > 0).
+  bool may_splice(const Connection& upstream) const;
+  /// The same for any response of this session, streamed or not.
+  bool could_splice(const Connection& upstream) const;
 
   WorkerContext& ctx_;
   int32_t node_id_;
@@ -73,6 +125,9 @@ class ResponseStream {
   std::optional<FetchStreamParser> parser_;
   InFlightRequest* request_ = nullptr;
   size_t frame_bytes_ = 0;
+  int splice_error_ = 0;  // the client's, from a splice inside the read callback
+  bool spliced_ = false;       // the streamed frame had record bytes spliced
+  bool last_spliced_ = false;  // so had the last response, which streamed
 };
 
 }  // namespace epochgate::proxy

@@ -31,6 +31,7 @@ void SaslFraming::on_handshake_request(int16_t version, std::string_view mechani
     // length counts as done after its first accepted round.
     const int rounds = rounds_of(mechanism);
     authenticate_rounds_left_ = rounds < 0 ? 1 : rounds;
+    rounds_known_ = rounds >= 0;
     return;
   }
   state_ = State::kAwaitingHandshake;
@@ -56,8 +57,16 @@ SaslLoginOutcome SaslFraming::on_client_request(int16_t api_key) {
 
 SaslLoginOutcome SaslFraming::on_authenticate_response(int16_t error_code, bool token_empty) {
   if (error_code == 0 && login_pending_ && authenticate_rounds_left_ > 0 &&
-      (!oauth_ || token_empty) && --authenticate_rounds_left_ == 0)
+      (!oauth_ || token_empty) && --authenticate_rounds_left_ == 0) {
     authenticated_ = true;
+    if (rounds_known_) {
+      // The mechanism's last round was accepted: the login (or a KIP-368
+      // re-login) has ended, whether or not a Kafka request follows before
+      // the client closes the connection.
+      login_pending_ = false;
+      return SaslLoginOutcome::kOk;
+    }
+  }
   if (!login_pending_ || error_code == 0) return SaslLoginOutcome::kNone;
   login_pending_ = false;
   return SaslLoginOutcome::kFailed;

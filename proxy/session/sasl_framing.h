@@ -63,7 +63,9 @@ class SaslFraming {
   SaslLoginOutcome on_client_request(int16_t api_key);
   /// A SaslAuthenticate answer with `error_code` reached the client;
   /// `token_empty`: its auth_bytes were empty (an OAUTHBEARER success; a
-  /// non-empty first answer is RFC 7628's error challenge).
+  /// non-empty first answer is RFC 7628's error challenge). kOk when it
+  /// accepted the last round of a mechanism whose rounds are known (a
+  /// mechanism of unknown length ends at the next Kafka request instead).
   SaslLoginOutcome on_authenticate_response(int16_t error_code, bool token_empty = true);
   /// The connection closed (any side).
   SaslLoginOutcome on_connection_closed();
@@ -113,6 +115,7 @@ class SaslFraming {
   const char* mechanism_label_ = "other";
   bool handshake_seen_ = false;
   int authenticate_rounds_left_ = 0;  ///< v1: SaslAuthenticate answers still due
+  bool rounds_known_ = false;  ///< v1: the mechanism's round count is known
   bool authenticated_ = false;
 };
 

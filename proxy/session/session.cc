@@ -44,6 +44,7 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
                                                      static_cast<DialerOwner&>(*this), ctx.tls)),
       flow_(ctx, client_, node_id),
       requests_(ctx, node_id, client_, in_flight_, sasl_, bridging_, *this),
+      request_stream_(ctx, client_, requests_, *this),
       responses_(ctx, node_id, client_, in_flight_, sasl_, bridging_, upstream_name_, *this) {
   for (uv_timer_t* t : {&address_timer_, &hold_timer_, &write_deadline_timer_}) {
     uv_timer_init(ctx.loop, t);
@@ -185,14 +186,6 @@ bool Session::close_if_client_gone() {
   return true;
 }
 
-bool Session::idle_for(uint64_t now, uint64_t limit_ns) const {
-  return owes_nothing() && now - last_activity_ns_ > limit_ns;
-}
-
-bool Session::partial_frame_stalled(uint64_t now, uint64_t limit_ns) const {
-  return partial_since_ns_ != 0 && now - partial_since_ns_ > limit_ns;
-}
-
 void Session::frame_error(CloseReason reason, const std::string& detail) {
   if (ctx_.metrics) ctx_.metrics->frame_error(reason);
   EPOCHGATE_PROXY_LOG(warn, "frame_error", "client {} node {}: closing connection: {}: {}",
@@ -271,17 +264,44 @@ void Session::process_client_input() {
   }
   if (processing_client_) return;  // re-entered from update_backpressure()
   processing_client_ = true;
+  request_stream_.forget_wait();
+  bool stream_ended = false;
   ByteBuffer& in = client_.input();
   const auto& lim = ctx_.config->limits;
-  size_t forwarded_bytes = 0;
-  // Draining, only a request held before the drain is offered again.
-  while (state_ == State::kOpen && intake_ == Intake::kFlowing && !in.empty() &&
-         (!draining_ || requests_.holds_request()) && !sasl_.holds_client_input() && !own_login_) {
+  uint64_t before = upstream_ ? upstream_->bytes_accepted() : 0;
+  if (int err = request_stream_.take_splice_error(); err != 0 && upstream_) {
+    processing_client_ = false;
+    on_write_error(*upstream_, err);  // a splice to the broker's socket failed
+    return;
+  }
+  // Draining, only a request held before the drain is offered again; a
+  // request streaming upstream is always read to its end.
+  while (state_ == State::kOpen && intake_ == Intake::kFlowing &&
+         (request_stream_.active() ||
+          (!in.empty() && (!draining_ || requests_.holds_request()) &&
+           !sasl_.holds_client_input() && !own_login_))) {
+    if (request_stream_.active()) {
+      // A large Produce goes upstream as it arrives (proxy/session/request_stream.h).
+      if (in.empty() && !request_stream_.complete()) break;
+      RequestStream::Step step = request_stream_.relay(in);
+      if (step == RequestStream::Step::kClosed) {
+        processing_client_ = false;
+        return;
+      }
+      if (step == RequestStream::Step::kMore) break;
+      partial_since_ns_ = 0;
+      stream_ended = true;
+      continue;
+    }
     if (in_flight_.size() >= lim.max_in_flight_per_connection) break;
     if (own_relogin_at_ns_ != 0 && now_ns() >= own_relogin_at_ns_) {
       // KIP-368: log in again before the broker's session ends, once the
       // broker has answered everything before (responses stay in order).
-      if (in_flight_.upstream_pending() == 0) start_own_login();
+      if (in_flight_.upstream_pending() == 0) {
+        const uint64_t login_from = upstream_->bytes_accepted();
+        start_own_login();
+        before += upstream_->bytes_accepted() - login_from;  // epochgate's own bytes
+      }
       break;
     }
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
@@ -297,28 +317,45 @@ void Session::process_client_input() {
     if (s.kind == codec::FrameScan::Kind::kNeedMore && pre_auth_header_missing(payload_size(s)))
       break;
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+      if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
+      // Streamed, the frame never needs a buffer of its own size.
+      if (request_stream_.try_begin(in, s.size)) {
+        client_.clear_pending_frame();
+        continue;
+      }
+      if (request_stream_.closed()) {
+        processing_client_ = false;
+        return;
+      }
+      if (request_stream_.waits_for_upstream()) break;  // streams once the upstream's queue is out
       // Room for the next part of the frame, not all of it: a peer announcing
       // a large frame gets memory as its bytes arrive (buffer budget).
       client_.reserve_input(s.size, kFrameGrowStep);
-      if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
       break;
     }
     partial_since_ns_ = 0;
-    uint64_t before = upstream_->bytes_accepted();
     RequestPath::Step step = requests_.handle(in.mutable_begin() + 4, s.size);
     if (step == RequestPath::Step::kClosed) {
       processing_client_ = false;
       return;
     }
     if (step == RequestPath::Step::kHold) break;
-    forwarded_bytes += upstream_->bytes_accepted() - before;
     if (in.size() >= 4 + s.size) in.consume(4 + s.size);  // else it went upstream whole
     client_.clear_pending_frame();
+    client_.set_first_read_bytes(0);  // read whole: the next is not expected to stream
   }
-  if (in.empty()) {
+  // A streamed request reads at most its own bytes (the next frame waits).
+  if (state_ == State::kOpen && request_stream_.active())
+    client_.reserve_input(in.size() + std::min(request_stream_.left(), Connection::kMaxReadBytes),
+                          kFrameGrowStep);
+  if (in.empty() && !request_stream_.active()) {
     partial_since_ns_ = 0;
     client_.release_idle_input();
+    // The next request's first read takes a head, not records: a cap, no buffer held idle.
+    if (stream_ended && state_ == State::kOpen)
+      client_.set_first_read_bytes(RequestStream::kHeadReadBytes);
   }
+  const uint64_t forwarded_bytes = upstream_ ? upstream_->bytes_accepted() - before : 0;
   if (ctx_.metrics && forwarded_bytes) ctx_.metrics->bytes(Direction::kClientToUpstream, forwarded_bytes);
   processing_client_ = false;
   if (state_ != State::kOpen) return;
@@ -334,11 +371,24 @@ void Session::process_client_input() {
 
 // ---- upstream -> client -----------------------------------------------------
 
+ssize_t Session::take_read_turn(Connection& c) {
+  // Only a streamed request's or response's record bytes.
+  if (state_ != State::kOpen || own_login_) return 0;
+  if (&c == &client_) return request_stream_.take_read_turn();
+  if (&c != upstream_.get()) return 0;
+  return responses_.take_read_turn(c);
+}
+
 void Session::process_upstream_input() {
   ByteBuffer& in = upstream_->input();
   const auto& lim = ctx_.config->limits;
   uint64_t delivered = client_.bytes_accepted();
-  while (state_ == State::kOpen && !in.empty()) {
+  if (int err = responses_.take_splice_error(); err != 0) {
+    on_write_error(client_, err);  // a splice to the client's socket failed
+    return;
+  }
+  // A response whose records were spliced to its last byte still ends here.
+  while (state_ == State::kOpen && (!in.empty() || responses_.stream_complete())) {
     if (responses_.streaming()) {
       // A large Fetch response goes out as it arrives (proxy/session/response_stream.h).
       ResponseStream::Step step = responses_.relay_stream(in);
@@ -347,9 +397,6 @@ void Session::process_upstream_input() {
         upstream_->clear_pending_frame();
         continue;
       }
-      // Room for up to one large read of what is still to come.
-      upstream_->reserve_input(in.size() + std::min(responses_.stream_left(), Connection::kMaxReadBytes),
-                               kFrameGrowStep);
       break;
     }
     codec::FrameScan s = codec::scan_frame(in.begin(), in.size(), lim.max_frame_bytes);
@@ -378,8 +425,15 @@ void Session::process_upstream_input() {
     if (own_relogin_at_ns_ != 0 && in_flight_.upstream_pending() == 0)
       sasl_resume_client_ = true;  // a re-login may have waited for this answer
   }
-  // A streamed frame keeps its read buffer until it ends.
+  // A streamed frame keeps its read buffer until it ends, with room for up
+  // to one read of what is still to come (a small one where the records
+  // after it could be spliced), also after a turn that spliced.
+  if (state_ == State::kOpen && responses_.streaming())
+    upstream_->reserve_input(
+        in.size() + std::min(responses_.stream_left(), responses_.stream_read_bytes(*upstream_)),
+        kFrameGrowStep);
   if (in.empty() && !responses_.streaming()) upstream_->release_idle_input();
+  upstream_->set_first_read_bytes(responses_.first_read_bytes(*upstream_));
   if (state_ != State::kOpen) return;
   if (sasl_resume_client_) {
     // Client frames held behind a SASL answer can be read now.
@@ -404,7 +458,9 @@ void Session::process_upstream_input() {
 
 void Session::update_backpressure() {
   if (!open_for_requests()) return;
-  if (flow_.update_client(draining_, in_flight_.size())) process_client_input();
+  if (flow_.update_client(draining_, in_flight_.size(), request_stream_.active(),
+                          request_stream_.splicing() || request_stream_.waits_for_upstream()))
+    process_client_input();
   if (state_ != State::kOpen) return;
   flow_.update_upstream(responses_.streaming());
 }

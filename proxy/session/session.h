@@ -26,6 +26,7 @@
 #include "proxy/net/connection.h"
 #include "proxy/session/flow_control.h"
 #include "proxy/session/request_path.h"
+#include "proxy/session/request_stream.h"
 #include "proxy/session/response_path.h"
 #include "proxy/session/sasl_framing.h"
 #include "proxy/session/session_host.h"
@@ -51,14 +52,18 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// Graceful drain: stop reading new requests; close once nothing is in
   /// flight and a request held before the drain (order, refresh) was answered.
   void begin_drain();
-  bool idle_for(uint64_t now_ns, uint64_t limit_ns) const;
+  bool idle_for(uint64_t now_ns, uint64_t limit_ns) const {
+    return owes_nothing() && now_ns - last_activity_ns_ > limit_ns;
+  }
   /// Counts and logs (once per request) the request the broker owes next (a
   /// Fetch whose response streams, until its last byte) when it has waited
   /// limits.upstream_overdue_ms past its own deadline. The
   /// connection stays open: a client with deadlines of its own decides.
   void check_overdue(uint64_t now_ns);
   /// A frame started longer than `limit_ns` ago and is still incomplete.
-  bool partial_frame_stalled(uint64_t now_ns, uint64_t limit_ns) const;
+  bool partial_frame_stalled(uint64_t now_ns, uint64_t limit_ns) const {
+    return partial_since_ns_ != 0 && now_ns - partial_since_ns_ > limit_ns;
+  }
   int32_t node_id() const { return node_id_; }
   /// Re-evaluates reading after the buffer budget may have freed up.
   void recheck_budget() {
@@ -138,6 +143,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   void on_drained(Connection& c) override;
   void on_write_error(Connection& c, int status) override;
   void on_closed(Connection& c) override;
+  ssize_t take_read_turn(Connection& c) override;
 
  private:
   void dial();
@@ -189,7 +195,9 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   bool pre_auth_header_missing(size_t size);
   /// Nothing accepted from the client is unanswered: nothing in flight and
   /// no request held (a held request was accepted and still goes).
-  bool owes_nothing() const { return in_flight_.empty() && !requests_.holds_request(); }
+  bool owes_nothing() const {
+    return in_flight_.empty() && !requests_.holds_request() && !request_stream_.active();
+  }
   /// A drain may close the connection.
   bool drained() const { return draining_ && owes_nothing(); }
   /// kOpen and taking requests or holding one (not closing after a write).
@@ -213,6 +221,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   std::string upstream_name_;
   FlowControl flow_;
   RequestPath requests_;
+  RequestStream request_stream_;  // a large Produce forwarded while it arrives
   ResponsePath responses_;
   std::unique_ptr<SaslLogin> own_login_;  // epochgate's login on the upstream, under way
   std::unique_ptr<ScramDerivation> own_derivation_;  // its salted password, off the loop

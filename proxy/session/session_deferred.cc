@@ -17,7 +17,9 @@ void Session::responses_flushed() {
   }
   // Frames buffered while paused are offered from the hold timer, not from
   // inside the rerouter's callback that got here.
-  if (flow_.update_client(draining_, in_flight_.size()) && intake_ == Intake::kFlowing)
+  if (flow_.update_client(draining_, in_flight_.size(), request_stream_.active(),
+                          request_stream_.splicing() || request_stream_.waits_for_upstream()) &&
+      intake_ == Intake::kFlowing)
     hold_request();
   flow_.update_upstream(responses_.streaming());
 }

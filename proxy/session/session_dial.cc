@@ -84,6 +84,7 @@ void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
   upstream_name_ = targets_[index].to_string();
   flow_.attach_upstream(*upstream_);
   requests_.attach_upstream(*upstream_);
+  request_stream_.attach_upstream(*upstream_);
   state_ = State::kOpen;
   if (ctx_.metrics) ctx_.metrics->connection_opened(Side::kUpstream, node_id_);
   spdlog::debug("session {} -> {} (node {}) open", client_.peer(), upstream_name_, node_id_);

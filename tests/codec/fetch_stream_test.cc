@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "opaque_records.h"
 #include "codec/fetch_stream.h"
 #include "codec/fetch_tail.h"
 #include "codec/message_io.h"
@@ -18,13 +19,7 @@ namespace {
 
 using codec::FetchResponse;
 
-// Record bytes are opaque to the parser: any bytes of the right length.
-std::vector<uint8_t> records_of(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  std::mt19937 rnd(seed);
-  for (auto& b : v) b = static_cast<uint8_t>(rnd());
-  return v;
-}
+using test::records_of;
 
 struct Built {
   std::vector<std::vector<uint8_t>> records;  // keeps record views alive
@@ -139,6 +134,56 @@ TEST(FetchStreamParser, RandomChunksPassEveryByteUnchanged) {
       std::vector<uint8_t> out = f.passed;
       out.insert(out.end(), f.tail.begin(), f.tail.end());
       EXPECT_EQ(out, payload);
+    }
+  }
+}
+
+// What a splicing caller does: whenever the parser is inside Records with
+// nothing unparsed, part of the record bytes go past it (pass_records());
+// the rest is fed as usual. The bytes still line up and the same partitions
+// are learned; a response whose last bytes are records (before v12 nothing
+// follows them) ends with an empty feed().
+TEST(FetchStreamParser, RecordsPassedAroundItKeepTheParseInStep) {
+  for (int16_t v : kVersions) {
+    for (uint32_t seed = 1; seed <= 10; ++seed) {
+      SCOPED_TRACE("version " + std::to_string(v) + " seed " + std::to_string(seed));
+      Built b = build(v, true, 2, 3, 4000 + seed * 131);
+      auto payload = payload_of(b);
+      FetchStreamParser whole(v, payload.size());
+      ASSERT_EQ(feed_all(whole, payload, [] { return size_t{100000}; }).result,
+                FetchStreamParser::Result::kTail);
+      std::mt19937 rnd(seed);
+      FetchStreamParser p(v, payload.size());
+      std::vector<uint8_t> out, pending;
+      size_t at = 0, passed = 0;
+      FetchStreamParser::Result r = FetchStreamParser::Result::kNeedMore;
+      for (int guard = 0; guard < 100000 && r == FetchStreamParser::Result::kNeedMore; ++guard) {
+        if (pending.empty() && p.records_left() > 0) {
+          size_t n = 1 + rnd() % p.records_left();
+          out.insert(out.end(), payload.begin() + at, payload.begin() + at + n);
+          at += n;
+          passed += n;
+          p.pass_records(n);
+        } else {
+          size_t n = std::min<size_t>(1 + rnd() % 300, payload.size() - at);
+          pending.insert(pending.end(), payload.begin() + at, payload.begin() + at + n);
+          at += n;
+        }
+        size_t consumed = 0;
+        r = p.feed(pending.data(), pending.size(), consumed);
+        out.insert(out.end(), pending.begin(), pending.begin() + consumed);
+        pending.erase(pending.begin(), pending.begin() + consumed);
+      }
+      ASSERT_EQ(r, FetchStreamParser::Result::kTail) << p.error_detail();
+      out.insert(out.end(), pending.begin(), pending.begin() + p.tail_size());
+      EXPECT_EQ(out, payload);
+      EXPECT_GT(passed, 0u);
+      EXPECT_EQ(p.records_left(), 0u);
+      ASSERT_EQ(p.skeleton().responses.size(), whole.skeleton().responses.size());
+      for (size_t t = 0; t < p.skeleton().responses.size(); ++t)
+        EXPECT_EQ(p.skeleton().responses[t].partitions.size(),
+                  whole.skeleton().responses[t].partitions.size());
+      EXPECT_EQ(p.skeleton().node_endpoints.has_value(), whole.skeleton().node_endpoints.has_value());
     }
   }
 }

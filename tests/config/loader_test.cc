@@ -425,7 +425,7 @@ TEST(LoaderTest, SchemaKeysCoverEveryConfigSection) {
                               "refresher", "upstream_sasl", "logging"}) {
     EXPECT_TRUE(keys.count(section)) << section;
   }
-  EXPECT_EQ(keys.at("limits").size(), 14u);
+  EXPECT_EQ(keys.at("limits").size(), 15u);
 }
 
 }  // namespace

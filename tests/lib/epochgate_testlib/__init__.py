@@ -16,6 +16,7 @@ hand: `PYTHONPATH=tests/lib /usr/bin/python3 tests/integration/test_kcat.py
   scenario_wire  their raw frames
   tls_lib        certificates, TLS configs and peers for the TLS tests
   realkafka_lib  a real Kafka cluster (KRaft) for the realkafka tests
+  old_consumer   Debian's kafka-python as an old consumer across leader moves
   sasl_cluster   a SASL-authenticating mock cluster
   scram_broker, loopback_listener   scripted brokers for the fault tests
 

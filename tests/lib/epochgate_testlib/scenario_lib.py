@@ -9,6 +9,7 @@ It reuses tests/lib/epochgate_testlib/harness.py and kafka_wire.py (imported, ne
 copied) and must never look at epochgate's log text to decide a verdict.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -205,6 +206,36 @@ def produce_values(gate_client, node, topic, partition, values, acks=-1, version
     frame = sw.produce_request(gate_client.next_corr(), topic,
                                [(partition, kw.record_batch(values))], acks, version)
     return sw.parse_produce_response(gate_client.exchange(frame, node), version)
+
+
+def direct_and_through(h, direct_address, gate, gate_conn, frame, tls=None, timeout=30):
+    """One request frame answered by the broker at `direct_address` (a fresh
+    connection, not through epochgate) and by epochgate over `gate_conn`.
+    Returns (direct answer, epochgate's answer, metrics before, metrics after)."""
+    direct = connect(direct_address, timeout=timeout, tls=tls)
+    h.on_close(direct.close)
+    direct.send(frame)
+    want = direct.recv_frame(timeout=timeout)
+    before = scrape(gate)
+    gate_conn.send(frame)
+    got = gate_conn.recv_frame(timeout=timeout)
+    return want, got, before, scrape(gate)
+
+
+def kcat_rows(h, bootstrap, topic, count, extra=(), timeout=150):
+    """`count` records read with kcat (librdkafka) from the beginning of every
+    partition of `topic`: sorted (partition, offset, sha256 of the value);
+    values must be printable (one per line)."""
+    out = h.kcat(["-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
+                  "-c", str(count), "-f", "%p %o %S %s\n"] + list(extra), timeout=timeout)
+    rows = []
+    for line in out.stdout.splitlines():
+        if not line:
+            continue
+        p, o, n, v = line.split(" ", 3)
+        assert int(n) == len(v), (p, o, n, len(v))
+        rows.append((int(p), int(o), hashlib.sha256(v.encode()).hexdigest()))
+    return sorted(rows)
 
 
 def read_partition(h, cluster, topic, partition, start=0, count=None, timeout=15.0):

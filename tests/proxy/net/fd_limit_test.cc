@@ -24,6 +24,11 @@ TEST(FdLimit, KeptUpstreamConnectionsAreCounted) {
   EXPECT_EQ(fds_needed(100, 4, 2, 0, 136) - fds_needed(100, 4, 2, 0), 136u);
 }
 
+TEST(FdLimit, EachWorkersSplicePipeIsCounted) {
+  // Per worker: its loop's share and the two descriptors of its splice pipe.
+  EXPECT_EQ(fds_needed(0, 0, 2, 0) - fds_needed(0, 0, 1, 0), 4u + 2u);
+}
+
 TEST(FdLimit, SoftLimitIsRaisedToTheHardLimit) {
   rlimit rl{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);

@@ -11,7 +11,7 @@ namespace epochgate::proxy::testing {
 namespace {
 
 constexpr int16_t kNotLeader = codec::kErrNotLeaderOrFollower;
-constexpr int16_t kOutOfOrderSequence = 45;  // OUT_OF_ORDER_SEQUENCE_NUMBER
+constexpr int16_t kOutOfOrderSequence = codec::kErrOutOfOrderSequenceNumber;
 
 TEST(RerouterNewLeader, RefusedForwardedWriteGoesToTheLeaderTheViewNames) {
   RerouterRig rig(reroute_config());
@@ -26,6 +26,7 @@ TEST(RerouterNewLeader, RefusedForwardedWriteGoesToTheLeaderTheViewNames) {
   topic.partition_responses.resize(2);
   topic.partition_responses[0].index = 0;
   topic.partition_responses[0].error_code = kNotLeader;
+  topic.partition_responses[0].base_offset = -1;  // never appended
   topic.partition_responses[1].index = 1;
   topic.partition_responses[1].base_offset = 7;
   codec::ResponseHeader h;
@@ -51,6 +52,67 @@ TEST(RerouterNewLeader, RefusedForwardedWriteGoesToTheLeaderTheViewNames) {
   EXPECT_EQ(got[0].base_offset, 100);
   EXPECT_EQ(got[1].error, 0);
   EXPECT_EQ(got[1].base_offset, 7) << "the broker's own answer stays";
+}
+
+// The old leader's refusal of partition 0 with `base_offset`: what Kafka's
+// delayed acks=all answer carries when the election cuts its wait (the
+// write was appended before leadership was lost), or -1 for a write that
+// never was.
+void old_leader_refuses(RerouterRig& rig, Request& r, int64_t base_offset) {
+  r.entry.answer_part(static_cast<size_t>(r.upstream_part));
+  codec::ProduceResponse broker;
+  auto& topic = broker.responses.emplace_back();
+  topic.name = "t";
+  auto& part = topic.partition_responses.emplace_back();
+  part.index = 0;
+  part.error_code = kNotLeader;
+  part.base_offset = base_offset;
+  codec::ResponseHeader h;
+  h.correlation_id = 11;
+  r.entry.response.clear();
+  codec::encode_frame(r.entry.response, h, broker, r.plan->version);
+  r.entry.reroute->response = broker;
+  r.entry.reroute->response_header = h;
+  rig.rerouter->after_broker_answer(r.entry);
+  finish_rerouted(r.entry);
+}
+
+TEST(RerouterNewLeader, ANonIdempotentWriteTheOldLeaderMayHaveStoredIsNotResent) {
+  RerouterRig rig(reroute_config());
+  rig.view.set("t", 0, /*leader=*/2, /*epoch=*/6);
+  auto r = rig.request({{.partition = 0, .node = 1}});
+  rig.start(*r);
+  old_leader_refuses(rig, *r, /*base_offset=*/677);
+  EXPECT_EQ(rig.brokers.node(2), nullptr) << "a resend could store the write twice";
+  ASSERT_TRUE(r->entry.ready);
+  EXPECT_EQ(RerouterRig::results(*r)[0].error, kNotLeader) << "the refusal, as directly";
+}
+
+TEST(RerouterNewLeader, AnIdempotentWriteTheOldLeaderMayHaveStoredIsResent) {
+  RerouterRig rig(reroute_config());
+  rig.view.set("t", 0, 2, 6);
+  auto r = rig.request({{.partition = 0, .node = 1, .producer_id = 9}});
+  rig.start(*r);
+  old_leader_refuses(rig, *r, 677);
+  FakeBrokerClient* leader = rig.brokers.node(2);
+  ASSERT_NE(leader, nullptr) << "its sequence makes a duplicate harmless at the new leader";
+  ASSERT_EQ(leader->pending(), 1u);
+  leader->answer(RerouterRig::leader_answer(leader->call()));
+  ASSERT_TRUE(r->entry.ready);
+  EXPECT_EQ(RerouterRig::results(*r)[0].error, 0);
+}
+
+TEST(RerouterNewLeader, ANonIdempotentWriteRefusedWithoutAnOffsetIsResent) {
+  RerouterRig rig(reroute_config());
+  rig.view.set("t", 0, 2, 6);
+  auto r = rig.request({{.partition = 0, .node = 1}});
+  rig.start(*r);
+  old_leader_refuses(rig, *r, -1);
+  FakeBrokerClient* leader = rig.brokers.node(2);
+  ASSERT_NE(leader, nullptr);
+  leader->answer(RerouterRig::leader_answer(leader->call()));
+  ASSERT_TRUE(r->entry.ready);
+  EXPECT_EQ(RerouterRig::results(*r)[0].error, 0);
 }
 
 TEST(RerouterNewLeader, AcceptedForwardedWritesAreNotRerouted) {
@@ -170,8 +232,12 @@ TEST(RerouterNewLeader, RefusingLeaderSendsTheWriteOneHopOnToANewerLeader) {
 // them, answered the second OUT_OF_ORDER_SEQUENCE_NUMBER. A hop of the first
 // would land after the second; the client, seeing the first succeed, took
 // the second's error as fatal. The refusal goes back to the client instead.
+// With reroute.max_hold_ms 0 the two are not held to go again together
+// (tests/proxy/reroute/rerouter_sequence_gap_test.cc).
 TEST(RerouterNewLeader, NoHopForARefusedWriteWithALaterOneBehindItOnTheSameLeader) {
-  RerouterRig rig(reroute_config());
+  config::Config c = reroute_config();
+  c.reroute.max_hold_ms = 0;
+  RerouterRig rig(c);
   auto first = rig.request({{.partition = 0, .leader = 2, .epoch = 5}});
   auto second = rig.request({{.partition = 0, .leader = 2, .epoch = 5}});
   rig.start(*first);

@@ -179,7 +179,9 @@ class RerouterRig {
       part.index = t.partition;
       part.error_code =
           s.target >= 0 ? static_cast<int16_t>(codec::kErrNotLeaderOrFollower) : forwarded_error;
-      part.base_offset = s.target >= 0 ? -1 : 7;
+      // A broker's refusal carries no offset (-1), as Kafka's and the
+      // librdkafka mock's do for a write they never appended.
+      part.base_offset = (s.target >= 0 || forwarded_error != 0) ? -1 : 7;
     }
     return m;
   }
@@ -313,6 +315,8 @@ class RerouterRig {
 
   /// Runs the loop's due callbacks once (the rerouter's wait timer).
   void run_once() { uv_run(&loop_, UV_RUN_NOWAIT); }
+  /// Runs the loop until a callback ran (blocks for the next timer).
+  void run_blocking_once() { uv_run(&loop_, UV_RUN_ONCE); }
 
   WorkerContext ctx;
   LeaderTable view;

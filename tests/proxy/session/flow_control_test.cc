@@ -119,6 +119,23 @@ TEST_F(FlowControlTest, DrainingStopsClientReadsForGood) {
   EXPECT_FALSE(client.conn->reading());
 }
 
+TEST_F(FlowControlTest, ARequestStreamingUpstreamIsReadToItsEndDespiteDrainOrInFlightCap) {
+  // Its head went upstream: the broker answers nothing before its last byte,
+  // so neither the in-flight cap nor a drain may stop reading its rest.
+  flow->update_client(false, 4, /*mid_request=*/true);
+  EXPECT_TRUE(client.conn->reading());
+  flow->update_client(true, 4, /*mid_request=*/true);
+  EXPECT_TRUE(client.conn->reading());
+  upstream.stuck_output(200);
+  flow->update_client(false, 1, /*mid_request=*/true);
+  EXPECT_FALSE(client.conn->reading()) << "the broker's full output still paces it";
+  upstream.peer_takes_all();
+  flow->update_client(false, 1, /*mid_request=*/true);
+  EXPECT_TRUE(client.conn->reading());
+  flow->update_client(true, 1, /*mid_request=*/false);
+  EXPECT_FALSE(client.conn->reading()) << "once it ended, the drain stops reads";
+}
+
 TEST_F(FlowControlTest, ResumingReportsFramesAlreadyWaitingInTheInput) {
   client.wire->peer_sends("abc");
   client.wire->pump();
@@ -148,6 +165,19 @@ TEST_F(FlowControlTest, StreamedResponseWaitsWhileClientOutputHoldsAnyBytes) {
   client.peer_takes_all();
   flow->update_upstream(true);
   EXPECT_TRUE(upstream.conn->reading());
+}
+
+TEST_F(FlowControlTest, SplicedRecordsWaitWhileUpstreamOutputHoldsAnyBytes) {
+  upstream.stuck_output(50);  // under the high watermark: what a splice spilled
+  flow->update_client(false, 1, /*mid_request=*/true, /*splicing=*/false);
+  EXPECT_TRUE(client.conn->reading()) << "not splicing: the watermark decides";
+  flow->update_client(false, 1, /*mid_request=*/true, /*splicing=*/true);
+  EXPECT_FALSE(client.conn->reading()) << "the records wait in the socket, not copied";
+  flow->update_client(true, 4, /*mid_request=*/true, /*splicing=*/true);
+  EXPECT_FALSE(client.conn->reading());
+  upstream.peer_takes_all();
+  flow->update_client(false, 1, /*mid_request=*/true, /*splicing=*/true);
+  EXPECT_TRUE(client.conn->reading()) << "the queue is out: a splice moves the rest";
 }
 
 TEST_F(FlowControlTest, BudgetPausesTheClientAndAsksForARecheckUntilItFrees) {

@@ -106,16 +106,41 @@ TEST(SaslFraming, KnownMechanismIgnoresRequestLookalikes) {
   EXPECT_TRUE(f.client_sends_raw_token());
 }
 
-TEST(SaslFraming, LoginEndsOkAtTheFirstKafkaRequestAfterIt) {
+TEST(SaslFraming, LoginEndsOkAtTheLastAcceptedRoundOfAKnownMechanism) {
   SaslFraming f;
   f.on_handshake_request(1, "SCRAM-SHA-512");
   EXPECT_EQ(f.on_handshake_response(0), SaslLoginOutcome::kNone);
   EXPECT_EQ(f.on_client_request(36), SaslLoginOutcome::kNone);  // SaslAuthenticate rounds
-  EXPECT_EQ(f.on_authenticate_response(0), SaslLoginOutcome::kNone);
-  EXPECT_EQ(f.on_client_request(3), SaslLoginOutcome::kOk);  // Metadata: logged in
-  EXPECT_EQ(f.on_client_request(3), SaslLoginOutcome::kNone);
+  EXPECT_EQ(f.on_authenticate_response(0), SaslLoginOutcome::kNone);  // server-first
+  EXPECT_EQ(f.on_authenticate_response(0), SaslLoginOutcome::kOk);    // server-final
+  EXPECT_EQ(f.on_client_request(3), SaslLoginOutcome::kNone);  // counted once
   EXPECT_EQ(f.on_connection_closed(), SaslLoginOutcome::kNone);
   EXPECT_STREQ(f.mechanism_label(), "SCRAM-SHA-512");
+}
+
+TEST(SaslFraming, AReloginThenACloseIsNoFailure) {
+  // KIP-368: a client logs in again on a live connection, then closes it
+  // (librdkafka dropping its bootstrap connection, a client shutting down)
+  // before its next Kafka request. The broker accepted the re-login.
+  SaslFraming f;
+  f.on_handshake_request(1, "PLAIN");
+  f.on_handshake_response(0);
+  EXPECT_EQ(f.on_authenticate_response(0), SaslLoginOutcome::kOk);
+  EXPECT_EQ(f.on_client_request(0), SaslLoginOutcome::kNone);  // Produce
+  f.on_handshake_request(1, "PLAIN");
+  EXPECT_EQ(f.on_handshake_response(0), SaslLoginOutcome::kNone);
+  EXPECT_EQ(f.on_authenticate_response(0), SaslLoginOutcome::kOk);
+  EXPECT_EQ(f.on_connection_closed(), SaslLoginOutcome::kNone);
+}
+
+TEST(SaslFraming, UnknownMechanismLoginEndsOkAtTheFirstKafkaRequest) {
+  SaslFraming f;
+  f.on_handshake_request(1, "GSSAPI");
+  f.on_handshake_response(0);
+  EXPECT_EQ(f.on_authenticate_response(0), SaslLoginOutcome::kNone);  // more rounds may follow
+  EXPECT_EQ(f.on_authenticate_response(0), SaslLoginOutcome::kNone);
+  EXPECT_EQ(f.on_client_request(3), SaslLoginOutcome::kOk);
+  EXPECT_STREQ(f.mechanism_label(), "GSSAPI");
 }
 
 TEST(SaslFraming, LoginFailsOnAnErrorOrAClose) {
