@@ -24,10 +24,16 @@ see only HAProxy's ports, in Metadata and in the brokers' own KIP-951 hints.
      delivery.
    With --timeline-dir the Java client's per-message timeline of each move
    is kept (send, ack and fetch times relative to the move).
+   --kafka-python kafka-python,kafka-python-3 adds kafka-python consumers
+   (Debian's 2.0.2: Fetch v4, no leader epochs; the client matrix's 3.x:
+   Fetch v12 with them) of each Java move's partition, beside the Java
+   consumer: the same gap and acknowledgement-to-fetch figures, and records
+   lost, delivered twice or out of order against the partition.
 
     /usr/bin/python3 bench/real_kafka.py --build-dir build [--work-dir DIR] [--rounds 3] [--moves 3]
         [--paths direct,haproxy,epochgate,epochgate-warm] [--java-only | --rdkafka-only]
         [--rdkafka-debug broker,topic,msg,eos,protocol] [--broker-config KEY=VALUE ...]
+        [--kafka-python kafka-python,kafka-python-3 [--kafka-python-debug]]
 
 `epochgate-warm` is a second epochgate with `limits.warm_upstreams_per_broker:
 1` (a new client connection takes an upstream connection dialled and answered
@@ -60,6 +66,12 @@ from epochgate_testlib import prom_text  # noqa: E402
 from demo import Demo  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "kafka_load"))
+import leader_move_consumer as lmc  # noqa: E402  (the kafka-python consumer and its judge)
+
+# --kafka-python consumers' settings: the fetch wait of MoveTimeline's Java
+# consumer (fetch.max.wait.ms 50), so neither waits longer on an empty fetch.
+KAFKA_PYTHON_CONF = {"fetch_max_wait_ms": 50}
 PERF_RESULT = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
                          r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th")
 
@@ -71,7 +83,8 @@ class HAProxy:
 
     def __init__(self, workdir, routes):
         self.routes = list(routes)  # (advertised, bound) per broker
-        self.bootstrap_port = kafka_cluster.free_ports(1)[0]
+        self.reservation = kafka_cluster.free_ports(1)
+        self.bootstrap_port = self.reservation.ports[0]
         self.cfg_path = os.path.join(workdir, "haproxy.cfg")
         self.log_path = os.path.join(workdir, "haproxy.log")
         self.proc = None
@@ -126,6 +139,7 @@ class HAProxy:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        self.reservation.release()
 
 
 # --java-log-config: a log4j2 properties file for the Java clients instead of
@@ -216,29 +230,99 @@ def rdkafka_move(demo, c, bootstrap, topic, o, name):
             "errors": s["failed"], "acked": s["acked"]}
 
 
-def consumer_gaps(timeline):
-    """The Java consumer's side of one move, from MoveTimeline's per-record
-    CSV (ms after the move): the longest time between two consecutive
-    fetches from 100 ms before the move to 1 s after it (counting from the
-    last fetch before and to the first after), and the longest time from a
-    record's acknowledgement to its fetch among records acknowledged in that
-    window (the consumer's own part; the gap also holds the producer's),
-    each beside the same window 2 s earlier, where nothing moved."""
-    with open(timeline) as fh:
-        rows = [r for r in csv.DictReader(fh) if float(r["fetch_ms"]) != -1 and float(r["ack_ms"]) != -1]
-    fetched = sorted(float(r["fetch_ms"]) for r in rows)
-
+def fetch_windows(fetched, pairs):
+    """One consumer's side of one move (ms after the move): the longest time
+    between two consecutive fetches from 100 ms before the move to 1 s after
+    it (counting from the last fetch before and to the first after), and the
+    longest time from a record's acknowledgement to its fetch among records
+    acknowledged in that window (the consumer's own part; the gap also holds
+    the producer's), each beside the same window 2 s earlier, where nothing
+    moved. `fetched`: fetch times, sorted; `pairs`: (ack, fetch) per record."""
     def gap(lo, hi):
         seg = ([t for t in fetched if t < lo][-1:] + [t for t in fetched if lo <= t <= hi]
                + [t for t in fetched if t > hi][:1])
         return max((b - a for a, b in zip(seg, seg[1:])), default=float("nan"))
 
     def delay(lo, hi):
-        return max((float(r["fetch_ms"]) - float(r["ack_ms"]) for r in rows
-                    if lo <= float(r["ack_ms"]) <= hi), default=float("nan"))
+        return max((f - a for a, f in pairs if lo <= a <= hi), default=float("nan"))
 
     return {"fetch_gap_ms": gap(-100, 1000), "fetch_gap_control_ms": gap(-2100, -1000),
             "fetch_delay_ms": delay(-100, 1000), "fetch_delay_control_ms": delay(-2100, -1000)}
+
+
+def consumer_gaps(timeline):
+    """The Java consumer's side of one move (fetch_windows), from
+    MoveTimeline's per-record CSV."""
+    with open(timeline) as fh:
+        rows = [r for r in csv.DictReader(fh) if float(r["fetch_ms"]) != -1 and float(r["ack_ms"]) != -1]
+    pairs = [(float(r["ack_ms"]), float(r["fetch_ms"])) for r in rows]
+    return fetch_windows(sorted(f for _, f in pairs), pairs)
+
+
+class KafkaPythonConsumers:
+    """--kafka-python: kafka-python consumers (lmc.CLIENTS keys) of the
+    partition of one Java move, started before MoveTimeline, each assigned
+    partition 0 from the beginning (no group) and stamping every record's
+    arrival with CLOCK_MONOTONIC, the clock of MoveTimeline's move_mono_ns."""
+
+    def __init__(self, demo, clients, bootstrap, topic, name, debug):
+        self.runs = []
+        for client in clients:
+            _, py, script, _, _ = lmc.CLIENTS[client]
+            out = os.path.join(demo.workdir, "%s-%s.json" % (name, client))
+            log = open(os.path.join(demo.workdir, "%s-%s.log" % (name, client)), "w")
+            for stale in (out, out + ".stop"):
+                if os.path.exists(stale):
+                    os.remove(stale)
+            p = subprocess.Popen([py, "-c", script, bootstrap, json.dumps(KAFKA_PYTHON_CONF), "120", out,
+                                  "debug" if debug else "-", topic],
+                                 stdout=subprocess.PIPE, stderr=log, text=True)
+            log.close()
+            self.runs.append((client, p, out))
+        for client, p, _ in self.runs:
+            if not p.stdout.readline().startswith("ready"):
+                self.stop()
+                raise RuntimeError("kafka-python consumer %s did not start" % client)
+
+    def stop(self, drain=2.0):
+        """Ends each consumer `drain` s from now; returns {client: its output}."""
+        time.sleep(drain)
+        out = {}
+        for client, p, path in self.runs:
+            open(path + ".stop", "w").close()
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=10)
+            if os.path.exists(path):
+                with open(path) as fh:
+                    out[client] = json.load(fh)
+        return out
+
+
+def kafka_python_move(data, timeline, r):
+    """A kafka-python consumer's side of one Java move `r`: fetch_windows
+    over its arrivals, its acknowledgement-to-fetch time for the first record
+    written under the new leader epoch, and records lost, delivered twice or
+    out of order against the partition (the acknowledged records in offset
+    order, from MoveTimeline's CSV; its producer is idempotent)."""
+    with open(timeline) as fh:
+        rows = [x for x in csv.DictReader(fh) if not x["error"] and int(x["offset"]) >= 0]
+    ack = {int(x["seq"]): float(x["ack_ms"]) for x in rows}
+    stored = [int(x["seq"]) for x in sorted(rows, key=lambda x: int(x["offset"]))]
+    records = [(t, off, v) for t, off, v in data["records"]]
+    first = {}
+    for t, _, v in records:
+        first.setdefault(v, (t - r["move_mono_ns"]) / 1e6)
+    lost, dup, ooo = lmc.judge(records, stored)
+    out = fetch_windows(sorted(first.values()), [(ack[v], f) for v, f in first.items() if v in ack])
+    seq = r.get("first_new_seq", -1)
+    out.update({"version": data.get("version"), "consumed": len(records), "stored": len(stored),
+                "lost": lost, "duplicated": dup, "out_of_order": ooo,
+                "first_new_ack_to_fetch_ms": (first[seq] - ack[seq]) if seq in first and seq in ack
+                else float("nan")})
+    return out
 
 
 def delivery_across(timeline, move_ms, window_ms=100):
@@ -272,7 +356,11 @@ def delivery_across(timeline, move_ms, window_ms=100):
 # after each move through it (the difference lands in that move's result).
 GATE_COUNTERS = (("reroutes_delivered", "epochgate_reroutes_total", {"result": "delivered"}),
                  ("reroutes_fell_back", "epochgate_reroutes_total", {"result": "fell_back"}),
-                 ("fenced_partitions", "epochgate_fenced_partitions_total", {"api": "produce"}))
+                 ("fenced_partitions", "epochgate_fenced_partitions_total", {"api": "produce"}),
+                 # Runs refused across the new leader's takeover (docs/rerouting.md):
+                 # sent again together, and all of them whatever the outcome.
+                 ("gaps_resent", "epochgate_reroute_sequence_gaps_total", {"outcome": "resent"}),
+                 ("gaps", "epochgate_reroute_sequence_gaps_total", {}))
 
 
 def gate_counters(gate):
@@ -300,12 +388,21 @@ def moves(demo, c, boots, prefix, o, gates=None):
             tl = os.path.join(o.timeline_dir or demo.workdir, "java-%s-%d.csv" % (path, i))
             gate = (gates or {}).get(path)
             before = gate_counters(gate)
-            r = java_move(c, prefix, classes, bootstrap, topic, o, tl)
+            kp = (KafkaPythonConsumers(demo, o.kafka_python, bootstrap, topic, "kp-%s-%d" % (path, i),
+                                       o.kafka_python_debug) if o.kafka_python else None)
+            try:
+                r = java_move(c, prefix, classes, bootstrap, topic, o, tl)
+            finally:
+                kp_out = kp.stop() if kp else {}
             r.update({k: v - before[k] for k, v in gate_counters(gate).items()})
             r.update(consumer_gaps(tl))
             r.update(delivery_across(tl, r["move_ms"]))
             out.setdefault(("Java", path), []).append(r)
             demo.say("Java %s move %d: %s" % (path, i + 1, r))
+            for client in o.kafka_python:
+                k = kafka_python_move(kp_out[client], tl, r) if client in kp_out else {"missing": True}
+                out.setdefault((client, path), []).append(k)
+                demo.say("%s %s move %d: %s" % (client, path, i + 1, k))
             if o.java_only:
                 continue
             topic = rk.create_topic(c, "mv-rd-%s-%d" % (path, i), partitions=1)
@@ -324,6 +421,42 @@ def med(xs):
 # and against a proxy that only copies bytes; HAProxy's own cost beside them.
 RATIOS = (("epochgate", "direct"), ("epochgate", "haproxy"), ("haproxy", "direct"),
           ("epochgate-warm", "epochgate"))
+
+
+def kafka_python_report(mv, o):
+    """--kafka-python: each kafka-python consumer beside the Java moves, over
+    all moves per path, in the Java consumer's columns (fetch_windows) plus
+    its part for the first new-epoch record and its safety counts."""
+    for client in o.kafka_python:
+        rows = {path: [r for r in mv.get((client, path), []) if not r.get("missing")] for path in o.paths}
+        done = [r for rs in rows.values() for r in rs]
+        if not done:
+            print("\n%s consumer: no output" % client)
+            continue
+        print("\n%s consumer (%s) beside the Java moves, assigned partition 0 from the beginning, settings %s; "
+              "over all moves per path (ms): median / max, in brackets the same for the window 2 s earlier; "
+              "first new-epoch record = its acknowledgement to this consumer's fetch, median / max:\n" % (
+                  lmc.CLIENTS[client][0].format(version=done[0]["version"]), client,
+                  json.dumps(KAFKA_PYTHON_CONF)))
+        print("| Path | moves | longest gap ms (no move) | ack to fetch ms (no move) | first new-epoch record, "
+              "ack to fetch ms | each move's gap | consumed / stored | lost | dup | ooo |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for path, rs in rows.items():
+            if not rs:
+                continue
+
+            def spread(key):
+                # statistics.median, not med(): a record can reach a
+                # consumer before its producer's acknowledgement (negative).
+                xs = [r[key] for r in rs if not math.isnan(r[key])]
+                return "%.0f / %.0f" % (statistics.median(xs), max(xs)) if xs else "-"
+
+            print("| %s | %d of %d | %s (%s) | %s (%s) | %s | %s | %d / %d | %d | %d | %d |" % (
+                path, len(rs), len(mv.get((client, path), [])), spread("fetch_gap_ms"),
+                spread("fetch_gap_control_ms"), spread("fetch_delay_ms"), spread("fetch_delay_control_ms"),
+                spread("first_new_ack_to_fetch_ms"), ", ".join("%.0f" % r["fetch_gap_ms"] for r in rs),
+                sum(r["consumed"] for r in rs), sum(r["stored"] for r in rs), sum(r["lost"] for r in rs),
+                sum(r["duplicated"] for r in rs), sum(r["out_of_order"] for r in rs)))
 
 
 def report(tp, mv, o, c):
@@ -395,6 +528,7 @@ def report(tp, mv, o, c):
         print("- %s (%d moves): gap %s (%s), ack to fetch %s (%s)" % (
             path, len(rs), spread("fetch_gap_ms"), spread("fetch_gap_control_ms"),
             spread("fetch_delay_ms"), spread("fetch_delay_control_ms")))
+    kafka_python_report(mv, o)
     if java: print("\nJava producer across the move (ms): the longest delivery among records sent from 100 ms "
           "before the move to 100 ms after (in brackets the same 2 s earlier, nothing moving), and "
           "acknowledged records stored at a lower offset than one sent before them, per move:")
@@ -404,10 +538,12 @@ def report(tp, mv, o, c):
             for r in mv[("Java", path)])))
     gated = [p for p in o.paths if java and "reroutes_delivered" in mv[("Java", p)][0]]
     if gated: print("\nepochgate's own part in each Java move (its counters before and after the move): "
-                    "rerouted writes delivered / fallen back, Produce partitions it fenced:")
+                    "rerouted writes delivered / fallen back, Produce partitions it fenced, runs refused "
+                    "across the takeover resent / all, the producer's errors:")
     for path in gated:
-        print("- %s: %s" % (path, "; ".join("%d / %d, %d" % (
-            r["reroutes_delivered"], r["reroutes_fell_back"], r["fenced_partitions"]) for r in mv[("Java", path)])))
+        print("- %s: %s" % (path, "; ".join("%d / %d, %d, %d / %d, %d" % (
+            r["reroutes_delivered"], r["reroutes_fell_back"], r["fenced_partitions"], r["gaps_resent"],
+            r["gaps"], r["errors"]) for r in mv[("Java", path)])))
     for client in ("Java", "librdkafka"):
         for num, den in RATIOS:
             if (client, num) in mv and (client, den) in mv:
@@ -441,12 +577,24 @@ def main():
     ap.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                     help="a broker setting for the cluster (repeatable), e.g. replica.fetch.wait.max.ms=50 "
                          "to take the followers' long poll out of a move's acks=all wait")
+    ap.add_argument("--kafka-python", default="",
+                    help="comma-separated kafka-python consumers to run beside each Java move (kafka-python: "
+                         "Debian's 2.0.2; kafka-python-3: the client matrix's 3.x venv), each reported like the "
+                         "Java consumer with loss, duplicates and order against the partition")
+    ap.add_argument("--kafka-python-debug", action="store_true",
+                    help="the kafka-python consumers' fetcher, metadata and request logs at DEBUG, stamped "
+                         "CLOCK_MONOTONIC ns, in WORK_DIR/kp-PATH-N-CLIENT.log")
     ap.add_argument("--java-log-config", default="",
                     help="log4j2 properties file for the Java clients (default: the tools' own)")
     o = ap.parse_args()
     global JAVA_LOG_CONFIG
     JAVA_LOG_CONFIG = o.java_log_config
     o.paths = o.paths.split(",")
+    o.kafka_python = [k for k in o.kafka_python.split(",") if k]
+    if set(o.kafka_python) - (set(lmc.CLIENTS) - {"librdkafka"}):
+        ap.error("--kafka-python: a subset of %s" % ", ".join(sorted(set(lmc.CLIENTS) - {"librdkafka"})))
+    if o.kafka_python and o.rdkafka_only:
+        ap.error("--kafka-python runs beside the Java moves, not with --rdkafka-only")
     if o.java_only and o.rdkafka_only:
         ap.error("--java-only and --rdkafka-only are exclusive")
     if not o.paths or set(o.paths) - {"direct", "haproxy", "epochgate", "epochgate-warm"}:
@@ -506,7 +654,8 @@ def main():
               "--record-size %d --moves %d --rate %d --paths %s" % (o.build_dir, o.rounds, o.records,
                                                                     o.record_size, o.moves, o.rate,
                                                                     ",".join(o.paths))
-              + "".join(" --broker-config " + kv for kv in o.broker_config))
+              + "".join(" --broker-config " + kv for kv in o.broker_config)
+              + (" --kafka-python " + ",".join(o.kafka_python) if o.kafka_python else ""))
     finally:
         demo.close()
     return 0

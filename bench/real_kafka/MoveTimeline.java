@@ -14,7 +14,10 @@
 // The JSON also carries the move's wall-clock time (move_wall_ms, ms since
 // the epoch) to line the timeline up with epochgate's and the client's logs,
 // and counts deliveries of a record seen before (duplicates) and
-// of an offset not above the last one delivered (out_of_order).
+// of an offset not above the last one delivered (out_of_order). move_mono_ns
+// is the move's System.nanoTime() stamp: CLOCK_MONOTONIC on Linux, the clock
+// another process on the machine (a kafka-python consumer beside this one)
+// stamps its records with.
 //
 //   java -cp "<kafka lib>/*:<classes>" MoveTimeline --bootstrap B --mover D
 //        --topic T [--rate 200] [--seconds 8] [--move-at-ms 3000] [--timeline F]
@@ -146,7 +149,12 @@ public class MoveTimeline {
       if (fetched.containsKey(i)) r.fetchNs = fetched.get(i);
       if (!r.error.isEmpty()) errors++;
       if (r.ackNs > 0) maxLatMs = Math.max(maxLatMs, (r.ackNs - r.sendNs) / 1e6);
-      if (r.sendNs < move[0] && r.epoch >= 0) oldEpoch = Math.max(oldEpoch, r.epoch);
+      // The old epoch is what records acknowledged before the move were
+      // stored under. A record merely sent before it can still be in flight
+      // (a loaded machine, a NOT_LEADER_OR_FOLLOWER retry) and be stored
+      // under the new epoch, which would then pass for the old one.
+      if (r.ackNs > 0 && r.ackNs < move[0] && r.error.isEmpty() && r.epoch >= 0)
+        oldEpoch = Math.max(oldEpoch, r.epoch);
     }
     for (int i = 0; i < n && move[0] > 0; i++)
       if (recs[i].epoch > oldEpoch && oldEpoch >= 0) { first = i; break; }
@@ -165,11 +173,11 @@ public class MoveTimeline {
     System.out.printf(Locale.ROOT, "{\"sent\":%d,\"fetched\":%d,\"errors\":%d,\"move\":\"%s\",\"move_ms\":%.1f," +
         "\"old_epoch\":%d,\"new_epoch\":%d,\"first_new_seq\":%d,\"first_new_sent_ms\":%.1f," +
         "\"first_new_ack_ms\":%.1f,\"first_new_fetch_ms\":%.1f,\"max_latency_ms\":%.1f," +
-        "\"duplicates\":%d,\"out_of_order\":%d,\"move_wall_ms\":%d}%n",
+        "\"duplicates\":%d,\"out_of_order\":%d,\"move_wall_ms\":%d,\"move_mono_ns\":%d}%n",
         n, fetched.size(), errors, moveResult[0], (move[1] - move[0]) / 1e6, oldEpoch,
         f == null ? -1 : f.epoch, first, f == null ? -1.0 : (f.sendNs - move[0]) / 1e6,
         f == null ? -1.0 : (f.ackNs - move[0]) / 1e6, f == null ? -1.0 : (f.fetchNs - move[0]) / 1e6, maxLatMs,
-        dupOoo[0], dupOoo[1], moveWall[0]);
+        dupOoo[0], dupOoo[1], moveWall[0], move[0]);
     System.out.flush();
     System.exit(0);
   }

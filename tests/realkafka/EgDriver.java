@@ -245,7 +245,7 @@ public class EgDriver {
       ConfigResource cr = new ConfigResource(ConfigResource.Type.TOPIC, topic);
       ad.incrementalAlterConfigs(Map.of(cr, List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"),
           AlterConfigOp.OpType.SET)))).all().get();
-      Config cfg = ad.describeConfigs(List.of(cr)).all().get().get(cr);
+      Config cfg = waitConfig(ad, cr, "retention.ms", "3600000");
       o.append(",\"retention_ms\":\"").append(cfg.get("retention.ms").value())
        .append("\",\"min_isr\":\"").append(cfg.get("min.insync.replicas").value()).append("\"");
       // A group with committed offsets, then its description and offsets.
@@ -308,6 +308,20 @@ public class EgDriver {
       } catch (ExecutionException e) {
         if (System.currentTimeMillis() - t0 > DEADLINE_MS) throw e;
       }
+      Thread.sleep(50);
+    }
+  }
+
+  /** The resource's configuration once `key` reads `value`, or as it is at
+   *  DEADLINE_MS. An altered config reaches the controller first; the broker
+   *  that answers DescribeConfigs applies it from the metadata log a moment
+   *  later, so a describe right after the alter can still read the old value. */
+  static Config waitConfig(Admin ad, ConfigResource cr, String key, String value) throws Exception {
+    long t0 = System.currentTimeMillis();
+    while (true) {
+      Config cfg = ad.describeConfigs(List.of(cr)).all().get().get(cr);
+      ConfigEntry e = cfg.get(key);
+      if ((e != null && value.equals(e.value())) || System.currentTimeMillis() - t0 > DEADLINE_MS) return cfg;
       Thread.sleep(50);
     }
   }

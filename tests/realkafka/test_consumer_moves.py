@@ -11,6 +11,9 @@ connection on the new leader's listener; its client connection count there
 grows during the move) and connected to no upstream address. How fast is
 bench/real_kafka.py's business, not this test's.
 
+The same safety for Debian's kafka-python 2.0.2, an old client (Fetch v4,
+no leader epochs), through epochgate beside the Java consumer.
+
 Divergence after an unclean election is test_unclean_divergence.py's.
 
     PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_consumer_moves.py --build-dir build
@@ -21,6 +24,7 @@ import os
 
 from epochgate_testlib import ROOT
 from epochgate_testlib import realkafka_lib as rk  # noqa: E402
+from epochgate_testlib import old_consumer  # noqa: E402
 from epochgate_testlib import prom_text  # noqa: E402
 from epochgate_testlib.realkafka_lib import harness, kafka_cluster  # noqa: E402
 
@@ -76,6 +80,33 @@ def test_java_consumer_follows_leader_moves(h):
     h.note("warm upstreams: %d hits, %d misses" % (
         prom_text.metric(text, "epochgate_upstream_warm_total", outcome="hit"),
         prom_text.metric(text, "epochgate_upstream_warm_total", outcome="miss")))
+
+
+def test_kafka_python_consumer_follows_leader_moves(h):
+    """Debian's kafka-python 2.0.2 (Fetch v4, no leader epochs: epochgate
+    forwards its stale fetch to the old leader, which refuses it itself)
+    reads each moved partition through epochgate beside MoveTimeline's Java
+    consumer: every record the partition holds (read straight from the
+    cluster afterwards) once, in offset order."""
+    c = rk.cluster(h)
+    gate = h.start_gate(c.bootstrap)
+    for i in range(2):
+        topic = rk.create_topic(c, "cm-kp-%d" % i, partitions=1)
+        reader = old_consumer.Reader(gate.bootstrap, topic, bound=120)
+        h.on_close(reader.stop)
+        r, _ = _move(h, c, gate.bootstrap, topic, "kp-gate-%d" % i)
+        _assert_safe("epochgate", r)
+        direct = old_consumer.Reader(c.bootstrap, topic, bound=60)
+        h.on_close(direct.stop)
+        direct.wait_for(r["sent"], timeout=60)
+        direct.stop()
+        stored = [v for _, v in direct.got]
+        assert len(stored) == r["sent"], (len(stored), r)
+        reader.wait_for(len(stored), timeout=30)
+        reader.stop()
+        old_consumer.assert_read_exactly("kafka-python through epochgate, move %d" % (i + 1), reader, stored)
+        h.note("move %d (%s): kafka-python %s read %d records through epochgate, 0 lost, 0 twice, in order" % (
+            i + 1, r["move"], reader.version, len(reader.got)))
 
 
 for _f in list(globals().values()):

@@ -43,6 +43,7 @@ class Tool:
     def __init__(self, h, c, name, main, args):
         argv, self.conn_log = rk.java_argv(h, c, main, args, name)
         self.name = name
+        self.stopped_at = None   # monotonic time SIGTERM was sent
         self.events = []
         self.lock = threading.Lock()
         self.err = open(os.path.join(h.workdir, name + ".stderr"), "ab")
@@ -73,6 +74,7 @@ class Tool:
 
     def stop(self, timeout=30):
         if self.proc.poll() is None:
+            self.stopped_at = time.monotonic()
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=timeout)
@@ -117,7 +119,16 @@ class Pair:
     def validate(self):
         """kafkatest's validate_delivery plus (partition, offset) equality."""
         acked = self.acked()
-        errors = self.producer.of("producer_send_error")
+        # VerifiableProducer's shutdown hook closes the producer while its
+        # main thread may be inside send() (the stop flag is not volatile):
+        # that send fails with "Cannot perform operation after producer has
+        # been closed" before any byte leaves the client. Such an error says
+        # nothing about the path to the broker, so it is counted apart.
+        errors, at_close = [], []
+        for e in self.producer.of("producer_send_error"):
+            stopping = self.producer.stopped_at is not None and e["_t"] >= self.producer.stopped_at
+            closed = "after producer has been closed" in (e.get("message") or "")
+            (at_close if stopping and closed else errors).append(e)
         consumed = self.consumer.of("record_data")
         at = {}
         for r in consumed:
@@ -132,10 +143,12 @@ class Pair:
             if a["offset"] <= last.get(a["partition"], -1):
                 disorder += 1
             last[a["partition"]] = a["offset"]
-        return {"acked": len(acked), "send_errors": len(errors), "consumed": len(at),
+        return {"acked": len(acked), "send_errors": len(errors), "send_after_close": len(at_close),
+                "consumed": len(at),
                 "missing": len(missing), "duplicates": len(duplicates), "misplaced": len(misplaced),
                 "ack_offsets_out_of_order": disorder,
-                "first_missing": missing[:5], "error_kinds": sorted({e.get("exception") for e in errors})}
+                "first_missing": missing[:5],
+                "error_kinds": sorted({"%s: %s" % (e.get("exception"), e.get("message")) for e in errors})}
 
     def first_ack_after(self, t, partition=None):
         ts = [a["_t"] for a in self.acked() if a["_t"] >= t and (partition is None or a["partition"] == partition)]

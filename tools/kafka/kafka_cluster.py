@@ -22,7 +22,8 @@ with 3 partitions, no JMX MBeans. Fast fencing of a killed broker: heartbeat
 500 ms, session 3 s.
 
 Security (`security=True`): each broker also gets a SASL_PLAINTEXT and a
-SASL_SSL listener (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512), with a
+SASL_SSL listener (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, and OAUTHBEARER
+with Kafka's unsecured tokens), with a
 certificate from tools/tls/make-certs.sh (the openssl command line) loaded
 as a PEM keystore. The PLAINTEXT listener stays for the brokers' own
 replication and the operator's helper, so moving leaders never depends on
@@ -57,6 +58,9 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+from port_reservation import PortReservation  # noqa: E402
 DEFAULT_VERSION = "4.4.0"
 LOOPBACK = "127.0.0.1"
 BROKERS = (1, 2, 3)
@@ -64,6 +68,11 @@ BROKERS = (1, 2, 3)
 # (upstream_sasl). Each can log in with PLAIN, SCRAM-SHA-256 and -512.
 SASL_USERS = {"alice": "alice-secret", "epochgate": "epochgate-secret"}
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# OAUTHBEARER with Kafka's unsecured tokens (a JWS with "alg": "none"; the
+# brokers check its expiry and take the principal from "sub"): the
+# mechanism's framing and lifetime without an identity provider.
+OAUTHBEARER_VALIDATOR = ("org.apache.kafka.common.security.oauthbearer.internals.unsecured."
+                         "OAuthBearerUnsecuredValidatorCallbackHandler")
 CONTROLLER = 0
 READY_TIMEOUT = 90.0
 
@@ -109,17 +118,9 @@ def compile_java(prefix, sources):
 
 
 def free_ports(n):
-    socks, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind((LOOPBACK, 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
+    """`n` loopback ports reserved for servers that bind them later (a
+    port_reservation.PortReservation: `.ports`, `.release()`)."""
+    return PortReservation(n, LOOPBACK)
 
 
 def log_option(prefix, tools=False):
@@ -300,6 +301,7 @@ class KafkaCluster:
         self.tls_dir = os.path.join(self.dir, "tls") if security else None
         self.proxy_listener = proxy_listener
         self.proxy_ports = {}  # broker -> (bound, advertised), proxy_listener=True
+        self.reservation = None  # the ports above, locked until stop()
 
     # -- addresses
     @property
@@ -339,7 +341,7 @@ class KafkaCluster:
             "advertised.listeners": ",".join(listeners),
             "listener.security.protocol.map":
                 "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
-            "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
+            "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS + ("OAUTHBEARER",)),
             # A PEM keystore (KIP-651): the leaf chain and its unencrypted
             # PKCS#8 key in one file, as make-certs.sh writes it.
             "ssl.keystore.type": "PEM",
@@ -353,6 +355,10 @@ class KafkaCluster:
             for mech in ("scram-sha-256", "scram-sha-512"):
                 props["listener.name.%s.%s.sasl.jaas.config" % (proto, mech)] = (
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+            props["listener.name.%s.oauthbearer.sasl.jaas.config" % proto] = (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;")
+            props["listener.name.%s.oauthbearer.sasl.server.callback.handler.class" % proto] = (
+                OAUTHBEARER_VALIDATOR)
         return props
 
     def _create_scram_users(self, timeout=READY_TIMEOUT):
@@ -453,7 +459,10 @@ class KafkaCluster:
         os.makedirs(self.dir)
         base = 10 if self.security else 4
         # One call for every port, so none is handed out twice.
-        ports = free_ports(base + (6 if self.proxy_listener else 0))
+        if self.reservation is not None:
+            self.reservation.release()
+        self.reservation = free_ports(base + (6 if self.proxy_listener else 0))
+        ports = self.reservation.ports
         self.controller_port = ports[0]
         self.ports = {b: ports[b] for b in BROKERS}
         if self.security:
@@ -543,6 +552,9 @@ class KafkaCluster:
             node = self.nodes.get(n)
             if node is not None:
                 node.stop(hard=False, timeout=20)
+        if self.reservation is not None:
+            self.reservation.release()
+            self.reservation = None
 
 
 def _main(argv):

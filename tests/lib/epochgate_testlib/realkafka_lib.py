@@ -36,6 +36,9 @@ VERSION = kafka_cluster.DEFAULT_VERSION
 # True: the module's cluster also has SASL_PLAINTEXT and SASL_SSL listeners
 # (sasl_cases.py); a module sets it before its first test.
 SECURITY = False
+# Broker settings added to every broker of this module's cluster (for
+# example a KIP-368 session lifetime); a module sets it before its first test.
+BROKER_CONFIG = {}
 
 
 def _end_leftovers(directory):
@@ -62,7 +65,8 @@ def cluster(h):
     if _cluster is None:
         directory = os.path.join(h.build_dir, "tests", "realkafka", "cluster-" + h.options.file_stem)
         _end_leftovers(directory)
-        c = kafka_cluster.KafkaCluster(directory, version=VERSION, security=SECURITY)
+        c = kafka_cluster.KafkaCluster(directory, version=VERSION, security=SECURITY,
+                                       extra_config=BROKER_CONFIG)
         try:
             c.start()
         except FileNotFoundError as e:
