@@ -7,10 +7,10 @@
 #   BUILD_DIR       a build with epochgate-bench (default <repo>/build-bench, as run.sh builds)
 #   RECORD_BYTES    record size of the sweep's produce shape (size_sweep.h), acks=1
 #   --small-frames  the sweep's small-frame shape (linger.ms 0, 1 MiB in flight)
-#   --fetch         consume instead (epochgate-bench's consume profile: 1 KiB records,
-#                   RECORD_BYTES ignored); with --small-frames, responses of at most 16 KiB
-#                   (fill batches of 4 KiB, max.partition.fetch.bytes 4 KiB). Per request
-#                   then means per Fetch response.
+#   --fetch         consume instead (epochgate-bench's consume profile at the sweep's Fetch
+#                   shape for RECORD_BYTES: its preload and consumer); with --small-frames,
+#                   responses of at most 16 KiB (fill batches of 4 KiB,
+#                   max.partition.fetch.bytes 4 KiB). Per request then means per Fetch response.
 #   --seconds S     load duration (default 20; under callgrind epochgate runs ~50x slower)
 # Environment: EPOCHGATE_BIN (another epochgate binary, for an A/B), CALLGRIND_TAG
 # (a prefix of the output directory).

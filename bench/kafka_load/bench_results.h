@@ -27,6 +27,8 @@ enum ConfigId {
   kConfigCount
 };
 const char* config_label(int id);  // "a direct", ...
+/// Renames configuration `id` in every table and log line from now on.
+void relabel_config(int id, const std::string& label);
 const char* config_key(int id);    // "direct", "haproxy", "eg_off", "eg_enforce", "splice"
 
 /// Throughput runs of one workload for one configuration (one entry per round).

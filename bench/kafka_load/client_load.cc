@@ -193,6 +193,8 @@ ProduceResult run_produce(const ProduceSpec& spec) {
       (spec.window_kbytes > 0 &&
        !set(conf, "queue.buffering.max.kbytes", std::to_string(spec.window_kbytes), &err)) ||
       (spec.batch_bytes > 0 && !set(conf, "batch.size", std::to_string(spec.batch_bytes), &err)) ||
+      (spec.batch_messages > 0 &&
+       !set(conf, "batch.num.messages", std::to_string(spec.batch_messages), &err)) ||
       (spec.max_message_bytes > 0 &&
        !set(conf, "message.max.bytes", std::to_string(spec.max_message_bytes), &err)) ||
       (spec.wire_shape && !set(conf, "statistics.interval.ms", "200", &err))) {

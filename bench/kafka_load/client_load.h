@@ -55,6 +55,7 @@ struct ProduceSpec {
   int warmup_messages = 200;    ///< produced and flushed before measuring
   int window_kbytes = 0;        ///< queue.buffering.max.kbytes; 0 = librdkafka's default
   int batch_bytes = 0;          ///< batch.size; 0 = librdkafka's default (1,000,000)
+  int batch_messages = 0;       ///< batch.num.messages; 0 = librdkafka's default (10,000)
   int max_message_bytes = 0;    ///< message.max.bytes; 0 = librdkafka's default (1,000,000)
   bool wire_shape = false;      ///< collect ProduceResult::shape (statistics every 200 ms)
   /// Called for every delivery report of the measured phase (poll thread).

@@ -562,18 +562,21 @@ def run_case(args, tmp, client, path, capped):
         if args.consumer:
             # Started first and reading from the beginning: it follows the
             # producer's records across every move.
-            kp = args.consumer_client == "kafka-python"
-            cenv = dict(os.environ) if kp else dict(os.environ, LD_LIBRARY_PATH=RDK_2151)
-            cconf, clog = dict(args.consumer_conf), subprocess.DEVNULL
-            if args.debug_dir and not kp:
+            _, cpy, cscript, _, rdk = lmc.CLIENTS[args.consumer_client]
+            cenv = dict(os.environ, LD_LIBRARY_PATH=RDK_2151) if rdk else dict(os.environ)
+            cconf, clog, cextra = dict(args.consumer_conf), subprocess.DEVNULL, []
+            if args.debug_dir:
                 # What the consumer waits on across a move: the fenced
-                # fetch, the leader it takes, its offset validation.
-                cconf.setdefault("debug", "fetch,topic,metadata,broker,protocol")
+                # fetch, the leader it takes, its offset validation
+                # (kafka-python: its fetcher, metadata and requests).
+                if rdk:
+                    cconf.setdefault("debug", "fetch,topic,metadata,broker,protocol")
+                else:
+                    cextra = ["debug"]
                 clog = open(os.path.join(tmp, "consumer.log"), "w")
             consumer = subprocess.Popen(
-                [PY, "-c", lmc.KAFKA_PYTHON_CONSUMER if kp else lmc.CONSUMER, bootstrap,
-                 json.dumps(cconf),
-                 str(seconds + 3), consumer_out], stdout=subprocess.PIPE,
+                [cpy, "-c", cscript, bootstrap, json.dumps(cconf), str(seconds + 3),
+                 consumer_out] + cextra, stdout=subprocess.PIPE,
                 stderr=clog, text=True, env=cenv)
             if not consumer.stdout.readline().startswith("ready"):
                 raise RuntimeError("consumer did not start")
@@ -706,14 +709,28 @@ def learned_cell(r):
     return f"{rr['hints_rewritten']} hints, {rr['refresh_urgent']} urgent refreshes"
 
 
+def block_marks(consumer_client):
+    """The (begin, end) markers of the RESULTS.md block this run rewrites:
+    the main block, or with a kafka-python --consumer a block of its own,
+    so that its rows leave the librdkafka consumer's rows in place."""
+    name = ("leader-move-clients" if consumer_client == "librdkafka"
+            else f"leader-move-consumer-{consumer_client}")
+    return f"<!-- {name}:begin", f"<!-- {name}:end -->\n"
+
+
 def table(results, command, rounds, interval, load, skipped_note="", floor_step=50,
-          consumer_conf=None, consumer_client="librdkafka 2.15.1 (python3-confluent-kafka)"):
+          consumer_conf=None, consumer_client="librdkafka"):
     bracket = max((max(r["move_command_ms"]) for r in results if r.get("move_command_ms")),
                   default=0.0)
+    begin, end = block_marks(consumer_client)
+    title = ("## Leader move, first acknowledgement after the move, by client "
+             "(direct, epochgate, epochgate rerouting)")
+    if consumer_client != "librdkafka":
+        title = (f"## Leader move, a {lmc.client_label(results, consumer_client)} consumer "
+                 f"across the moves (direct, epochgate, epochgate rerouting)")
     lines = [
-        "<!-- leader-move-clients:begin (bench/kafka_load/leader_move_clients.py) -->",
-        "## Leader move, first acknowledgement after the move, by client "
-        "(direct, epochgate, epochgate rerouting)",
+        f"{begin} (bench/kafka_load/leader_move_clients.py) -->",
+        title,
         "",
         f"Produced by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
         f"One producer process per row sends one message per millisecond to a one-partition "
@@ -809,13 +826,12 @@ def table(results, command, rounds, interval, load, skipped_note="", floor_step=
                          f"commits, {c['failed']} failed, longest across a move "
                          f"{fmt(c['longest_across_ms'])} (elsewhere {fmt(c['longest_quiet_ms'])})")
     lines.extend(lmc.table_lines(results, consumer_conf, consumer_client))
-    lines.append("<!-- leader-move-clients:end -->")
+    lines.append(end.rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 
-def write_results(path, block):
-    write_block(path, block, "<!-- leader-move-clients:begin",
-                "<!-- leader-move-clients:end -->\n")
+def write_results(path, block, consumer_client="librdkafka"):
+    write_block(path, block, *block_marks(consumer_client))
 
 
 def write_block(path, block, begin, end):
@@ -867,15 +883,20 @@ def main():
                     help="librdkafka debug contexts with --debug-dir ('' for none: the "
                     "timing undisturbed, the stamps still kept)")
     ap.add_argument("--consumer", action="store_true",
-                    help="run a librdkafka 2.15.1 consumer of the partition beside each "
+                    help="run a consumer of the partition (--consumer-client) beside each "
                     "producer and report its longest gap between records across each move "
                     "(bench/kafka_load/leader_move_consumer.py)")
-    ap.add_argument("--consumer-conf", default=json.dumps(lmc.DEFAULT_CONF),
-                    help="the consumer's librdkafka settings as JSON (default %(default)s)")
-    ap.add_argument("--consumer-client", default="librdkafka", choices=("librdkafka", "kafka-python"),
-                    help="the --consumer's client: librdkafka 2.15.1 or Debian's kafka-python 2.0.2")
+    ap.add_argument("--consumer-conf",
+                    help="the consumer's settings as JSON: librdkafka's keys, or KafkaConsumer's "
+                    "keyword arguments for kafka-python (default: the fetch wait at 10 ms, "
+                    + ", ".join(f"{k} {json.dumps(v[3])}" for k, v in lmc.CLIENTS.items()) + ")")
+    ap.add_argument("--consumer-client", default="librdkafka", choices=sorted(lmc.CLIENTS),
+                    help="the --consumer's client: librdkafka 2.15.1, Debian's kafka-python "
+                    "2.0.2, or kafka-python-3 (the client matrix's kafka-python 3.x venv); a "
+                    "kafka-python consumer's rows go to a RESULTS.md block of their own")
     args = ap.parse_args()
-    args.consumer_conf = json.loads(args.consumer_conf)
+    args.consumer_conf = (json.loads(args.consumer_conf) if args.consumer_conf
+                          else dict(lmc.CLIENTS[args.consumer_client][3]))
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     for p in paths:
         if p not in PATHS:
@@ -933,15 +954,13 @@ def main():
         note = (" The reroute rows were skipped: this build has no rerouting (epochgate "
                 f"refused its config: {unsupported}).")
     block = table(results, command, args.rounds, args.interval, (load_start, load_end), note,
-                  args.floor_step, args.consumer_conf,
-                  "kafka-python 2.0.2 (Debian)" if args.consumer_client == "kafka-python"
-                  else "librdkafka 2.15.1 (python3-confluent-kafka)")
+                  args.floor_step, args.consumer_conf, args.consumer_client)
     print(block)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1)
     if args.results:
-        write_results(args.results, block)
+        write_results(args.results, block, args.consumer_client)
 
 
 if __name__ == "__main__":

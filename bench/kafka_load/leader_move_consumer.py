@@ -1,8 +1,9 @@
 """bench/kafka_load/leader_move_consumer.py: the consumer side of the
 leader-move bench (leader_move_clients.py --consumer). One consumer process
-(librdkafka 2.15.1 through Debian's python3-confluent-kafka) reads partition 0
-of the bench's topic from the beginning while the producer writes it and the
-leader moves; it stamps every record's arrival (CLOCK_MONOTONIC, the clock of
+(librdkafka 2.15.1 through Debian's python3-confluent-kafka, or kafka-python,
+Debian's or the client matrix's: --consumer-client) reads partition 0 of the
+bench's topic from the beginning while the producer writes it and the leader
+moves; it stamps every record's arrival (CLOCK_MONOTONIC, the clock of
 the moves' stamps) and keeps its value. The harness then reports per move the
 longest gap between two consecutive arrivals around the move (what an
 application sees as "no records"), the same at instants where nothing moved,
@@ -13,13 +14,15 @@ Why the fetch wait matters on the mock cluster: librdkafka 2.15.1's mock
 answers a Fetch that finds no new data only after the request's MaxWait (new
 data does not wake it, unlike a Kafka broker), so with librdkafka's default
 fetch.wait.max.ms (500) one empty fetch makes a gap of up to 500 ms whether
-or not anything moved. The bench therefore sets fetch.wait.max.ms to 10 unless
---consumer-conf says otherwise, so the gap measures the move.
+or not anything moved. The bench therefore sets fetch.wait.max.ms to 10
+(kafka-python: fetch_max_wait_ms 10, its default 500) unless --consumer-conf
+says otherwise, so the gap measures the move.
 Bench tooling, never part of the test suite.
 """
 
 import bisect
 import json
+import os
 import statistics
 
 # librdkafka consumer settings the bench uses unless --consumer-conf overrides.
@@ -49,29 +52,65 @@ c.close()
 json.dump({'records': records, 'errors': errors}, open(out, 'w'))
 """
 
-# The same for Debian's kafka-python 2.0.2 (no KIP-951: it refreshes metadata
-# on a leader error); --consumer-client kafka-python. Its fetch wait is
-# fetch_max_wait_ms (set from fetch.wait.max.ms).
+# The same for kafka-python (--consumer-client kafka-python: Debian's 2.0.2,
+# Fetch v4 without leader epochs; kafka-python-3: the client matrix's 3.x,
+# Fetch v12 with CurrentLeaderEpoch and LastFetchedEpoch). Neither takes a
+# KIP-951 hint: both refresh metadata on a leader error. `conf` is
+# KafkaConsumer's own keyword arguments; argv: bootstrap, conf, seconds (at
+# most), output file (its name + ".stop" ends it early), then optionally
+# "debug" and the topic (default m). With "debug" its
+# fetcher, cluster metadata and client loggers write to stderr at DEBUG,
+# each line stamped with CLOCK_MONOTONIC ns (the clock of the moves' stamps).
 KAFKA_PYTHON_CONSUMER = r"""
-import json, sys, time
+import json, logging, os, sys, time
+import kafka
 from kafka import KafkaConsumer, TopicPartition
 bootstrap, conf, seconds, out = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                  fetch_max_wait_ms=int(conf.get('fetch.wait.max.ms', 500)))
-tp = TopicPartition('m', 0)
+topic = sys.argv[6] if len(sys.argv) > 6 else 'm'
+if len(sys.argv) > 5 and sys.argv[5] == 'debug':
+    class Mono(logging.Formatter):
+        def format(self, record):
+            return '%d %s %s' % (time.monotonic_ns(), record.name, record.getMessage())
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(Mono())
+    for name in ('kafka.consumer.fetcher', 'kafka.cluster', 'kafka.client', 'kafka.conn'):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+        logging.getLogger(name).addHandler(handler)
+c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **conf)
+tp = TopicPartition(topic, 0)
 c.assign([tp])
 c.seek_to_beginning(tp)
-print('ready', flush=True)
+print('ready kafka-python', kafka.__version__, flush=True)
 records, errors = [], []
 end = time.monotonic_ns() + int(seconds * 1e9)
-while time.monotonic_ns() < end:
+stop = out + '.stop'  # the harness's early end (real_kafka.py, once its producer is done)
+while time.monotonic_ns() < end and not os.path.exists(stop):
     for batch in c.poll(timeout_ms=5, max_records=500).values():
         now = time.monotonic_ns()
         for m in batch:
             records.append((now, m.offset, int(m.value)))
 c.close()
-json.dump({'records': records, 'errors': errors}, open(out, 'w'))
+json.dump({'records': records, 'errors': errors, 'version': kafka.__version__}, open(out, 'w'))
 """
+
+# The matrix's kafka-python 3.x venv (tools/clients/fetch-python.sh). It
+# runs on the real cluster only (bench/real_kafka.py --kafka-python): it
+# never bootstraps from librdkafka's mock, whose answer to its ApiVersions v4
+# it cannot decode (tests/clients/results/mock.json).
+KAFKA_PYTHON_3 = os.path.expanduser("~/.cache/epochgate/clients/python/kafka-python/bin/python")
+
+# --consumer-client: (label for the tables, {version} filled from the run,
+# interpreter, script, default
+# settings, whether it needs librdkafka 2.15.1 on LD_LIBRARY_PATH). The
+# default settings keep the fetch wait at 10 ms (module docstring).
+CLIENTS = {
+    "librdkafka": ("librdkafka 2.15.1 (python3-confluent-kafka)", "/usr/bin/python3", CONSUMER,
+                   DEFAULT_CONF, True),
+    "kafka-python": ("kafka-python {version} (Debian python3-kafka)", "/usr/bin/python3",
+                     KAFKA_PYTHON_CONSUMER, {"fetch_max_wait_ms": 10}, False),
+    "kafka-python-3": ("kafka-python {version} (the client matrix's venv, PyPI)", KAFKA_PYTHON_3,
+                       KAFKA_PYTHON_CONSUMER, {"fetch_max_wait_ms": 10}, False),
+}
 
 
 def longest_gaps(instants, arrivals, before_ms=100, after_ms=300):
@@ -142,21 +181,31 @@ def summarize(path, moves, interval_s, stored, acks):
             "delay_ms": longest_delays(moves, records, acks),
             "delay_control_ms": longest_delays(control, records, acks),
             "consumed": len(records), "lost": lost, "duplicated": dup, "out_of_order": ooo,
-            "errors": len(data["errors"]),
+            "errors": len(data["errors"]), "version": data.get("version"),
             "error_kinds": sorted({e[1] for e in data["errors"]})}
 
 
-def table_lines(results, conf, client="librdkafka 2.15.1 (python3-confluent-kafka)"):
+def client_label(results, client):
+    """The --consumer-client's label with the version its runs reported."""
+    versions = sorted({r["consumer"].get("version") for r in results
+                       if r.get("consumer") and r["consumer"].get("version")})
+    return CLIENTS[client][0].format(version=", ".join(versions) or "?")
+
+
+def table_lines(results, conf, client="librdkafka"):
     """The consumer table under the producer one, for rows that ran a consumer."""
     rows = [r for r in results if r.get("consumer")]
     if not rows:
         return []
+    kafka_python = client != "librdkafka"
+    client = client_label(results, client)
     lines = [
         "",
         f"Consumer across the same moves (`--consumer`): {client} assigned partition 0 from "
         f"the beginning, settings {json.dumps(conf)} "
         "(the mock cluster answers a Fetch that finds nothing only after its MaxWait, so "
-        "librdkafka's default 500 ms would show up as gaps whether or not anything moved). "
+        f"{'kafka-python' if kafka_python else 'librdkafka'}'s default 500 ms would show up as "
+        "gaps whether or not anything moved). "
         "*longest gap* = per move, the longest time between two consecutive record arrivals "
         "from 100 ms before the move to 300 ms after it (it includes the producer's own stall); "
         "*longest delay* = the consumer's part alone: the longest time from a record's "

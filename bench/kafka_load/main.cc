@@ -70,12 +70,20 @@ struct Options {
   /// /usr/bin/valgrind --tool=callgrind ...; the first is a path, not looked
   /// up on PATH): the profile of a program that cannot be attached to.
   std::vector<std::string> epochgate_wrapper;
-  int profile_record_bytes = 0;  ///< --profile-workload produce*: the sweep's shape at this size
+  /// The sweep's shape at this record size: its producer (produce*), or its
+  /// Fetch row's preload and consumer (consume); 0: the profile's own shapes
+  int profile_record_bytes = 0;
   /// ... its small-frame shape (linger.ms 0, 1 MiB in flight); with consume,
   /// 1 KiB records in 4 KiB batches fetched 4 KiB per partition, 16 KiB a response
   bool profile_small_frames = false;
   int sweep_rounds = 2;          ///< the record-size sweep (size_sweep.h); capped by --rounds
   std::vector<int> sweep_sizes;  ///< empty: the sweep's default sizes
+  /// The sweep's workloads by name ("fetch", "produce acks=1", ...); empty: all.
+  std::set<std::string> sweep_workloads;
+  /// Non-empty: (c) runs enforcing with this YAML appended and joins the
+  /// sweep beside (d), a before/after of one setting inside one run (e.g.
+  /// "limits:\n  splice_min_bytes: 0\n").
+  std::string sweep_c_yaml;
 };
 
 void usage() {
@@ -92,6 +100,7 @@ void usage() {
                "         [--epochgate-wrapper 'valgrind --tool=callgrind ...'] [--profile-record-bytes N]\n"
                "         [--profile-small-frames]\n"
                "         [--sweep-rounds N] [--sweep-sizes 100,1024,16384,1048576]\n"
+               "         [--sweep-workloads fetch,produce acks=1] [--sweep-c-yaml YAML]\n"
                "         [--profile-cmd 'perf record ... -p {pid}' [--profile-seconds S]\n"
                "          [--profile-workload produce|produce-all|consume]]\n"
                "         [--command TEXT] [--source-rev TEXT] [--epochgate-yaml TEXT]\n");
@@ -131,6 +140,10 @@ bool parse(int argc, char** argv, Options* o) {
       for (std::string item; std::getline(list, item, ',');)
         o->sweep_sizes.push_back(std::atoi(item.c_str()));
     }
+    else if (a == "--sweep-workloads") {
+      std::stringstream list(next());
+      for (std::string item; std::getline(list, item, ',');) o->sweep_workloads.insert(item);
+    } else if (a == "--sweep-c-yaml") o->sweep_c_yaml = next();
     else if (a == "--scale-topics") o->scale_ctx.topics = std::atoi(next().c_str());
     else if (a == "--scale-partitions") o->scale_ctx.partitions = std::atoi(next().c_str());
     else if (a == "--scale-idle-connections")
@@ -202,9 +215,9 @@ bool write_file(const std::string& path, const std::string& text) {
 
 bool start_epochgate(const Options& o, const std::string& bootstrap, const std::string& mode,
                      const std::string& name, ProxyProcess& proc, std::string* out_bootstrap,
-                     std::string* error) {
+                     std::string* error, const std::string& extra_yaml = "") {
   const std::string cfg = o.out + "/" + name + ".yaml";
-  write_file(cfg, "policy:\n  default_mode: \"" + mode + "\"\n" + o.epochgate_yaml);
+  write_file(cfg, "policy:\n  default_mode: \"" + mode + "\"\n" + o.epochgate_yaml + extra_yaml);
   std::vector<std::string> argv = {o.epochgate,           "--bootstrap", bootstrap,
                                    "--listen",            "127.0.0.1:0", "--broker-port-base",
                                    "0",                   "--advertise-host", "127.0.0.1",
@@ -284,8 +297,11 @@ bool start_rig(const Options& o, Rig& rig, std::string* error) {
   rig.bootstrap[kHaproxy] = "127.0.0.1:" + std::to_string(front_ports[0]);
   rig.pid[kHaproxy] = rig.haproxy.pid();
 
-  if (!start_epochgate(o, rig.cluster[kEpochgateOff]->bootstrap(), "off", "epochgate-off", rig.eg_off,
-                       &rig.bootstrap[kEpochgateOff], error))
+  const bool c_compares = !o.sweep_c_yaml.empty();
+  if (c_compares) relabel_config(kEpochgateOff, "(c) epochgate enforce + --sweep-c-yaml");
+  if (!start_epochgate(o, rig.cluster[kEpochgateOff]->bootstrap(), c_compares ? "enforce" : "off",
+                       "epochgate-off", rig.eg_off, &rig.bootstrap[kEpochgateOff], error,
+                       o.sweep_c_yaml))
     return false;
   rig.pid[kEpochgateOff] = rig.eg_off.pid();
   if (!start_epochgate(o, rig.cluster[kEpochgateEnforce]->bootstrap(), "enforce", "epochgate-enforce",
@@ -722,11 +738,17 @@ constexpr int kSmallFetchPartitionBytes = 4096;
 
 int run_profile(const Options& o, Rig& rig) {
   const int c = kEpochgateEnforce;
+  long long fetch_records = 40000;
   if (o.profile_workload == "consume") {
     ProduceSpec fill;  // straight into the cluster: only the reads are profiled
     fill.bootstrap = rig.cluster[c]->bootstrap();
     fill.seconds = 0.01;
     fill.warmup_messages = 48000;
+    if (o.profile_record_bytes > 0) {  // the sweep's Fetch row at that size
+      fill = sweep_fetch_fill_spec(SweepOptions{}, rig.cluster[c]->bootstrap(), "t",
+                                   o.profile_record_bytes);
+      fetch_records = fill.warmup_messages;
+    }
     if (o.profile_small_frames) {
       // Batches of a few records, so a Fetch response can be small.
       fill.linger_ms = 0;
@@ -750,7 +772,7 @@ int run_profile(const Options& o, Rig& rig) {
   if (o.profile_workload == "consume") {
     ConsumeSpec cs;
     cs.bootstrap = rig.bootstrap[c];
-    cs.max_messages = 40000;
+    cs.max_messages = fetch_records;
     cs.repeat_for_seconds = o.profile_seconds;
     cs.timeout_seconds = 30 + o.profile_seconds;
     cs.wire_shape = true;
@@ -766,7 +788,7 @@ int run_profile(const Options& o, Rig& rig) {
     std::printf("shape: %lld Fetch responses, %.0f response bytes (%.0f per response), "
                 "%lld records of %d B\n",
                 cr.shape.requests, cr.shape.bytes, cr.shape.bytes_per_request(), cr.messages,
-                ProduceSpec{}.message_bytes);
+                o.profile_record_bytes > 0 ? o.profile_record_bytes : ProduceSpec{}.message_bytes);
   } else {
     ProduceSpec ps;
     if (o.profile_record_bytes > 0) {
@@ -882,11 +904,16 @@ int main(int argc, char** argv) {
     so.rounds = std::max(1, std::min(o.sweep_rounds, o.rounds));
     so.seconds = o.seconds;
     if (!o.sweep_sizes.empty()) so.sizes = o.sweep_sizes;
+    so.workloads = o.sweep_workloads;
     so.log = [](const std::string& line) { log_line("%s", line.c_str()); };
-    // (c) is left out: the sweep's question is epochgate with fencing on.
+    // (c) is left out unless it runs a compared setting: the sweep's
+    // question is epochgate with fencing on.
     std::vector<SweepTarget> targets;
     for (int c : {kDirect, kHaproxy, kEpochgateEnforce, kSpliceRelay, kCopyRelay})
       targets.push_back({c, rig.bootstrap[c], rig.pid[c], rig.cluster[c].get()});
+    if (!o.sweep_c_yaml.empty())  // the other side of the before/after
+      targets.push_back({kEpochgateOff, rig.bootstrap[kEpochgateOff], rig.pid[kEpochgateOff],
+                         rig.cluster[kEpochgateOff].get()});
     r.sweep_section = run_size_sweep(so, targets);
   }
   if (want("latency")) run_latency_scenario(o, rig, r);

@@ -50,7 +50,9 @@ bool wait_for_port(int port, int timeout_ms);
 std::string http_get(const std::string& host, int port, const std::string& path);
 /// RSS (KiB) of any pid, or -1.
 long rss_kib_of(pid_t pid);
-/// CPU seconds (utime+stime) of any pid, or -1.
+/// CPU seconds of any pid (all its threads' time on a CPU, ns resolution from
+/// /proc/PID/task/*/schedstat; utime+stime in clock ticks where that is
+/// missing), or -1.
 double cpu_seconds_of(pid_t pid);
 
 }  // namespace epochgate::bench

@@ -13,11 +13,18 @@
 
 namespace epochgate::bench {
 
+namespace {
+std::string g_labels[kConfigCount] = {"(a) direct",           "(b) HAProxy TCP",
+                                      "(c) epochgate off",    "(d) epochgate enforce",
+                                      "(e) splice relay",     "(f) copy relay"};
+}  // namespace
+
 const char* config_label(int id) {
-  static const char* const kLabels[] = {"(a) direct",           "(b) HAProxy TCP",
-                                        "(c) epochgate off",    "(d) epochgate enforce",
-                                        "(e) splice relay",     "(f) copy relay"};
-  return id >= 0 && id < kConfigCount ? kLabels[id] : "?";
+  return id >= 0 && id < kConfigCount ? g_labels[id].c_str() : "?";
+}
+
+void relabel_config(int id, const std::string& label) {
+  if (id >= 0 && id < kConfigCount) g_labels[id] = label;
 }
 
 const char* config_key(int id) {
@@ -263,7 +270,7 @@ bool write_report(BenchResults& r, const std::string& out_dir) {
      << "20,000 messages queued in the client, as fast as it goes for " << fmt("%.0f", r.seconds)
      << " s per run, " << r.rounds << " runs per configuration (median shown, min-max in "
         "brackets). Delivery latency is produce() to delivery report under that saturation "
-        "(mostly queueing). CPU is the proxy process's utime+stime during the runs, per GB of "
+        "(mostly queueing). CPU is the proxy process's time on a CPU (all threads, ns) during the runs, per GB of "
         "payload delivered.\n\n";
   md << "| Workload | Config | msg/s | MiB/s | delivery p50 / p99 / p99.9 (ms) | proxy CPU s/GB |\n"
         "|---|---|---|---|---|---|\n";

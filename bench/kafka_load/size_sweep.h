@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct SweepOptions {
   double seconds = 3;       ///< measured phase per run
   std::vector<int> sizes = {100, 1024, 16384, 1048576};  ///< record value bytes
   int window_kbytes = 32768;  ///< producer bytes in flight (queue.buffering.max.kbytes)
+  std::set<std::string> workloads;  ///< workload names to run ("fetch", ...); empty: all
   std::function<void(const std::string&)> log;  ///< progress lines (may be empty)
 };
 
@@ -43,6 +45,17 @@ struct SweepOptions {
 /// `small_frames`: linger.ms 0 and 1 MiB in flight (small requests).
 ProduceSpec sweep_produce_spec(const SweepOptions& options, const std::string& bootstrap,
                                const std::string& topic, int size, bool small_frames);
+
+/// The producer that preloads the sweep's Fetch rows at `size`-byte records
+/// (straight into a cluster, warmup_messages of them, about 32 MiB and at
+/// least 32; the mock keeps at most 5 MiB per partition). Batches close on
+/// a record count (1,000) or batch.size, never on linger.ms, so every
+/// cluster holds the same batches: the mock answers one batch per partition,
+/// so the batches are the Fetch responses' shape, and with linger.ms 5 that
+/// shape followed the machine's load at fill time (100 B: 390-850 KB
+/// responses between configurations of one run).
+ProduceSpec sweep_fetch_fill_spec(const SweepOptions& options, const std::string& bootstrap,
+                                  const std::string& topic, int size);
 
 /// Runs the sweep over `targets` and returns its RESULTS.md section (markdown).
 std::string run_size_sweep(const SweepOptions& options, const std::vector<SweepTarget>& targets);

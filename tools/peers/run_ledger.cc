@@ -85,6 +85,8 @@ void RunLedger::consumed(long seq, int32_t partition, int64_t offset, int delive
   // Taken here, under the ledger's lock, right after the consumer returned
   // the record: what the application sees, for gaps across a leader move.
   m.consume_us = wall_us();
+  m.consumed_partition = partition;
+  m.consumed_offset = offset;
   if (m.reported && !m.acked) ++counts_.unexpected;  // a failed message became visible
   if (m.acked && (m.partition != partition || (m.offset >= 0 && m.offset != offset)))
     ++counts_.misplaced;
@@ -206,13 +208,16 @@ bool RunLedger::write_timeline(const std::string& path) const {
   std::lock_guard<std::mutex> lock(mutex_);
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return false;
-  std::fprintf(f, "seq,partition,offset,broker,send_us,ack_us,error,consume_us\n");
+  std::fprintf(f,
+               "seq,partition,offset,broker,send_us,ack_us,error,consume_us,"
+               "consumed_partition,consumed_offset,received\n");
   for (size_t i = 0; i < sent_.size(); ++i) {
     const SentMessage& m = sent_[i];
-    std::fprintf(f, "%zu,%d,%lld,%d,%lld,%lld,%d,%lld\n", i, m.partition,
+    std::fprintf(f, "%zu,%d,%lld,%d,%lld,%lld,%d,%lld,%d,%lld,%d\n", i, m.partition,
                  static_cast<long long>(m.offset), m.broker, static_cast<long long>(m.send_us),
                  static_cast<long long>(m.ack_us), m.error,
-                 static_cast<long long>(m.consume_us));
+                 static_cast<long long>(m.consume_us), m.consumed_partition,
+                 static_cast<long long>(m.consumed_offset), received_[i]);
   }
   return std::fclose(f) == 0;
 }

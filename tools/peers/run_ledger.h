@@ -21,6 +21,8 @@ struct SentMessage {
   int64_t send_us = 0;   ///< wall clock when handed to librdkafka
   int64_t ack_us = 0;    ///< wall clock of the delivery report (0: none yet)
   int64_t consume_us = 0;  ///< wall clock a consumer first received it (0: never)
+  int32_t consumed_partition = -1;  ///< where a consumer first received it (-1: never)
+  int64_t consumed_offset = -1;     ///< at which offset (-1: never)
   int32_t partition = -1;
   int64_t offset = -1;   ///< -1 when unknown (acks=0)
   int32_t broker = -1;   ///< broker id that acknowledged, -1 if unknown
@@ -92,7 +94,9 @@ class RunLedger {
   std::vector<int64_t> latencies_us() const;
   std::map<int32_t, long> acked_by_partition() const;
   std::map<int32_t, long> acked_by_broker() const;
-  /// Writes the per-message CSV; false when the file cannot be written.
+  /// Writes the per-message CSV (one row per seq: the delivery report, the
+  /// first receipt's time, partition and offset, and how many times it was
+  /// received); false when the file cannot be written.
   bool write_timeline(const std::string& path) const;
 
  private:
