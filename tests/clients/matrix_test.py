@@ -42,8 +42,8 @@ def run(h, kind):
     results = m.run(missing)
     out = os.path.join(h.build_dir, "clients", "results-%s.json" % cluster.name)
     matrix.write_results(results, out)
-    h.note("matrix on %s: %d rows in %.1fs, results in %s" % (
-        cluster.name, len(results["results"]), results["seconds"], out))
+    h.note("matrix on %s: %d rows in %.1fs, results in %s, a row per cell as it ended in %s" % (
+        cluster.name, len(results["results"]), results["seconds"], out, m.progress_path))
     check(results, explained(cluster.name))
     return results
 

@@ -36,7 +36,8 @@ function kafka(a) {
     clientId: 'kafkajs-driver', brokers: a.brokers, connectionTimeout: 5000,
     requestTimeout: Math.min(15000, Math.max(1000, cli.remaining(a, 1000))),
     retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 2000 },
-    logLevel: logLevel.WARN,
+    // INFO: group joins with their duration, to the cell's log file.
+    logLevel: logLevel.INFO,
     logCreator: () => ({ namespace, level, log }) => process.stderr.write(
       `kafkajs ${level} ${namespace} ${JSON.stringify(log)}\n`),
   });
@@ -82,7 +83,12 @@ async function produceAll(a, producer, n, { prefix = '', size = a.recordSize, pa
 // commitEach: commit each record's offset once it is processed, so a member
 // that rejoins the group resumes after it instead of re-reading.
 async function readGroup(a, k, group, want, { onMessage = null, readCommitted = false, maxBytes = 0, stop = () => false, commitEach = false } = {}) {
-  const opts = { groupId: group, sessionTimeout: 10000, heartbeatInterval: 1000, readUncommitted: !readCommitted, retry: { retries: 8 } };
+  // sessionTimeout 6000 ms, the least a Kafka broker accepts by default
+  // (group.min.session.timeout.ms): KafkaJS rejoins its group on every
+  // stale-leader Fetch error, and the mock cluster holds each rejoin of a
+  // stable group for sessionTimeout - 1 s before it answers, so a leader
+  // move costs it 3-5 such rounds (9 s each at 10000 ms).
+  const opts = { groupId: group, sessionTimeout: 6000, heartbeatInterval: 1000, readUncommitted: !readCommitted, retry: { retries: 8 } };
   if (maxBytes) Object.assign(opts, { maxBytesPerPartition: maxBytes, maxBytes });
   const c = k.consumer(opts);
   const got = [];
