@@ -107,7 +107,10 @@ async function readGroup(a, k, group, want, { onMessage = null, readCommitted = 
     const last = new Map();
     for (const m of got) last.set(m.partition, Math.max(last.get(m.partition) ?? -1, m.offset));
     if (got.length) {
-      await c.commitOffsets([...last].map(([partition, off]) => ({ topic: a.topic, partition, offset: String(off + 1) })));
+      // Bounded: in a rebalance KafkaJS retries the commit, and the cell's
+      // error should say so rather than the driver's watchdog.
+      await cli.bounded(a, c.commitOffsets([...last].map(([partition, off]) => ({ topic: a.topic, partition, offset: String(off + 1) }))),
+        'final offset commit', -1000);
     }
   } finally {
     await cli.bounded(a, c.disconnect(), 'consumer disconnect', -1500).catch((e) => console.error(e.message));
