@@ -59,7 +59,8 @@ void RerouteMetrics::fell_back(std::string_view reason, size_t n) {
 }
 
 void RerouteMetrics::sequence_gap(std::string_view outcome) {
-  size_t index = 4;  // closed
+  static_assert(kSequenceGapOutcomes[5] == "closed");
+  size_t index = 5;  // an outcome this list does not name counts as closed
   for (size_t i = 0; i < kSequenceGapOutcomes.size(); ++i)
     if (kSequenceGapOutcomes[i] == outcome) index = i;
   impl_->sequence_gaps[index]->Increment();

@@ -32,8 +32,8 @@ inline constexpr std::array<std::string_view, 18> kRerouteReasons = {
     "buffer_budget", "hold_timeout", "maybe_stored"};
 
 /// Every `outcome` label value of epochgate_reroute_sequence_gaps_total.
-inline constexpr std::array<std::string_view, 6> kSequenceGapOutcomes = {
-    "resent", "stored", "unproven", "hold_timeout", "closed", "no_room"};
+inline constexpr std::array<std::string_view, 7> kSequenceGapOutcomes = {
+    "resent", "one_more_hop", "stored", "unproven", "hold_timeout", "closed", "no_room"};
 
 class RerouteMetrics {
  public:

@@ -168,12 +168,18 @@ class Rerouter : public RerouteOwner {
   /// Settles every gap that is complete (resent), spoiled or out of time
   /// (fallen back: the answers as they came).
   void check_gaps();
-  /// Why `g` settles now ("resent" or a fall-back outcome), or nullptr.
-  /// `epoch`: the view's epoch for the leader when "resent".
-  const char* gap_outcome(SequenceGap& g, uint64_t now, int32_t& epoch);
-  /// Sends `g`'s members again (outcome "resent", under `epoch`) or gives
-  /// each its answer as it came; counts the outcome.
-  void settle_gap(SequenceGap& g, const char* outcome, int32_t epoch);
+  /// Why `g` settles now ("resent", "one_more_hop" or a fall-back
+  /// outcome), or nullptr. `to` and `epoch`: the leader the run goes to and
+  /// the view's epoch for it, when it goes again ("resent": the refusing
+  /// broker, which now leads; "one_more_hop": a leader the view names at a
+  /// strictly newer epoch than the first write went under).
+  const char* gap_outcome(SequenceGap& g, uint64_t now, int32_t& to, int32_t& epoch);
+  /// True when every member of `g` is a refusal on its first hop.
+  static bool first_hops(const SequenceGap& g);
+  /// Sends `g`'s members again to `to` in their order ("resent" or
+  /// "one_more_hop", under `epoch`) or gives each its answer as it came;
+  /// counts the outcome.
+  void settle_gap(SequenceGap& g, const char* outcome, int32_t to, int32_t epoch);
   /// The worker stops: every held gap falls back ("closed").
   void close_gaps();
   /// The leader's client, or nullptr (address unknown, pool full or closed).

@@ -9,7 +9,12 @@
 // every later write of the stream sent to L has answered and one showed
 // the takeover (OUT_OF_ORDER_SEQUENCE_NUMBER), sent to L again in their
 // order, on the one connection (each request's answer then merges as any
-// reroute's). Anything that may have been stored, a closed session or
+// reroute's). A run of refusals only, from a broker the view has since seen
+// replaced by a leader with a strictly newer epoch, was refused by a stale
+// view's pick, not across a takeover: it takes its one more hop to that
+// leader together, in order (a client that never moves by itself pipelines
+// several writes to the old listener, and each one's refusal alone would
+// reach it as an error). Anything that may have been stored, a closed session or
 // reroute.max_hold_ms passing settles the gap with today's answers (the
 // client resends in order). Must never: resend a write that may have been
 // stored, hold an OUT_OF_ORDER_SEQUENCE_NUMBER that is not behind a refused
@@ -32,6 +37,7 @@ namespace epochgate::proxy {
 namespace {
 
 constexpr const char* kResent = "resent";
+constexpr const char* kOneMoreHop = "one_more_hop";
 
 const policy::StreamKey* key_of(const RerouteState& st, size_t t) {
   for (const RerouteStream& s : st.plan->streams)
@@ -120,7 +126,7 @@ void Rerouter::gap_failed(const RerouteState& st, int32_t leader, size_t t) {
     if (g.leader == leader && g.key == *key && st.ticket > g.first) g.spoiled = "stored";
 }
 
-const char* Rerouter::gap_outcome(SequenceGap& g, uint64_t now, int32_t& epoch) {
+const char* Rerouter::gap_outcome(SequenceGap& g, uint64_t now, int32_t& to, int32_t& epoch) {
   for (const SequenceGap::Member& m : g.members)
     if (!sink_alive(*m.st)) return "closed";
   if (g.spoiled != nullptr) return g.spoiled;
@@ -142,22 +148,50 @@ const char* Rerouter::gap_outcome(SequenceGap& g, uint64_t now, int32_t& epoch) 
                                      refresh) &&
              leader == g.leader && (g.epoch < 0 || epoch >= g.epoch);
     };
-    if (names_leader(false)) return kResent;
+    if (names_leader(false)) {
+      to = g.leader;
+      return kResent;
+    }
     if (!g.refreshed) {
       g.refreshed = true;
       names_leader(true);
+    }
+  }
+  if (complete && !g.proven && first_hops(g)) {
+    // Refusals only, none stored: if the view names another leader at a
+    // strictly newer epoch than the first went under, the refusing broker
+    // was a stale pick (leader epochs only grow, so this cannot loop).
+    const RerouteTargetPart& tp = g.members.front().st->plan->targets[g.members.front().target];
+    auto newer = [&](bool refresh) {
+      int32_t leader = -1;
+      return ctx_.fencing != nullptr &&
+             ctx_.fencing->leader_of(tp.topic, tp.topic_id, tp.partition, leader, epoch,
+                                     refresh) &&
+             leader >= 0 && leader != g.leader && g.epoch >= 0 && epoch > g.epoch &&
+             (to = leader) >= 0;
+    };
+    if (newer(false)) return kOneMoreHop;
+    if (!g.refreshed) {
+      g.refreshed = true;
+      newer(true);
     }
   }
   if (now >= g.until_ns) return complete && !g.proven ? "unproven" : "hold_timeout";
   return nullptr;
 }
 
-void Rerouter::settle_gap(SequenceGap& g, const char* outcome, int32_t epoch) {
+bool Rerouter::first_hops(const SequenceGap& g) {
+  for (const SequenceGap::Member& m : g.members)
+    if (m.answer || m.st->plan->targets[m.target].hop >= 2) return false;
+  return true;
+}
+
+void Rerouter::settle_gap(SequenceGap& g, const char* outcome, int32_t to, int32_t epoch) {
   std::stable_sort(g.members.begin(), g.members.end(),
                    [](const SequenceGap::Member& a, const SequenceGap::Member& b) {
                      return a.st->ticket < b.st->ticket;
                    });
-  bool resend = outcome == kResent;
+  bool resend = outcome == kResent || outcome == kOneMoreHop;
   // A member whose part another held target shares needs a part of its own
   // for the resend; without room the whole run falls back (no hole in it).
   for (const SequenceGap::Member& m : g.members)
@@ -173,7 +207,7 @@ void Rerouter::settle_gap(SequenceGap& g, const char* outcome, int32_t epoch) {
   for (SequenceGap::Member& m : g.members) {
     RerouteState& st = *m.st;
     if (resend) {
-      move_target(st, m.target, g.leader, epoch);
+      move_target(st, m.target, to, epoch);
       st.plan->targets[m.target].gap_resent = true;
       const int reuse = st.release_hold(m.part) ? m.part : -1;
       send_legs(m.st, *st.entry, {m.target}, reuse);
@@ -202,22 +236,22 @@ void Rerouter::check_gaps() {
   if (gaps_.empty()) return;
   const uint64_t now = now_ns();
   for (size_t i = 0; i < gaps_.size();) {
-    int32_t epoch = -1;
-    const char* outcome = gap_outcome(gaps_[i], now, epoch);
+    int32_t to = -1, epoch = -1;
+    const char* outcome = gap_outcome(gaps_[i], now, to, epoch);
     if (outcome == nullptr) {
       ++i;
       continue;
     }
     SequenceGap g = std::move(gaps_[i]);
     gaps_.erase(gaps_.begin() + static_cast<std::ptrdiff_t>(i));
-    settle_gap(g, outcome, epoch);
+    settle_gap(g, outcome, to, epoch);
   }
 }
 
 void Rerouter::close_gaps() {
   std::vector<SequenceGap> gaps = std::move(gaps_);
   gaps_.clear();
-  for (SequenceGap& g : gaps) settle_gap(g, "closed", -1);
+  for (SequenceGap& g : gaps) settle_gap(g, "closed", -1, -1);
 }
 
 }  // namespace epochgate::proxy

@@ -154,6 +154,15 @@ def _fell_back(m2, m1):
             if v}
 
 
+def _gap_runs(m2, m1):
+    """Runs of rerouted writes held together, by outcome (docs/metrics.md,
+    epochgate_reroute_sequence_gaps_total)."""
+    return {o: v for o, v in ((o, sl.delta(m2, m1, "epochgate_reroute_sequence_gaps_total", outcome=o))
+                              for o in ("resent", "one_more_hop", "stored", "unproven",
+                                        "hold_timeout", "closed", "no_room"))
+            if v}
+
+
 def test_kafka_python_writes_behind_earlier_ones_wait_instead_of_failing(h):
     res, stored, m1, m2, _ = _producer_across_moves(h, KAFKA_PYTHON, "kafka-python")
     errors = sorted({a[1] for a in res["acks"].values() if not a[0]})
@@ -161,8 +170,9 @@ def test_kafka_python_writes_behind_earlier_ones_wait_instead_of_failing(h):
     delivered = sl.delta(m2, m1, REROUTES, result="delivered")
     held = sl.delta(m2, m1, "epochgate_reroute_held_total")
     h.note("kafka-python 2.0.2, 4 unassisted moves: %d sent, %d errors %s; %d partitions "
-           "rerouted, %d writes held for order, fell back %s"
-           % (res["sent"], n_errors, errors, delivered, held, _fell_back(m2, m1) or "never"))
+           "rerouted, %d writes held for order, fell back %s; runs held together %s"
+           % (res["sent"], n_errors, errors, delivered, held, _fell_back(m2, m1) or "never",
+              _gap_runs(m2, m1) or "none"))
     _check_stored(res, stored)
     # kafka-python never resends (retries=0): every error it is given is the
     # application's. Without the hold, a write behind an earlier one at the

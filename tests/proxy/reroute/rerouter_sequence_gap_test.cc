@@ -197,6 +197,65 @@ TEST(RerouterSequenceGap, RefusalsWithoutASignOfTheTakeoverFallBackOnceMaxHoldPa
   EXPECT_EQ(rig.rerouter->guard().in_flight(), 0u);
 }
 
+// A client that never moves by itself (kafka-python, Produce v7) pipelines
+// writes to the old leader's listener; epochgate reroutes them to the leader
+// its view names, which has since lost the partition again. Each refusal
+// alone would reach the client (a later write went to the same leader behind
+// it); the run of refusals, none stored, takes its one more hop together to
+// the leader a refresh names at a newer epoch, in order.
+TEST(RerouterSequenceGap, RunRefusedByAStalePickTakesOneMoreHopTogetherInOrder) {
+  GapRun run(3);
+  auto& [rig, w, two] = run;
+  leader_answers(two, kNotLeader);
+  leader_answers(two, kNotLeader);
+  rig.view.set("t", 0, 3, 6);  // a refresh names node 3, a newer epoch
+  leader_answers(two, kNotLeader);
+  FakeBrokerClient* three = rig.brokers.node(3);
+  ASSERT_NE(three, nullptr) << "the run went on to the newer leader";
+  ASSERT_EQ(three->pending(), 3u) << "all three, together";
+  EXPECT_EQ(two.accepted(), 3u) << "nothing sent to the refusing broker again";
+  leader_answers(*three, 0, 700);
+  leader_answers(*three, 0, 701);
+  leader_answers(*three, 0, 702);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(w[i]->entry.ready) << i;
+    EXPECT_EQ(RerouterRig::results(*w[i])[0].error, 0) << i;
+    EXPECT_EQ(RerouterRig::results(*w[i])[0].base_offset, 700 + i) << "sent in the client's order";
+  }
+  EXPECT_EQ(rig.rerouter->guard().in_flight(), 0u);
+  EXPECT_EQ(rig.rerouter->guard().streams(), 0u);
+}
+
+TEST(RerouterSequenceGap, RunRefusedAgainOnItsOneMoreHopGoesToTheClient) {
+  GapRun run(2);
+  auto& [rig, w, two] = run;
+  leader_answers(two, kNotLeader);
+  rig.view.set("t", 0, 3, 6);
+  leader_answers(two, kNotLeader);
+  FakeBrokerClient* three = rig.brokers.node(3);
+  ASSERT_NE(three, nullptr);
+  ASSERT_EQ(three->pending(), 2u);
+  rig.view.set("t", 0, 1, 7);  // moved once more: no third hop
+  leader_answers(*three, kNotLeader);
+  leader_answers(*three, kNotLeader);
+  ASSERT_TRUE(w[0]->entry.ready);
+  ASSERT_TRUE(w[1]->entry.ready);
+  EXPECT_EQ(RerouterRig::results(*w[0])[0].error, kNotLeader);
+  EXPECT_EQ(RerouterRig::results(*w[1])[0].error, kNotLeader);
+  EXPECT_TRUE(rig.brokers.node(1) == nullptr || rig.brokers.node(1)->accepted() == 0u);
+  EXPECT_EQ(rig.rerouter->guard().in_flight(), 0u);
+}
+
+TEST(RerouterSequenceGap, RunRefusedWhileTheViewNamesTheSameEpochWaitsForProof) {
+  GapRun run(2);
+  auto& [rig, w, two] = run;
+  rig.view.set("t", 0, 3, 5);  // another leader, but no newer epoch: no reason to hop
+  leader_answers(two, kNotLeader);
+  leader_answers(two, kNotLeader);
+  EXPECT_FALSE(w[0]->entry.ready) << "held, as refusals across a takeover are";
+  EXPECT_TRUE(rig.brokers.node(3) == nullptr || rig.brokers.node(3)->accepted() == 0u);
+}
+
 TEST(RerouterSequenceGap, HeldGapFallsBackOnceMaxHoldPasses) {
   GapRun run(2, /*max_hold_ms=*/1);
   auto& [rig, w, two] = run;
