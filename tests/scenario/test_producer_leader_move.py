@@ -97,6 +97,9 @@ def _producer_under_two_moves(h, acks, idempotent):
 
     # Move 2, epochgate first: epochgate's view learns partition 1's new
     # leader (another client's Metadata) just before the old leader steps down.
+    # Not while the producer still asks for move 1's leader: its query would
+    # take the answer staged for epochgate's view.
+    sl.wait_metadata_quiet(log)
     m1 = sl.scrape(gate)
     b_new = 1
     p1_at_move = sl.end_offset(cluster, TOPIC, 1)

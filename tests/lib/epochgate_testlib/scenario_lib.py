@@ -294,6 +294,41 @@ def hint_updates(log_path, topic, partition):
     return out
 
 
+def wait_metadata_quiet(log_path, quiet_s=0.5, timeout=15.0):
+    """Waits until the librdkafka clients logging to `log_path` (metadata
+    debug) have no Metadata request out and sent none for `quiet_s` (by the
+    log's own wall-clock times). A client reacting to a leader move asks
+    for the partition's leader (a fast leader query) right after the move's
+    first NOT_LEADER_OR_FOLLOWER, which can come after the new leader has
+    already taken records; a move staged by move_view_first in that moment
+    loses its pushed Metadata answer to that query, so the client learns
+    the move from its own Metadata and never meets epochgate's view."""
+    def quiet():
+        sent = answered = 0
+        last = 0.0
+        if not os.path.exists(log_path):
+            return False
+        with open(log_path, errors="replace") as f:
+            for line in f:
+                if " METADATA: " not in line:
+                    continue
+                if "Request metadata" in line:
+                    sent += 1
+                    try:
+                        last = max(last, float(line.split(" ", 1)[0]))
+                    except ValueError:
+                        pass
+                elif "Received metadata" in line:
+                    answered += 1
+        # A request whose connection failed is never answered: after 3 s
+        # it no longer counts as out.
+        idle = time.time() - last
+        return idle >= quiet_s and (answered >= sent or idle >= 3.0)
+    harness.wait_until(quiet, timeout, interval=0.05,
+                       what="the clients' Metadata requests to be answered and quiet for %.1f s"
+                       % quiet_s)
+
+
 def metadata_requests(log_path):
     """Number of Metadata requests a librdkafka client sent (protocol debug)."""
     n = 0
