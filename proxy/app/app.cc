@@ -442,6 +442,7 @@ void App::on_housekeeping(uv_timer_t* t) {
     const uint64_t now = now_ms();
     app->metrics_->set_view_age(now > since ? static_cast<double>(now - since) / 1e3 : 0.0);
   }
+  if (app->refresher_) app->refresher_->report_session(now_ms());
   if (app->listeners_) {
     auto n = app->listeners_->counts();
     app->listener_metrics_->set_listeners(n.listening, n.bind_failed, n.refused);
