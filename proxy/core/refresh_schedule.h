@@ -17,25 +17,25 @@ namespace epochgate::proxy {
 struct RefreshSchedule {
   /// What may start at a given moment.
   enum class Due {
-    kNothing,   ///< nothing yet: wait for the next due moment or an event
-    kStartup,   ///< the first refresh (brokers only), or its retry
-    kPeriodic,  ///< the refresh naming every known topic
-    kUrgent,    ///< the pending urgent refresh, its rate limit waited out
-    kUrgentWaits,  ///< an urgent refresh waits out refresher.urgent_min_interval_ms
+    kNothing,      ///< nothing yet: wait for the next due moment or an event
+    kStartup,      ///< the first refresh (brokers only), or its retry
+    kPeriodic,     ///< the refresh naming every known topic
+    kUrgent,       ///< the pending urgent refresh, its rate limit waited out
+    kUrgentWaits,  ///< an urgent one waits out refresher.urgent_min_interval_ms
   };
   /// next_ms() when no moment is due until something happens (an answer,
   /// an urgent request, a config reload).
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
-  bool awaiting = false;               ///< a refresh is in flight
-  bool startup_done = false;           ///< a view was loaded once
-  uint64_t last_failed_ms = 0;         ///< end of the last round every broker failed; 0 after a success
-  uint64_t retry_delay_ms = 0;         ///< backoff after that round
-  uint64_t last_full_refresh_ms = 0;   ///< last answer to a refresh naming every known topic
-  uint64_t periodic_ms = 0;            ///< refresher.interval_ms with this round's jitter
-  bool urgent = false;                 ///< an urgent refresh waits
-  uint64_t last_refresh_ms = 0;        ///< last answer to any refresh
-  uint64_t urgent_min_interval_ms = 0; ///< refresher.urgent_min_interval_ms
+  bool awaiting = false;                ///< a refresh is in flight
+  bool startup_done = false;            ///< a view was loaded once
+  uint64_t last_failed_ms = 0;          ///< a round every broker failed ended; 0 after a success
+  uint64_t retry_delay_ms = 0;          ///< backoff after that round
+  uint64_t last_full_refresh_ms = 0;    ///< last answer to a refresh naming every known topic
+  uint64_t periodic_ms = 0;             ///< refresher.interval_ms with this round's jitter
+  bool urgent = false;                  ///< an urgent refresh waits
+  uint64_t last_refresh_ms = 0;         ///< last answer to any refresh
+  uint64_t urgent_min_interval_ms = 0;  ///< refresher.urgent_min_interval_ms
 
   /// What may start at `now_ms`. A failed round's backoff holds back
   /// everything; the periodic refresh goes before the urgent one (it names
