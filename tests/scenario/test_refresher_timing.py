@@ -120,8 +120,9 @@ def test_urgent_refreshes_stay_prompt_and_rate_limited(h):
                        what="an urgent refresh after a fenced Produce")
     h.note("first urgent refresh %.0f ms after the fenced Produce" % (
         (time.monotonic() - t0) * 1000))
-    # Fenced writes every 50 ms for 3 s: urgent refreshes at most one per
-    # 500 ms (and a few more allowed in the first one), never one per write.
+    # Fenced writes for 3 s, each sent 50 ms after the last one's answer
+    # (the fence holds it for its refresh): unlimited, each would get its
+    # refresh at once, tens a second; rate-limited, one per 500 ms.
     deadline = time.monotonic() + 3.0
     i = 0
     while time.monotonic() < deadline:
