@@ -205,7 +205,11 @@ ListenerRegistry::Events App::listener_events() {
                           node, lim.port_base);
     }
   };
-  ev.bind_failed = [this](int32_t) { listener_metrics_->bind_failure(); };
+  ev.bind_failed = [this](int32_t) {
+    listener_metrics_->bind_failure();
+    // Its retry is a new due moment; a worker's ensure() may have failed it.
+    post_control([this] { arm_listener_timer(); });
+  };
   return ev;
 }
 
@@ -283,10 +287,10 @@ bool App::start(std::string& error) {
                         : config_->upstream_sasl.on_behalf_of_clients ? 2
                                                                       : 1;
   for (auto& w : workers_) w->start();
-  listeners_bound_ = true;
   uv_timer_init(&loop_, &listener_timer_);
   listener_timer_.data = this;
-  uv_timer_start(&listener_timer_, &App::on_listener_tick, 250, 250);
+  listeners_bound_ = true;  // the timer exists: arm_listener_timer() may run
+  arm_listener_timer();
 
   refresher_ = std::make_unique<Refresher>(&loop_, config_, view_, metrics_.get());
   // The refresher's brokers are the cluster's node set: listeners follow it.
@@ -294,7 +298,10 @@ bool App::start(std::string& error) {
     std::vector<int32_t> ids;
     ids.reserve(m.brokers.size());
     for (const auto& b : m.brokers) ids.push_back(b.node_id);
-    if (!tls_->sni_mode()) listeners_->observe_brokers(ids, now_ms());
+    if (!tls_->sni_mode()) {
+      listeners_->observe_brokers(ids, now_ms());
+      arm_listener_timer();  // a node that left starts its grace period
+    }
     // Writes a broker answered NOT_LEADER_OR_FOLLOWER wait for the view to
     // name their leader: tell the workers now rather than at their poll.
     for (auto& w : workers_)
@@ -442,6 +449,7 @@ void App::on_housekeeping(uv_timer_t* t) {
     const uint64_t now = now_ms();
     app->metrics_->set_view_age(now > since ? static_cast<double>(now - since) / 1e3 : 0.0);
   }
+  if (app->refresher_) app->refresher_->report_session(now_ms());
   if (app->listeners_) {
     auto n = app->listeners_->counts();
     app->listener_metrics_->set_listeners(n.listening, n.bind_failed, n.refused);
@@ -451,6 +459,19 @@ void App::on_housekeeping(uv_timer_t* t) {
 void App::on_listener_tick(uv_timer_t* t) {
   auto* app = static_cast<App*>(t->data);
   if (app->listeners_ && !app->draining_.load()) app->listeners_->tick(now_ms());
+  app->arm_listener_timer();
+}
+
+void App::arm_listener_timer() {
+  if (!listeners_bound_ || !listeners_) return;
+  const std::optional<uint64_t> next = listeners_->next_due_ms();
+  if (!next || draining_.load()) {
+    uv_timer_stop(&listener_timer_);
+    return;
+  }
+  uv_update_time(&loop_);  // the cached loop time may be behind now_ms()
+  const uint64_t now = now_ms();
+  uv_timer_start(&listener_timer_, &App::on_listener_tick, *next > now ? *next - now : 0, 0);
 }
 
 void App::apply_config(config::Config next) {

@@ -89,6 +89,9 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   void run_control();
   void hand_off(int32_t node_id, int fd);
   static void on_listener_tick(uv_timer_t* t);
+  /// Arms listener_timer_ (one-shot) for the registry's next_due_ms(), or
+  /// stops it when nothing waits or a drain began. Main loop only.
+  void arm_listener_timer();
   void begin_drain(const char* why);
   void finish();
   void apply_config(config::Config next);
@@ -118,7 +121,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::mutex control_mu_;
   std::vector<std::function<void()>> control_posted_;
   bool control_started_ = false;
-  uv_timer_t listener_timer_{};  // 250 ms: bind retries, departed nodes' listeners
+  uv_timer_t listener_timer_{};  // one-shot: bind retries, departed nodes' listeners
   size_t next_worker_ = 0;
   std::atomic<uint32_t> pending_handoffs_{0};  // accepted, not yet a session with its upstream
   uint64_t base_fds_ = 0;  // descriptors open after start-up, listeners excluded

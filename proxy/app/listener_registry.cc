@@ -190,6 +190,19 @@ void ListenerRegistry::tick(uint64_t now_ms) {
   }
 }
 
+std::optional<uint64_t> ListenerRegistry::next_due_ms() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<uint64_t> next;
+  auto at = [&](uint64_t t) { next = next ? std::min(*next, t) : t; };
+  for (const auto& [id, n] : nodes_) {
+    if (!n.present && limits_.explicit_ports.count(id) == 0)
+      at(n.absent_since_ms + limits_.absent_grace_ms);
+    else if (n.present && n.state == State::kBindFailed)
+      at(n.retry_at_ms);
+  }
+  return next;
+}
+
 std::optional<uint16_t> ListenerRegistry::port_of(int32_t node_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (node_id == kBootstrapNode)

@@ -80,8 +80,15 @@ class ListenerRegistry {
   void observe_brokers(const std::vector<int32_t>& node_ids, uint64_t now_ms);
 
   /// Retries due binds of present nodes and closes listeners (and forgets
-  /// refusals) of nodes absent for absent_grace_ms. Call about every 250 ms.
+  /// refusals) of nodes absent for absent_grace_ms. Call at next_due_ms().
   void tick(uint64_t now_ms);
+
+  /// The earliest monotonic ms at which tick() has something to do: a
+  /// present node's bind retry, or the end of a departed node's
+  /// absent_grace_ms (pinned nodes never leave). nullopt when nothing waits;
+  /// it changes only with the node set (observe_brokers, ensure) and a failed
+  /// bind (Events::bind_failed), after which the caller asks again.
+  std::optional<uint64_t> next_due_ms() const;
 
   /// Port of an existing listener (bootstrap: kBootstrapNode); never binds.
   std::optional<uint16_t> port_of(int32_t node_id) const;

@@ -16,7 +16,6 @@
 namespace epochgate::proxy {
 
 namespace {
-constexpr uint64_t kTickMs = 50;
 // After a round in which every broker failed: wait this long, doubling
 // with each further failed round up to the cap, so a cluster that stays
 // away is not dialled (and logged) every second for ever.
@@ -43,14 +42,52 @@ Refresher::~Refresher() = default;
 
 void Refresher::start() {
   if (!config_->refresher.enabled) return;
-  uv_timer_start(&tick_, &Refresher::on_tick, 0, kTickMs);
+  arm();
 }
 
 void Refresher::set_config(std::shared_ptr<const config::Config> config) {
-  bool was = config_->refresher.enabled;
   config_ = std::move(config);
-  if (!was && config_->refresher.enabled) uv_timer_start(&tick_, &Refresher::on_tick, 0, kTickMs);
-  if (was && !config_->refresher.enabled) uv_timer_stop(&tick_);
+  // A new interval or rate limit moves the next due moment either way; a
+  // refresher turned off stops its timer here, turned on starts it.
+  arm();
+}
+
+RefreshSchedule Refresher::schedule() const {
+  RefreshSchedule s;
+  s.awaiting = state_ == State::kAwaitMetadata;
+  s.startup_done = startup_done_;
+  s.last_failed_ms = last_failed_ms_;
+  s.retry_delay_ms = retry_delay_ms_;
+  s.last_full_refresh_ms = last_full_refresh_ms_;
+  s.periodic_ms = periodic_due_ms(config_->refresher.interval_ms);
+  s.last_refresh_ms = last_refresh_ms_;
+  s.urgent_min_interval_ms = config_->refresher.urgent_min_interval_ms;
+  std::lock_guard<std::mutex> lock(mu_);
+  s.urgent = urgent_;
+  return s;
+}
+
+void Refresher::arm() {
+  if (stopping_ || !config_->refresher.enabled) {
+    uv_timer_stop(&tick_);
+    return;
+  }
+  const uint64_t next = schedule().next_ms();
+  if (next == RefreshSchedule::kNever) {  // the answer (or its failure) arms again
+    uv_timer_stop(&tick_);
+    return;
+  }
+  // The loop's cached time may be behind now_ms() by what this iteration
+  // already ran: refreshed, the timer does not fire before `next`.
+  uv_update_time(loop_);
+  const uint64_t now = now_ms();
+  uv_timer_start(&tick_, &Refresher::on_tick, next > now ? next - now : 0, 0);
+}
+
+void Refresher::report_session(uint64_t now) {
+  const uint64_t session_ends = client_.session_ends_ms();
+  if (session_ends && metrics_)
+    metrics_->set_sasl_session_expiry(now < session_ends ? (session_ends - now) / 1e3 : 0);
 }
 
 void Refresher::request_urgent(std::vector<std::string> topics, const char* trigger) {
@@ -92,39 +129,40 @@ std::string Refresher::last_broker() const {
 
 void Refresher::on_async(uv_async_t* a) {
   auto* r = static_cast<Refresher*>(a->data);
-  if (!r->stopping_ && r->config_->refresher.enabled) r->maybe_refresh(now_ms());
+  if (r->stopping_ || !r->config_->refresher.enabled) return;
+  r->maybe_refresh(now_ms());
+  r->arm();
 }
 
 void Refresher::on_tick(uv_timer_t* t) {
   auto* r = static_cast<Refresher*>(t->data);
   r->maybe_refresh(now_ms());
+  r->arm();
 }
 
 void Refresher::maybe_refresh(uint64_t now) {
   if (stopping_) return;
-  const auto& rc = config_->refresher;
-  uint64_t session_ends = client_.session_ends_ms();
-  if (session_ends && metrics_)
-    metrics_->set_sasl_session_expiry(now < session_ends ? (session_ends - now) / 1e3 : 0);
-  // The client bounds the wait: the dial by limits.upstream_connect_timeout_ms
-  // per broker, each login round and the request by refresher.request_timeout_ms.
-  if (state_ == State::kAwaitMetadata) return;
-  if (last_failed_ms_ && now - last_failed_ms_ < retry_delay_ms_) return;  // all brokers failed
-  bool urgent;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    urgent = urgent_;
-  }
-  if (!startup_done_) {
-    begin_refresh("startup");
-  } else if (now - last_full_refresh_ms_ >= periodic_due_ms(rc.interval_ms)) {
-    // Before the urgent branch: a periodic refresh names the pending urgent
-    // topics too, and urgent requests coming faster than the rate limit
-    // must not put it off.
-    begin_refresh("periodic");
-  } else if (urgent && (now - last_refresh_ms_ >= rc.urgent_min_interval_ms ||
-                        confirm_now(now, rc.urgent_min_interval_ms))) {
-    begin_refresh(urgent_trigger_);
+  report_session(now);
+  // While a refresh is in flight nothing is due: the client bounds its wait
+  // (the dial by limits.upstream_connect_timeout_ms per broker, each login
+  // round and the request by refresher.request_timeout_ms), and its answer
+  // or failure arms the timer again.
+  switch (schedule().due(now)) {
+    case RefreshSchedule::Due::kStartup:
+      begin_refresh("startup");
+      break;
+    case RefreshSchedule::Due::kPeriodic:
+      begin_refresh("periodic");
+      break;
+    case RefreshSchedule::Due::kUrgent:
+      begin_refresh(urgent_trigger_);
+      break;
+    case RefreshSchedule::Due::kUrgentWaits:
+      if (confirm_now(now, config_->refresher.urgent_min_interval_ms))
+        begin_refresh(urgent_trigger_);
+      break;
+    case RefreshSchedule::Due::kNothing:
+      break;
   }
 }
 
@@ -348,7 +386,10 @@ void Refresher::on_login(const SaslLoginStep& step, bool again, bool offered) {
 void Refresher::on_connection_lost(ClientError, const std::string& why) {
   // An idle connection the broker closed: the next broker is dialed now, as
   // for a failed request (a request's own failure arrives in its callback).
-  if (state_ == State::kReady && !stopping_) fail(why);
+  if (state_ == State::kReady && !stopping_) {
+    fail(why);
+    arm();
+  }
 }
 
 void Refresher::send_metadata() {
@@ -366,6 +407,8 @@ void Refresher::send_metadata() {
   state_ = State::kAwaitMetadata;
   ClientError refused = client_.send(std::move(req), o, [this](auto&& r) {
     on_metadata_answer(std::move(r));
+    // Answered or failed over every broker: the next due moment moved.
+    arm();
   });
   if (refused != ClientError::kNone) fail(client_error_name(refused));
 }
@@ -433,8 +476,8 @@ void Refresher::learn(const codec::MetadataResponse& m) {
   if (in_flight_all_) last_full_refresh_ms_ = now;
   state_ = State::kReady;
   {
-    // A move reported while this refresh was out is confirmed by the next
-    // one now, not at the next tick.
+    // A move reported while this refresh was out may be confirmed by the
+    // next one now, not when the urgent rate limit ends.
     std::lock_guard<std::mutex> lock(mu_);
     if (!confirm_topics_.empty()) uv_async_send(&async_);
   }

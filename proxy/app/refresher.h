@@ -25,6 +25,7 @@
 #include "proxy/client/kafka_client.h"
 #include "proxy/core/confirm_limiter.h"
 #include "proxy/core/refresh_requests.h"
+#include "proxy/core/refresh_schedule.h"
 #include "proxy/net/buffer_pool.h"
 
 namespace epochgate::metrics {
@@ -58,8 +59,15 @@ class Refresher : public RefreshRequests, private KafkaClientObserver {
   /// refreshes went in it; otherwise it waits like any urgent refresh.
   /// Thread-safe.
   void request_confirm(std::vector<std::string> topics, const char* trigger) override;
-  /// Applies a reloaded config (interval, rate limit, enabled).
+  /// Applies a reloaded config (interval, rate limit, enabled) and arms the
+  /// timer for the next refresh it makes due.
   void set_config(std::shared_ptr<const config::Config> config);
+  /// Sets epochgate_sasl_session_expiry_seconds from the session the broker
+  /// granted epochgate's own connection (KIP-368), as of `now_ms`
+  /// (monotonic ms); nothing without a session lifetime. Loop thread: the
+  /// app's housekeeping calls it each second, as the refresher's timer runs
+  /// only when a refresh is due.
+  void report_session(uint64_t now_ms);
   /// Closes handles; `done` runs when all are closed.
   void stop(std::function<void()> done);
   /// Monotonic ms (uv_hrtime based) when the last Metadata response was
@@ -92,7 +100,15 @@ class Refresher : public RefreshRequests, private KafkaClientObserver {
 
   static void on_tick(uv_timer_t* t);
   static void on_async(uv_async_t* a);
+  /// Starts what is due at `now_ms` (RefreshSchedule), if anything.
   void maybe_refresh(uint64_t now_ms);
+  /// The state RefreshSchedule decides on, with the current config.
+  RefreshSchedule schedule() const;
+  /// Arms the one-shot timer for the next moment a refresh is due (at once
+  /// when one is due now); stops it while a refresh is in flight, the
+  /// refresher is off or stopping. After anything that moves that moment:
+  /// an answer or failure, an urgent request, a config reload.
+  void arm();
   /// Epoch-less move reports wait: may their refresh skip the urgent
   /// interval (`interval_ms`) at `now_ms`? Records what it admits and
   /// forgets the reports it looked at (the refresh takes their topics
@@ -128,7 +144,7 @@ class Refresher : public RefreshRequests, private KafkaClientObserver {
   // and nothing trims this pool (the workers' sweeps trim theirs).
   BufferPool pool_{16 * 1024, 4, 0};
   KafkaClient client_;
-  uv_timer_t tick_;
+  uv_timer_t tick_;  // one-shot, armed by arm() for the next due refresh
   uv_async_t async_;
   State state_ = State::kIdle;
   std::vector<config::HostPort> targets_;
@@ -164,7 +180,7 @@ class Refresher : public RefreshRequests, private KafkaClientObserver {
   std::atomic<bool> closed_at_metadata_seen_{false};
   std::atomic<bool> reachable_{true};
   std::atomic<uint64_t> last_completed_ms_{0};
-  std::mutex mu_;                       // guards the urgent set (any thread)
+  mutable std::mutex mu_;               // guards the urgent set (any thread)
   std::set<std::string> urgent_topics_;
   bool urgent_ = false;
   bool urgent_all_ = false;

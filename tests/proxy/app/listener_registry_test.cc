@@ -137,6 +137,28 @@ TEST(ListenerRegistry, ListenerOfANodeThatLeftClosesAfterTheGrace) {
   EXPECT_TRUE(reg.port_of(2));
 }
 
+// The app arms its one-shot timer for next_due_ms(): it must name the
+// moment tick() closes a departed node's listener, and nothing once no node
+// waits for anything.
+TEST(ListenerRegistry, NextDueIsWhenADepartedNodesGraceEnds) {
+  Recorder rec;
+  ListenerLimits l = loopback_limits();
+  l.absent_grace_ms = 5000;
+  ListenerRegistry reg(l, rec.events());
+  EXPECT_FALSE(reg.next_due_ms());
+  reg.observe_brokers({1, 2, 3}, 1000);
+  EXPECT_FALSE(reg.next_due_ms()) << "every node is present and listening";
+  reg.observe_brokers({1, 3}, 2000);
+  reg.observe_brokers({1}, 3000);
+  EXPECT_EQ(reg.next_due_ms(), 7000u);
+  reg.tick(7000);
+  EXPECT_EQ(rec.closed, 1);
+  EXPECT_EQ(reg.next_due_ms(), 8000u);
+  reg.ensure(3, 7500);  // named again: nothing left to wait for
+  EXPECT_FALSE(reg.next_due_ms());
+  EXPECT_EQ(rec.closed, 1);
+}
+
 TEST(ListenerRegistry, NamedAgainWithinTheGraceKeepsTheListener) {
   Recorder rec;
   ListenerLimits l = loopback_limits();
@@ -262,6 +284,7 @@ TEST(ListenerRegistry, FailedBindIsRetriedWithBackoffAndReadinessRecovers) {
   EXPECT_FALSE(reg.port_of(0));
   EXPECT_NE(reg.unready_reason().find("broker node 0"), std::string::npos) << reg.unready_reason();
   EXPECT_EQ(rec.bind_failures, 1);
+  EXPECT_EQ(reg.next_due_ms(), 1100u);
   reg.tick(1050);  // not due yet
   EXPECT_EQ(rec.bind_failures, 1);
   reg.tick(1100);  // retry 1 (then 200 ms)
@@ -269,9 +292,11 @@ TEST(ListenerRegistry, FailedBindIsRetriedWithBackoffAndReadinessRecovers) {
   reg.tick(1700);  // retry 3 (capped at 400 ms)
   reg.tick(2000);  // not due
   EXPECT_EQ(rec.bind_failures, 4);
+  EXPECT_EQ(reg.next_due_ms(), 2100u);
   busy.release();
   reg.tick(2100);
   ASSERT_TRUE(reg.port_of(0));
+  EXPECT_FALSE(reg.next_due_ms());
   EXPECT_EQ(*reg.port_of(0), l.port_base);
   EXPECT_EQ(reg.unready_reason(), "");
 }
@@ -291,6 +316,7 @@ TEST(ListenerRegistry, ReadinessForgetsAFailedNodeTheClusterNoLongerNames) {
   reg.observe_brokers({1}, 2000);  // node 0 left the cluster
   EXPECT_EQ(reg.unready_reason(), "");
   int failures = rec.bind_failures;
+  EXPECT_EQ(reg.next_due_ms(), 2000 + l.absent_grace_ms) << "no retry for a node nobody names";
   reg.tick(60000);
   EXPECT_EQ(rec.bind_failures, failures) << "kept retrying a node nobody names";
 }
