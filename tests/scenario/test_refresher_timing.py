@@ -98,7 +98,9 @@ def test_the_periodic_refresh_keeps_its_interval_and_a_reload_moves_it(h):
     harness.wait_until(lambda: _periodic(gate) > start, 1.0,
                        what="a periodic refresh right after interval_ms went to 300 ms")
     time.sleep(1.5)
-    assert _periodic(gate) - start >= 4, _periodic(gate) - start
+    # 5 at 300 ms apart from each answer; a loaded machine (or ASan) adds
+    # each Metadata round trip to the interval.
+    assert _periodic(gate) - start >= 3, _periodic(gate) - start
 
 
 def test_urgent_refreshes_stay_prompt_and_rate_limited(h):
@@ -116,7 +118,9 @@ def test_urgent_refreshes_stay_prompt_and_rate_limited(h):
     start = _urgent(gate)
     t0 = time.monotonic()
     sl.produce_values(gc, wrong, "busy", 0, [b"first"])
-    harness.wait_until(lambda: _urgent(gate) > start, 0.3, interval=0.01,
+    # Bounded loosely: the claim is that one comes without waiting for the
+    # periodic refresh (60 s here); the note says how soon.
+    harness.wait_until(lambda: _urgent(gate) > start, 3.0, interval=0.01,
                        what="an urgent refresh after a fenced Produce")
     h.note("first urgent refresh %.0f ms after the fenced Produce" % (
         (time.monotonic() - t0) * 1000))
