@@ -55,8 +55,8 @@ if [ "$(cat "$out/go/.complete" 2>/dev/null)" != "$hash" ]; then
   mkdir -p "$out/go/bin"
   export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build GOFLAGS=-modcacherw GOTOOLCHAIN=local GOPATH=$cache/go
   for d in franz-go sarama kafka-go; do
-    (cd "$repo/tests/clients/go" && nice "$go" build -trimpath -o "$out/go/bin/$d.tmp" "./$d")
-    mv "$out/go/bin/$d.tmp" "$out/go/bin/$d"
+    (cd "$repo/tests/clients/go" && nice "$go" build -trimpath -o "$out/go/bin/$d.tmp.$$" "./$d")
+    mv "$out/go/bin/$d.tmp.$$" "$out/go/bin/$d"
   done
   echo "$hash" >"$out/go/.complete"
 fi
