@@ -37,6 +37,7 @@ the SASL and TLS stories of sasl_cases.py (one cluster start for both).
 """
 
 import struct
+import time
 
 from epochgate_testlib import realkafka_lib as rk  # noqa: E402
 from epochgate_testlib.realkafka_lib import harness, kw, sl, sw  # noqa: E402
@@ -102,9 +103,31 @@ def _setup(h, mode, name=None):
     g = Gate(h, gate)
     d = Direct(c)
     h.on_close(d.close)
+    # The move returns once the admin client's describe shows broker 2
+    # leading; the other brokers' metadata (and broker 2's own leadership)
+    # may follow a moment later. The checks below need every broker settled.
+    _wait_every_broker_names(d, c, topic, leader=2, epoch=1)
     md_gate = g.metadata_v12([topic])
     md_direct = sw.parse_metadata_response_v12(d.exchange(sw.metadata_request_v12(9, [topic]), 1))
     return c, topic, gate, g, d, md_gate, md_direct
+
+
+def _wait_every_broker_names(d, c, topic, leader, epoch, timeout=30.0):
+    """Waits until each broker's Metadata names `leader` at `epoch` or later
+    for partition 0 of `topic`."""
+    deadline = time.monotonic() + timeout
+    corr = 0x5700
+    while True:
+        seen = {}
+        for node in sorted(c.ports):
+            corr += 1
+            md = sw.parse_metadata_response_v12(d.exchange(sw.metadata_request_v12(corr, [topic]), node))
+            seen[node] = _partition0(md, topic)
+        if all(l == leader and e >= epoch for l, e in seen.values()):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("brokers' partition 0 leader/epoch after the move: %s" % seen)
+        time.sleep(0.05)
 
 
 def _partition0(md, topic):
