@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "codec/status.h"
 #include "codec/types.h"
@@ -93,6 +94,10 @@ class Reader {
   std::string string(bool compact);
   /// NULLABLE_STRING / COMPACT_NULLABLE_STRING.
   std::optional<std::string> nullable_string(bool compact);
+  /// string() and nullable_string() as views into the frame: the same checks
+  /// and errors, nothing copied and nothing charged. Valid while the frame is.
+  std::string_view string_view(bool compact);
+  std::optional<std::string_view> nullable_string_view(bool compact);
   /// BYTES / COMPACT_BYTES / (COMPACT_)NULLABLE_BYTES / records: a view, not a copy.
   Bytes bytes(bool compact, bool nullable);
 
