@@ -3,7 +3,7 @@
 
 namespace epochgate::codec {
 
-uint32_t Reader::uvarint() {
+uint32_t Reader::uvarint_long() {
   uint32_t value = 0;
   for (int i = 0; i < 5; ++i) {
     if (!need(1)) return 0;
