@@ -66,9 +66,11 @@ reqs, what, req_bytes = int(m.group(1)), m.group(2), int(m.group(3))
 unit = "request" if what.startswith("Produce") else "Fetch response"
 num = lambda s: int(s.replace(",", ""))
 # Outside memcpy (its Ir are the bytes it copied, see bench/PROFILE.md), for
-# the whole program and for the worker threads alone (no start-up).
+# the whole program and for the worker threads alone (no start-up). Only
+# memcpy's own lines: annotate-self.txt also lists calls into it ("=> ...")
+# under their callers, which are the same instructions counted again.
 memcpy = sum(num(x) for x in re.findall(
-    r"^\s*([\d,]+) .*memmove-vec-unaligned-erms\.S:__mem", self_cost, re.M))
+    r"^\s*([\d,]+) \([^)]*\)\s+(?!=>)\S*memmove-vec-unaligned-erms\.S:__mem", self_cost, re.M))
 w = re.search(r"^\s*([\d,]+) .*Worker::start\(\)::\{lambda\(\)#1\}.*_M_run", inclusive, re.M)
 workers = num(w.group(1)) if w else 0
 print(text.strip())

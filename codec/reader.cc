@@ -3,7 +3,7 @@
 
 namespace epochgate::codec {
 
-uint32_t Reader::uvarint() {
+uint32_t Reader::uvarint_long() {
   uint32_t value = 0;
   for (int i = 0; i < 5; ++i) {
     if (!need(1)) return 0;
@@ -70,7 +70,7 @@ int64_t Reader::string_length(bool compact, bool& is_null) {
   return len;
 }
 
-std::string Reader::string(bool compact) {
+std::string_view Reader::string_view(bool compact) {
   bool is_null = false;
   int64_t len = string_length(compact, is_null);
   if (!ok()) return {};
@@ -78,20 +78,32 @@ std::string Reader::string(bool compact) {
     fail(Errc::kUnexpectedNull, field_);
     return {};
   }
-  std::string s(reinterpret_cast<const char*>(pos_), static_cast<size_t>(len));
+  std::string_view s(reinterpret_cast<const char*>(pos_), static_cast<size_t>(len));
   pos_ += len;
-  charge(static_cast<uint64_t>(len));
   return s;
 }
 
-std::optional<std::string> Reader::nullable_string(bool compact) {
+std::optional<std::string_view> Reader::nullable_string_view(bool compact) {
   bool is_null = false;
   int64_t len = string_length(compact, is_null);
   if (!ok() || is_null) return std::nullopt;
-  std::string s(reinterpret_cast<const char*>(pos_), static_cast<size_t>(len));
+  std::string_view s(reinterpret_cast<const char*>(pos_), static_cast<size_t>(len));
   pos_ += len;
-  charge(static_cast<uint64_t>(len));
   return s;
+}
+
+std::string Reader::string(bool compact) {
+  std::string_view v = string_view(compact);
+  if (!ok()) return {};
+  charge(v.size());
+  return std::string(v);
+}
+
+std::optional<std::string> Reader::nullable_string(bool compact) {
+  std::optional<std::string_view> v = nullable_string_view(compact);
+  if (!v) return std::nullopt;
+  charge(v->size());
+  return std::string(*v);
 }
 
 Bytes Reader::bytes(bool compact, bool nullable) {

@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "codec/status.h"
 #include "codec/types.h"
@@ -83,8 +84,12 @@ class Reader {
     return u;
   }
 
-  /// Unsigned varint, at most 5 bytes (values up to 2^32-1).
-  uint32_t uvarint();
+  /// Unsigned varint, at most 5 bytes (values up to 2^32-1). One byte (every
+  /// count, length and tagged section of a usual request) is read inline.
+  uint32_t uvarint() {
+    if (pos_ != end_ && *pos_ < 0x80) return *pos_++;
+    return uvarint_long();
+  }
   /// Zig-zag varint (int32) and varlong (int64), as in record bodies.
   int32_t varint();
   int64_t varlong();
@@ -93,6 +98,10 @@ class Reader {
   std::string string(bool compact);
   /// NULLABLE_STRING / COMPACT_NULLABLE_STRING.
   std::optional<std::string> nullable_string(bool compact);
+  /// string() and nullable_string() as views into the frame: the same checks
+  /// and errors, nothing copied and nothing charged. Valid while the frame is.
+  std::string_view string_view(bool compact);
+  std::optional<std::string_view> nullable_string_view(bool compact);
   /// BYTES / COMPACT_BYTES / (COMPACT_)NULLABLE_BYTES / records: a view, not a copy.
   Bytes bytes(bool compact, bool nullable);
 
@@ -131,6 +140,8 @@ class Reader {
     return v;
   }
   int64_t string_length(bool compact, bool& is_null);
+  /// uvarint() past its one-byte case (and at the end, to fail there).
+  uint32_t uvarint_long();
 
   const uint8_t* begin_;
   const uint8_t* pos_;

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "codec/messages/api_traits.h"
+#include "codec/produce_head.h"
 #include "policy/shape_support.h"
 #include "codec/kafka_errors.h"
 
@@ -326,5 +327,7 @@ void decide(const Req& req, int16_t version, const DecideContext& ctx, RequestDe
   template void decide(const codec::Req&, int16_t, const DecideContext&, RequestDecision&);
 EPOCHGATE_FOR_EACH_GROUPED_API(EPOCHGATE_INSTANTIATE)
 #undef EPOCHGATE_INSTANTIATE
+// A Produce's fields read in place (codec/produce_head.h): the same table.
+template void decide(const codec::ProduceHead&, int16_t, const DecideContext&, RequestDecision&);
 
 }  // namespace epochgate::policy

@@ -40,7 +40,9 @@ bool policy_decides(int16_t api_key, int16_t version);
 /// The rows applied follow the row's rule; an API without one (Initialize and
 /// DeleteShareGroupState carry no epoch, ReadShareGroupStateSummary one the
 /// share coordinator never checks) passes every partition. The overload
-/// returning a RequestDecision is a convenience.
+/// returning a RequestDecision is a convenience. Also instantiated for
+/// codec::ProduceHead (codec/produce_head.h): a Produce's decided fields
+/// read in place decide as its full decode does.
 template <class Request>
 void decide(const Request& req, int16_t version, const DecideContext& ctx, RequestDecision& out);
 

@@ -23,6 +23,7 @@
 #include "proxy/core/reroute_plan.h"
 #include "proxy/core/served_probe.h"
 #include "proxy/fencing/decision_lease.h"
+#include "proxy/fencing/produce_head_lease.h"
 #include "proxy/net/buffer_budget.h"
 #include "proxy/net/clock.h"
 #include "proxy/net/connection.h"
@@ -163,6 +164,46 @@ void PolicyFencing::count_decision(const policy::RequestDecision& d, const Reque
   if (metrics_ && d.injected > 0) metrics_->epoch_injected(d.injected);
 }
 
+bool PolicyFencing::may_hold(const RequestInput& in, const SettingsView& s) const {
+  // A held request is decided for good once a refresh finished after it
+  // started waiting (the view is as current as it gets), or at the timeout.
+  bool refreshed = in.hold_started_ms != 0 && refresher_ != nullptr &&
+                   refresher_->last_completed_ms() > in.hold_started_ms;
+  return !in.after_hold && !refreshed && refresher_ != nullptr && s.config->refresher.enabled;
+}
+
+bool PolicyFencing::forward_produce_as_is(const RequestInput& in, const SettingsView& s) {
+  const codec::RequestHeader& h = in.frame->header;
+  const int16_t version = h.api_version;
+  ProduceHeadLease lease_head;
+  codec::ProduceHead& head = lease_head.get();
+  codec::DecodeBounds bounds;
+  bounds.max_entries = s.config->limits.max_partitions_per_request;
+  if (!head.read(in.frame->body(), in.frame->body_size(), version, bounds).ok()) return false;
+  BudgetCharge charge(in.budget, bounds.decoded_bytes);
+  auto snap = view_.snapshot();
+  const uint64_t decided_ms = in.now_ns != 0 ? in.now_ns / 1000000 : now_ms();
+  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, decided_ms, may_hold(in, s)};
+  DecisionLease lease;
+  policy::RequestDecision& d = lease.get();
+  policy::decide(head, version, ctx, d);
+  if (d.action != policy::Action::kForwardAsIs) return false;
+  // What plan() does for a request it forwards as it is: refreshes, fences
+  // observed (logged and counted), and no probe (a Produce carries no epoch
+  // to be served below the view's).
+  static_assert(!codec::PartitionShape<codec::ProduceRequest>::kHasEpoch);
+  refresh(d.urgent_refresh);
+  if (d.fenced + d.observed_fences + d.injected > 0) {
+    count_decision(d, in, h, [&](uint32_t ti) -> std::string {
+      if (ti >= head.topics.size()) return {};
+      const codec::ProduceHead::Topic& t = head.topics[ti];
+      if (!codec::PartitionShape<codec::ProduceHead>::by_id(version)) return std::string(t.name);
+      return std::string(snap->topic_name(t.topic_id));
+    });
+  }
+  return true;
+}
+
 template <typename Req, typename Resp>
 FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
   RequestPlan plan;
@@ -170,6 +211,12 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
   const codec::RequestHeader& h = in.frame->header;
   const int16_t version = h.api_version;
   const SettingsView s = settings();
+  // Most Produce requests are forwarded as they are: decided on their
+  // fields read in place, they need no decoded request. Anything else (a
+  // fence, a hold, a body that does not read, a reroute rule, which plans
+  // on the decoded request) is decided again below on the full decode.
+  if constexpr (std::is_same_v<Req, codec::ProduceRequest>)
+    if (!s.compiled->modes.has_reroute_rules() && forward_produce_as_is(in, s)) return plan;
   Req req;
   codec::Bytes trailing;  // ignored as a broker ignores it; dropped if re-encoded
   // Entries are capped while decoding, before their arrays are allocated: a
@@ -201,20 +248,15 @@ FencingHooks::RequestPlan PolicyFencing::plan(const RequestInput& in) {
     return plan;
   }
   auto snap = view_.snapshot();
-  // A held request is decided for good once a refresh finished after it
-  // started waiting (the view is as current as it gets), or at the timeout.
-  bool refreshed = in.hold_started_ms != 0 && refresher_ != nullptr &&
-                   refresher_->last_completed_ms() > in.hold_started_ms;
-  bool may_hold = !in.after_hold && !refreshed && refresher_ != nullptr &&
-                  s.config->refresher.enabled;
+  bool hold_ok = may_hold(in, s);
   // A write epochgate reroutes needs no refresh first: the leader's answer
   // checks the view (a producer that is never told of the move would
   // otherwise wait for a refresh on every write once the entry is old).
   if constexpr (std::is_same_v<Req, codec::ProduceRequest>)
-    if (may_hold && policy::all_topics_reroute(req, version, s.compiled->modes, *snap))
-      may_hold = false;
+    if (hold_ok && policy::all_topics_reroute(req, version, s.compiled->modes, *snap))
+      hold_ok = false;
   const uint64_t decided_ms = in.now_ns != 0 ? in.now_ns / 1000000 : now_ms();
-  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, decided_ms, may_hold};
+  policy::DecideContext ctx{*snap, *s.compiled, in.node_id, decided_ms, hold_ok};
   DecisionLease lease;
   policy::RequestDecision& d = lease.get();
   policy::decide(req, version, ctx, d);

@@ -73,6 +73,16 @@ class PolicyFencing : public FencingHooks {
   SettingsView settings() const;
   template <typename Req, typename Resp>
   RequestPlan plan(const RequestInput& in);
+  /// Whether `in` may still be held for a refresh (not after a hold, nor
+  /// once a refresh finished since it started waiting).
+  bool may_hold(const RequestInput& in, const SettingsView& s) const;
+  /// Decides a Produce on its fields read in place (codec::ProduceHead)
+  /// and, when it goes as it is, does what plan() does for such a request
+  /// (refreshes, logs observed fences) and returns true: the plan is then
+  /// kForward with nothing attached. False, with nothing done, otherwise
+  /// (plan() then decides on the full decode). The caller checked that no
+  /// reroute rule is configured.
+  bool forward_produce_as_is(const RequestInput& in, const SettingsView& s);
   template <typename Resp>
   bool amend(InFlightEntry& e, Resp& m, int16_t client_version, int32_t node_id);
   /// A broker served partitions the request carried below the view's epoch.

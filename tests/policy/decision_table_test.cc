@@ -8,6 +8,7 @@
 
 #include "policy_test_support.h"
 #include "codec/kafka_errors.h"
+#include "codec/produce_head.h"
 
 namespace epochgate::policy {
 namespace {
@@ -313,6 +314,69 @@ TEST_F(DecisionTable, AcksZeroProduceToAStaleLeaderClosesTheConnection) {
   }());
   d = run(produce_request(9, {orders({{0}})}, 0), 9, 2);
   EXPECT_EQ(d.action, Action::kForwardAsIs) << "observe never closes";
+}
+
+// A Produce read in place (codec::ProduceHead, what the session decides its
+// forwarded Produce requests on) is decided as its full decode is: every
+// version, target, acks, mode and kind of partition (led, not led, unknown
+// partition, unknown topic, stale entry).
+TEST_F(DecisionTable, ProduceReadInPlaceDecidesAsTheDecodedRequest) {
+  const testing::ReqTopic unknown{"no-such-topic", testing::uuid(9), {Req(0)}};
+  const std::vector<std::vector<testing::ReqTopic>> requests = {
+      {orders({{2}})},
+      {orders({{0}, {1}, {2}, {7}}), payments({{0}}), unknown},
+      {unknown, payments({{0}})},
+      {}};
+  for (Mode mode : {Mode::kEnforce, Mode::kObserve}) {
+    policy_.modes = ModeResolver([&] {
+      config::PolicyConfig c;
+      c.default_mode = mode;
+      return c;
+    }());
+    for (int16_t v = 0; v <= 13; ++v)
+      for (int32_t target : {-1, 1, 2, 3, 4})
+        for (int16_t acks : {int16_t{0}, int16_t{1}})
+          for (uint64_t now : {kNow, kNow + 3'600'000})
+            for (const auto& topics : requests) {
+              const auto body = testing::encode_body(produce_request(v, topics, acks), v);
+              const auto full = testing::decode_body<codec::ProduceRequest>(body, v);
+              codec::ProduceHead head;
+              codec::DecodeBounds bounds;
+              ASSERT_TRUE(head.read(body.data(), body.size(), v, bounds).ok());
+              const RequestDecision want = run(full, v, target, now);
+              const RequestDecision got = run(head, v, target, now);
+              const std::string where = "v" + std::to_string(v) + " target " +
+                                        std::to_string(target) + " acks " +
+                                        std::to_string(acks) + " topics " +
+                                        std::to_string(topics.size());
+              EXPECT_EQ(got.api_key, want.api_key) << where;
+              EXPECT_EQ(got.action, want.action) << where;
+              EXPECT_EQ(got.fenced, want.fenced) << where;
+              EXPECT_EQ(got.observed_fences, want.observed_fences) << where;
+              EXPECT_EQ(got.held, want.held) << where;
+              EXPECT_EQ(got.topic_start, want.topic_start) << where;
+              ASSERT_EQ(got.partitions.size(), want.partitions.size()) << where;
+              for (size_t i = 0; i < got.partitions.size(); ++i) {
+                const PartitionDecision& g = got.partitions[i];
+                const PartitionDecision& w = want.partitions[i];
+                EXPECT_EQ(g.topic_index, w.topic_index) << where;
+                EXPECT_EQ(g.partition_index, w.partition_index) << where;
+                EXPECT_EQ(g.partition, w.partition) << where;
+                EXPECT_EQ(g.verdict, w.verdict) << where;
+                EXPECT_EQ(g.reason, w.reason) << where;
+                EXPECT_EQ(g.mode, w.mode) << where;
+                EXPECT_EQ(g.error_code, w.error_code) << where;
+                EXPECT_EQ(g.view_epoch, w.view_epoch) << where;
+                EXPECT_EQ(g.hint_leader, w.hint_leader) << where;
+                EXPECT_EQ(g.hint_epoch, w.hint_epoch) << where;
+              }
+              ASSERT_EQ(got.urgent_refresh.size(), want.urgent_refresh.size()) << where;
+              for (size_t i = 0; i < got.urgent_refresh.size(); ++i) {
+                EXPECT_EQ(got.urgent_refresh[i].name, want.urgent_refresh[i].name) << where;
+                EXPECT_EQ(got.urgent_refresh[i].id, want.urgent_refresh[i].id) << where;
+              }
+            }
+  }
 }
 
 // ------------------------------------------------------------ Share APIs

@@ -53,8 +53,9 @@ void learn_two_leaders(PolicyFencing& f) {
   f.learn_metadata(m, 12);
 }
 
-// Produce v9 to topic "t" naming `partitions` partition entries (0, 1, 0, 1, ...).
-std::vector<uint8_t> produce_frame(int partitions) {
+// Produce v9 to topic "t" naming `partitions` partition entries (0, 1, 0, 1, ...;
+// all 0 with `spread` 1).
+std::vector<uint8_t> produce_frame(int partitions, int spread = 2) {
   codec::ProduceRequest req;
   req.acks = 1;
   req.timeout_ms = 1000;
@@ -62,7 +63,7 @@ std::vector<uint8_t> produce_frame(int partitions) {
   td.name = "t";
   for (int i = 0; i < partitions; ++i) {
     codec::ProduceRequest::PartitionProduceData pd;
-    pd.index = i % 2;
+    pd.index = i % spread;
     pd.records = codec::Bytes::null();
     td.partition_data.push_back(pd);
   }
@@ -124,6 +125,22 @@ TEST(PolicyFencingBudget, ForwardedRequestReturnsItsBytesAtOnce) {
   Rig rig;
   auto plan = rig.plan(produce_frame(1), 1);  // partition 0 only, on its leader
   EXPECT_EQ(plan.action, FencingHooks::RequestPlan::Action::kForward);
+  EXPECT_EQ(rig.budget.used(), 0);
+}
+
+TEST(PolicyFencingBudget, LargeProduceForwardedAsIsKeepsNothing) {
+  Rig rig;
+  // 5,000 entries of partition 0 on its leader: decided on the fields read
+  // in place, forwarded as they are, nothing kept or charged afterwards.
+  auto plan = rig.plan(produce_frame(5000, 1), 1);
+  EXPECT_EQ(plan.action, FencingHooks::RequestPlan::Action::kForward);
+  EXPECT_EQ(plan.context, nullptr);
+  EXPECT_TRUE(plan.frame.empty());
+  EXPECT_EQ(rig.budget.used(), 0);
+  // The same to node 2 is fenced throughout: answered locally from the full decode.
+  auto fenced = rig.plan(produce_frame(5000, 1), 2);
+  EXPECT_EQ(fenced.action, FencingHooks::RequestPlan::Action::kAnswerLocally);
+  EXPECT_FALSE(fenced.frame.empty());
   EXPECT_EQ(rig.budget.used(), 0);
 }
 
