@@ -13,8 +13,9 @@ namespace epochgate::proxy {
 /// When `released` (the caller freed memory since its last call) and no
 /// thread trimmed within the last `min_interval_ns` nanoseconds (monotonic
 /// `now_ns`), returns the free pages of every malloc arena to the system
-/// (glibc malloc_trim; a no-op elsewhere). Thread-safe; returns true when
-/// it trimmed.
+/// (glibc malloc_trim; a no-op elsewhere, and under AddressSanitizer, whose
+/// allocator serves every allocation). Thread-safe; returns true when it
+/// trimmed.
 bool trim_heap_if_due(bool released, uint64_t now_ns,
                       uint64_t min_interval_ns = 1000000000ull);
 
