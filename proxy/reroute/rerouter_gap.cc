@@ -159,16 +159,14 @@ const char* Rerouter::gap_outcome(SequenceGap& g, uint64_t now, int32_t& to, int
   }
   if (complete && !g.proven && first_hops(g)) {
     // Refusals only, none stored: if the view names another leader at a
-    // strictly newer epoch than the first went under, the refusing broker
-    // was a stale pick (leader epochs only grow, so this cannot loop).
-    const RerouteTargetPart& tp = g.members.front().st->plan->targets[g.members.front().target];
+    // strictly newer epoch than the first went under (the one more hop's
+    // rule, newer_leader), the refusing broker was a stale pick.
+    const SequenceGap::Member& first = g.members.front();
     auto newer = [&](bool refresh) {
-      int32_t leader = -1;
-      return ctx_.fencing != nullptr &&
-             ctx_.fencing->leader_of(tp.topic, tp.topic_id, tp.partition, leader, epoch,
-                                     refresh) &&
-             leader >= 0 && leader != g.leader && g.epoch >= 0 && epoch > g.epoch &&
-             (to = leader) >= 0;
+      const int32_t leader = newer_leader(*first.st, first.target, refresh, epoch);
+      if (leader < 0 || leader == g.leader) return false;
+      to = leader;
+      return true;
     };
     if (newer(false)) return kOneMoreHop;
     if (!g.refreshed) {
