@@ -61,6 +61,10 @@ struct Options {
   std::string profile_cmd;
   double profile_seconds = 20;
   std::string profile_workload = "produce";  ///< produce (acks=1) | produce-all (acks=all) | consume
+  /// The configuration the profile loads and attaches to: epochgate enforcing
+  /// (d), or the same load through HAProxy (b) or the splice relay (e), so a
+  /// profiler's counts can be read side by side.
+  int profile_config = kEpochgateEnforce;
   bool scale = false;  ///< also the scale scenarios (scale.h); or --only scale
   ScaleContext scale_ctx;
   /// YAML appended to every epochgate configuration the bench writes (a
@@ -102,7 +106,8 @@ void usage() {
                "         [--sweep-rounds N] [--sweep-sizes 100,1024,16384,1048576]\n"
                "         [--sweep-workloads fetch,produce acks=1] [--sweep-c-yaml YAML]\n"
                "         [--profile-cmd 'perf record ... -p {pid}' [--profile-seconds S]\n"
-               "          [--profile-workload produce|produce-all|consume]]\n"
+               "          [--profile-workload produce|produce-all|consume]\n"
+               "          [--profile-config d|b|e]]\n"
                "         [--command TEXT] [--source-rev TEXT] [--epochgate-yaml TEXT]\n");
 }
 
@@ -128,6 +133,16 @@ bool parse(int argc, char** argv, Options* o) {
     else if (a == "--profile-cmd") o->profile_cmd = next();
     else if (a == "--profile-seconds") o->profile_seconds = std::atof(next().c_str());
     else if (a == "--profile-workload") o->profile_workload = next();
+    else if (a == "--profile-config") {
+      const std::string c = next();
+      if (c == "d") o->profile_config = kEpochgateEnforce;
+      else if (c == "b") o->profile_config = kHaproxy;
+      else if (c == "e") o->profile_config = kSpliceRelay;
+      else {
+        std::fprintf(stderr, "--profile-config: '%s' is not d, b or e\n", c.c_str());
+        return false;
+      }
+    }
     else if (a == "--scale") o->scale = true;
     else if (a == "--epochgate-wrapper") {
       std::stringstream words(next());
@@ -730,14 +745,15 @@ void run_soak(const Options& o, Rig& rig, BenchResults& r) {
   r.soak.push_back(last);
 }
 
-// Runs a workload through epochgate enforcing while `cmd` (with {pid}
-// replaced) profiles it; the profiler gets SIGINT when the load ends.
+// Runs a workload through epochgate enforcing (or --profile-config's
+// configuration) while `cmd` (with {pid} replaced by that proxy's pid)
+// profiles it; the profiler gets SIGINT when the load ends.
 // --profile-small-frames with consume: the fill's batch.size and the
 // consumer's max.partition.fetch.bytes (fetch.max.bytes is four times it).
 constexpr int kSmallFetchPartitionBytes = 4096;
 
 int run_profile(const Options& o, Rig& rig) {
-  const int c = kEpochgateEnforce;
+  const int c = o.profile_config;
   long long fetch_records = 40000;
   if (o.profile_workload == "consume") {
     ProduceSpec fill;  // straight into the cluster: only the reads are profiled
@@ -815,9 +831,9 @@ int run_profile(const Options& o, Rig& rig) {
   std::this_thread::sleep_for(std::chrono::milliseconds(3000));
   profiler.stop();
   const double gb = bytes / 1e9;
-  std::printf("%s through epochgate enforcing: %.2f GB payload in %.1f s (%.1f MiB/s), epochgate "
+  std::printf("%s through %s: %.2f GB payload in %.1f s (%.1f MiB/s), proxy "
               "CPU %.2f s (%.2f s/GB)%s%s\n",
-              o.profile_workload.c_str(), gb, seconds,
+              o.profile_workload.c_str(), config_label(c), gb, seconds,
               seconds > 0 ? bytes / seconds / (1024.0 * 1024.0) : 0.0, cpu1 - cpu0,
               gb > 0 ? (cpu1 - cpu0) / gb : 0.0, err.empty() ? "" : "; error: ", err.c_str());
   return err.empty() ? 0 : 1;
