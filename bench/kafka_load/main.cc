@@ -107,7 +107,7 @@ void usage() {
                "         [--sweep-workloads fetch,produce acks=1] [--sweep-c-yaml YAML]\n"
                "         [--profile-cmd 'perf record ... -p {pid}' [--profile-seconds S]\n"
                "          [--profile-workload produce|produce-all|consume]\n"
-               "          [--profile-config d|b|e]]\n"
+               "          [--profile-config d|c|b|e]]\n"
                "         [--command TEXT] [--source-rev TEXT] [--epochgate-yaml TEXT]\n");
 }
 
@@ -138,8 +138,9 @@ bool parse(int argc, char** argv, Options* o) {
       if (c == "d") o->profile_config = kEpochgateEnforce;
       else if (c == "b") o->profile_config = kHaproxy;
       else if (c == "e") o->profile_config = kSpliceRelay;
+      else if (c == "c") o->profile_config = kEpochgateOff;  // enforcing + --sweep-c-yaml
       else {
-        std::fprintf(stderr, "--profile-config: '%s' is not d, b or e\n", c.c_str());
+        std::fprintf(stderr, "--profile-config: '%s' is not d, c, b or e\n", c.c_str());
         return false;
       }
     }
@@ -172,6 +173,10 @@ bool parse(int argc, char** argv, Options* o) {
       std::fprintf(stderr, "epochgate-bench: unknown argument %s\n", a.c_str());
       return false;
     }
+  }
+  if (o->profile_config == kEpochgateOff && o->sweep_c_yaml.empty()) {
+    std::fprintf(stderr, "--profile-config c: needs --sweep-c-yaml (what (c) adds)\n");
+    return false;
   }
   return !o->epochgate.empty() && o->rounds > 0 && o->seconds > 0;
 }
