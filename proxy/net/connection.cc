@@ -135,9 +135,9 @@ void Connection::on_transport_alloc(uv_buf_t* buf) {
   c->account();
 }
 
-void Connection::count_read(size_t n) {
+void Connection::count_read(size_t n, bool spliced) {
   bytes_read_ += n;
-  turn_bytes_ += n;
+  turn_bytes_ += spliced ? ReadPacer::spliced_weight(n) : n;
   if (pacer_ != nullptr && turn_bytes_ >= ReadPacer::kBytesPerTurn && reading_ && !closing_ &&
       !paced_) {
     // Enough for this turn: a socket transport would keep reading this
@@ -163,7 +163,7 @@ void Connection::on_transport_read(ssize_t nread) {
       if (r == UV_EAGAIN) return;
       nread = r;  // the socket's end or error, as from a read
     } else {
-      count_read(static_cast<size_t>(r));
+      count_read(static_cast<size_t>(r), /*spliced=*/true);
       if (nread <= 0) {
         // No room was offered (UV_ENOBUFS), or the read after the turn found
         // nothing (0) or the socket's end or error: the moved bytes first.
@@ -175,7 +175,7 @@ void Connection::on_transport_read(ssize_t nread) {
   }
   if (nread > 0) {
     c->in_.commit(static_cast<size_t>(nread));
-    c->count_read(static_cast<size_t>(nread));
+    c->count_read(static_cast<size_t>(nread), /*spliced=*/false);
     c->owner_->on_readable(*c);
     return;
   }

@@ -81,7 +81,7 @@ class Connection : private TransportUser {
   void start_reading();
   void stop_reading();
   bool reading() const { return reading_; }
-  /// From now on, after ReadPacer::kBytesPerTurn bytes this connection
+  /// From now on, after a turn's worth of bytes (ReadPacer) this connection
   /// yields the loop to the others for a turn (null: never yields).
   void set_pacer(ReadPacer* pacer) { pacer_ = pacer; }
   /// Called by the pacer in the check phase: reads resume if still wanted.
@@ -221,8 +221,9 @@ class Connection : private TransportUser {
   void on_transport_written(int status) override;
   void on_transport_ready(int status) override;
   void on_transport_closed() override;
-  /// Counts `n` bytes read and yields to the pacer after a turn's worth.
-  void count_read(size_t n);
+  /// Counts `n` bytes read (`spliced`: moved by the owner's splice, which
+  /// weigh less in a turn) and yields to the pacer after a turn's worth.
+  void count_read(size_t n, bool spliced);
   void start_write();
   /// One try_write of the queued bytes followed by `extra` (may be empty):
   /// consumes what left the queue and returns how many bytes of `extra` went
@@ -270,7 +271,7 @@ class Connection : private TransportUser {
   bool pace_in_poll_ = false;  // held by handing out no room, the transport still reading
   bool frame_buffer_ = false;  // in_ was sized for the pending frame
   ReadPacer* pacer_ = nullptr;
-  size_t turn_bytes_ = 0;      // bytes read since the last yield
+  size_t turn_bytes_ = 0;      // copied bytes (and weighted spliced ones) since the last yield
   bool closing_ = false;
   bool was_above_high_ = false;
   bool notify_written_ = false;

@@ -1,5 +1,7 @@
 // proxy/net/read_pacer.h: fairness between connections on one event loop. A
-// connection that has read kBytesPerTurn bytes since it last yielded stops
+// connection that has read a turn's worth since it last yielded (kBytesPerTurn
+// bytes copied into user space, or kSplicedBytesPerTurn moved by splice(2),
+// or a mix in proportion) stops
 // reading (a plain socket: takes no more bytes, its poll registration kept)
 // and is started again in the same loop iteration's check phase
 // (uv_check_t), so the next poll serves every other ready connection before
@@ -20,9 +22,20 @@ class Connection;
 /// One per event loop (worker). Single-threaded: the loop's thread only.
 class ReadPacer {
  public:
-  /// Bytes one connection reads before it yields to the rest of the loop.
-  /// About 1 ms of copying and page faulting on a loaded core.
+  /// Bytes one connection reads into user space before it yields to the
+  /// rest of the loop: about 0.5 ms of copying and page faulting (epochgate
+  /// copying 1 MiB records costs 0.4-0.5 s/GB of its CPU, bench/RESULTS.md).
   static constexpr size_t kBytesPerTurn = 1 << 20;
+  /// Bytes one connection moves with splice(2) in a turn: about 1.2 ms at
+  /// the 0.28-0.31 s/GB a spliced 1 MiB-record Produce costs. A spliced byte
+  /// counts kBytesPerTurn / kSplicedBytesPerTurn of a copied one, so a 1 MiB
+  /// request whose records splice no longer ends its own turn: one loop
+  /// turn (an epoll_wait and the check phase) fewer per request.
+  static constexpr size_t kSplicedBytesPerTurn = 4 * kBytesPerTurn;
+  /// What `n` spliced bytes count towards a turn of kBytesPerTurn.
+  static constexpr size_t spliced_weight(size_t n) {
+    return n / (kSplicedBytesPerTurn / kBytesPerTurn);
+  }
 
   /// Initialises the check handle on `loop`; it runs only while a connection waits.
   explicit ReadPacer(uv_loop_t* loop);

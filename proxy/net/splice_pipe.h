@@ -39,8 +39,8 @@ struct SpliceRun {
 /// A non-blocking, close-on-exec pipe sized for one move (F_SETPIPE_SZ).
 class SplicePipe {
  public:
-  /// Capacity asked for, in bytes: one pacer turn's worth
-  /// (ReadPacer::kBytesPerTurn), so a run takes one splice in and one out
+  /// Capacity asked for, in bytes: a copied pacer turn's worth
+  /// (ReadPacer::kBytesPerTurn), so 1 MiB takes one splice in and one out
   /// where 256 KiB took four of each; /proc/sys/fs/pipe-max-size is 1 MiB by
   /// default and the kernel may give less. What the client's socket does not
   /// take is queued to it, so one move queues at most this much.

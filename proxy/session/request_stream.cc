@@ -147,7 +147,7 @@ ssize_t RequestStream::take_read_turn() {
   const SplicePipe::Spill spill = [&upstream](const uint8_t* d, size_t n) { upstream.queue(d, n); };
   SpliceRun run = pipe.run(
       from, to, [this] { return parser_->records_left(); }, kTailSpliceBytes,
-      ReadPacer::kBytesPerTurn, spill, [this, &upstream](const SpliceStep& step) {
+      ReadPacer::kSplicedBytesPerTurn, spill, [this, &upstream](const SpliceStep& step) {
         parser_->pass_records(step.in);
         upstream.count_spliced_out(step.out);  // queue() counted the spilled rest
         if (!ctx_.metrics) return;

@@ -8,7 +8,9 @@
 // A read its owner stops while the pacer holds it (flow control) stays
 // stopped through the check phase until the owner starts it; one stopped
 // and started again goes on. A transport without splice_fd() (TLS) still
-// yields by stopping its read, started again in the check phase.
+// yields by stopping its read, started again in the check phase. Bytes the
+// owner moves itself (a splice, take_read_turn()) weigh a quarter of copied
+// ones: a turn is ReadPacer::kSplicedBytesPerTurn of them.
 #include "proxy/net/connection.h"
 #include "proxy/net/read_pacer.h"
 #include "proxy/net/tcp_transport.h"
@@ -20,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -222,6 +225,57 @@ TEST(ConnectionPacing, ATransportWithoutASocketToSpliceStopsItsReadAndIsStartedA
     t->pump();
     pacer.close();
     uv_close(reinterpret_cast<uv_handle_t*>(&alive), nullptr);
+    uv_run(&loop, UV_RUN_DEFAULT);
+  }
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+}
+
+/// Takes every read as a turn at the socket, as a splice does: reads up to
+/// 64 KiB straight from it and gives the connection no room.
+struct TurnSink : Sink {
+  ssize_t take_read_turn(Connection& c) override {
+    std::vector<uint8_t> buf(64 * 1024);
+    const ssize_t n = ::read(c.splice_fd(), buf.data(), buf.size());
+    if (n > 0) {
+      got.insert(got.end(), buf.begin(), buf.begin() + n);
+      return n;
+    }
+    if (n == 0) return UV_EOF;
+    return errno == EAGAIN ? UV_EAGAIN : -errno;
+  }
+};
+
+TEST(ConnectionPacing, SplicedBytesWeighAQuarterOfCopiedOnesInATurn) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  BufferPool pool(64 * 1024, 8);
+  ReadPacer pacer(&loop);
+  TurnSink sink;
+  {
+    Paced moved(&loop, pool, pacer, sink);
+    static_assert(ReadPacer::kSplicedBytesPerTurn == 4 * ReadPacer::kBytesPerTurn);
+    std::vector<uint8_t> want(9 * ReadPacer::kBytesPerTurn);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<uint8_t>(i * 3 + (i >> 13));
+    // Three copied turns' worth, moved: under one spliced turn, no yield.
+    const size_t first = 3 * ReadPacer::kBytesPerTurn;
+    std::vector<uint8_t> part(want.begin(), want.begin() + first);
+    size_t at = 0;
+    for (int i = 0; i < 200000 && sink.got.size() < first; ++i) {
+      moved.pump(part, at);
+      uv_run(&loop, UV_RUN_NOWAIT);
+    }
+    EXPECT_EQ(sink.got.size(), first);
+    EXPECT_EQ(pacer.yields(), 0u) << "moved bytes counted as copied ones";
+    // Six more: 9 MiB moved is two whole spliced turns and a quarter.
+    for (int i = 0; i < 200000 && sink.got.size() < want.size(); ++i) {
+      moved.pump(want, at);
+      uv_run(&loop, UV_RUN_NOWAIT);
+    }
+    EXPECT_TRUE(sink.got == want) << "bytes lost, repeated or reordered";
+    EXPECT_EQ(pacer.yields(), 2u);
+    EXPECT_TRUE(sink.read_errors.empty());
+    moved.c->close();
+    pacer.close();
     uv_run(&loop, UV_RUN_DEFAULT);
   }
   EXPECT_EQ(uv_loop_close(&loop), 0);
