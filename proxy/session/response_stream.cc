@@ -147,8 +147,8 @@ ssize_t ResponseStream::take_read_turn(Connection& upstream) {
   }
   const SplicePipe::Spill spill = [this](const uint8_t* d, size_t n) { client_.queue(d, n); };
   SpliceRun run = pipe.run(
-      from, to, [this] { return parser_->records_left(); }, min_bytes, ReadPacer::kSplicedBytesPerTurn,
-      spill, [this](const SpliceStep& step) {
+      from, to, [this] { return parser_->records_left(); }, min_bytes,
+      ReadPacer::kSplicedBytesPerTurn, spill, [this](const SpliceStep& step) {
         parser_->pass_records(step.in);
         client_.count_spliced_out(step.out);  // queue() counted the spilled rest
         if (!ctx_.metrics) return;
