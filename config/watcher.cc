@@ -1,9 +1,10 @@
 // config/watcher.cc: SIGHUP and file-change driven reloads. File events are
-// debounced and compared by content, so an editor's burst of events, or a
+// debounced (a burst waits at most max_wait_ms) and compared by content, so an editor's burst of events, or a
 // touch without a change, is at most one reload. Handles are closed only via
 // close(); the watcher owns no config state beyond the running copy.
 #include "config/watcher.h"
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <sstream>
@@ -92,12 +93,25 @@ void ConfigWatcher::on_signal(uv_signal_t* h, int) {
 void ConfigWatcher::on_fs_event(uv_fs_event_t* h, const char*, int, int status) {
   auto* self = static_cast<ConfigWatcher*>(h->data);
   if (status < 0 || self->closing_) return;
-  // Restarting the timer on every event is the debounce.
-  uv_timer_start(&self->debounce_, on_debounce, self->options_.debounce_ms, 0);
+  // Restarting the timer on every event is the debounce, up to max_wait_ms
+  // after the burst's first event: past that the timer is left to fire.
+  const uint64_t now = uv_now(self->loop_);
+  if (!self->in_burst_) {
+    self->in_burst_ = true;
+    self->burst_started_ms_ = now;
+    uv_timer_start(&self->debounce_, on_debounce, self->options_.debounce_ms, 0);
+    return;
+  }
+  const uint64_t burst_end = self->burst_started_ms_ + self->options_.max_wait_ms;
+  if (now >= burst_end) return;  // the timer set before is due by burst_end
+  const uint64_t delay = std::min<uint64_t>(self->options_.debounce_ms, burst_end - now);
+  uv_timer_start(&self->debounce_, on_debounce, delay, 0);
 }
 
 void ConfigWatcher::on_debounce(uv_timer_t* h) {
-  static_cast<ConfigWatcher*>(h->data)->file_changed();
+  auto* self = static_cast<ConfigWatcher*>(h->data);
+  self->in_burst_ = false;
+  self->file_changed();
 }
 
 void ConfigWatcher::file_changed() {

@@ -184,6 +184,33 @@ TEST_F(WatcherTest, BurstOfWritesIsOneReload) {
   EXPECT_EQ(last_applied_.refresher.interval_ms, 5000u);
 }
 
+TEST_F(WatcherTest, AFileWrittenBesideTheConfigDoesNotHoldAChangeBack) {
+  // A log kept in the config's directory, written every 10 ms (more often
+  // than the 50 ms debounce): the change is still seen (by max_wait_ms).
+  WatcherOptions o;
+  o.max_wait_ms = 300;
+  start_watcher(o);
+  const std::string log_path = dir_ + "/epochgate.log";
+  std::ofstream log(log_path);
+  uv_timer_t writer;
+  uv_timer_init(&loop_, &writer);
+  writer.data = &log;
+  uv_timer_start(
+      &writer,
+      [](uv_timer_t* t) { *static_cast<std::ofstream*>(t->data) << "a log line\n" << std::flush; },
+      0, 10);
+  settle(100ms);  // the log's burst is under way
+  write(std::string(kBase) + "logging:\n  level: warn\n");
+  // Without the bound the debounce restarts every 10 ms and never fires.
+  const bool seen = run_until([&] { return valid_ == 1; });
+  uv_close(reinterpret_cast<uv_handle_t*>(&writer), nullptr);
+  uv_run(&loop_, UV_RUN_NOWAIT);
+  log.close();
+  std::remove(log_path.c_str());
+  ASSERT_TRUE(seen) << "a config change was held back while another file kept changing";
+  EXPECT_EQ(last_applied_.logging.level, "warn");
+}
+
 TEST_F(WatcherTest, UnchangedContentIsNoReload) {
   start_watcher();
   write(std::string(kBase) + "policy:\n  default_mode: enforce\n");  // same bytes
