@@ -1,10 +1,9 @@
 // config/watcher.cc: SIGHUP and file-change driven reloads. File events are
-// debounced (a burst waits at most max_wait_ms) and compared by content, so an editor's burst of events, or a
+// debounced (common/bounded_debounce.h) and compared by content, so an editor's burst of events, or a
 // touch without a change, is at most one reload. Handles are closed only via
 // close(); the watcher owns no config state beyond the running copy.
 #include "config/watcher.h"
 
-#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <sstream>
@@ -45,6 +44,8 @@ ConfigWatcher::ConfigWatcher(uv_loop_t* loop, std::string path, Config running, 
       callbacks_(std::move(callbacks)),
       metrics_(metrics),
       options_(options) {
+  burst_.quiet_ms = options_.debounce_ms;
+  burst_.max_ms = options_.max_wait_ms;
   const auto slash = path_.find_last_of('/');
   dir_ = slash == std::string::npos ? "." : (slash == 0 ? "/" : path_.substr(0, slash));
   base_ = slash == std::string::npos ? path_ : path_.substr(slash + 1);
@@ -93,25 +94,15 @@ void ConfigWatcher::on_signal(uv_signal_t* h, int) {
 void ConfigWatcher::on_fs_event(uv_fs_event_t* h, const char*, int, int status) {
   auto* self = static_cast<ConfigWatcher*>(h->data);
   if (status < 0 || self->closing_) return;
-  // Restarting the timer on every event is the debounce, up to max_wait_ms
-  // after the burst's first event: past that the timer is left to fire.
-  const uint64_t now = uv_now(self->loop_);
-  if (!self->in_burst_) {
-    self->in_burst_ = true;
-    self->burst_started_ms_ = now;
-    uv_timer_start(&self->debounce_, on_debounce, self->options_.debounce_ms, 0);
-    return;
-  }
-  const uint64_t burst_end = self->burst_started_ms_ + self->options_.max_wait_ms;
-  if (now >= burst_end) return;  // the timer set before is due by burst_end
-  const uint64_t delay = std::min<uint64_t>(self->options_.debounce_ms, burst_end - now);
+  // Restarting the timer on every event is the debounce, bounded by
+  // max_wait_ms after the burst's first event.
+  const bool pending = uv_is_active(reinterpret_cast<uv_handle_t*>(&self->debounce_));
+  const uint64_t delay = self->burst_.delay_ms(pending, uv_now(self->loop_));
   uv_timer_start(&self->debounce_, on_debounce, delay, 0);
 }
 
 void ConfigWatcher::on_debounce(uv_timer_t* h) {
-  auto* self = static_cast<ConfigWatcher*>(h->data);
-  self->in_burst_ = false;
-  self->file_changed();
+  static_cast<ConfigWatcher*>(h->data)->file_changed();
 }
 
 void ConfigWatcher::file_changed() {

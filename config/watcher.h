@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bounded_debounce.h"
 #include "config/config.h"
 #include "config/loader.h"
 
@@ -45,12 +46,11 @@ struct WatcherCallbacks {
 };
 
 struct WatcherOptions {
-  uint32_t debounce_ms = 200;  ///< file events closer than this are one reload
-  /// A burst of events is looked at no later than this after its first one
-  /// (ms), however often events keep coming: a file written more often than
-  /// debounce_ms in the same directory (a log kept beside the config) must
-  /// not hold a real change back for as long as it is written.
-  uint32_t max_wait_ms = 1000;
+  /// File events closer than this (ms) are one reload.
+  uint32_t debounce_ms = BoundedDebounce::kQuietMs;
+  /// ...looked at no later than this (ms) after the burst's first event, so
+  /// a file written beside the config (a log) cannot hold a change back.
+  uint32_t max_wait_ms = BoundedDebounce::kMaxMs;
   bool watch_file = true;      ///< uv_fs_event on the file's directory
   bool watch_sighup = true;    ///< uv_signal for SIGHUP
 };
@@ -105,8 +105,7 @@ class ConfigWatcher {
   uv_signal_t signal_{};
   uv_fs_event_t fs_event_{};
   uv_timer_t debounce_{};
-  bool in_burst_ = false;           // events came and the debounce timer has not fired yet
-  uint64_t burst_started_ms_ = 0;  // uv_now() at the burst's first event
+  BoundedDebounce burst_;
   bool started_ = false;
   bool closing_ = false;
   int open_handles_ = 0;

@@ -21,10 +21,6 @@
 namespace epochgate::proxy::tls {
 
 namespace {
-constexpr uint64_t kDebounceMs = 200;
-// A directory written to more often than kDebounceMs (a log file beside the
-// certificates) would otherwise postpone the reload for as long as it is busy.
-constexpr uint64_t kMaxDebounceMs = 1000;
 constexpr uint64_t kExpiryTickMs = 10000;
 
 int64_t now_unix() { return static_cast<int64_t>(std::time(nullptr)); }
@@ -224,12 +220,10 @@ void TlsReloader::on_fs_event(uv_fs_event_t* h, const char*, int, int status) {
   auto* self = static_cast<TlsReloader*>(h->data);
   if (status != 0) return;
   // Editors and Secret updates touch several names in a burst: one reload,
-  // kDebounceMs after the last event, at most kMaxDebounceMs after the first.
-  const uint64_t now = uv_now(self->loop_);
-  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&self->debounce_)))
-    self->burst_started_ms_ = now;
-  const uint64_t latest = self->burst_started_ms_ + kMaxDebounceMs;
-  const uint64_t delay = latest > now ? std::min(kDebounceMs, latest - now) : 0;
+  // after the last event but never later than a bound after the first (a log
+  // file beside the certificates would otherwise postpone it while busy).
+  const bool pending = uv_is_active(reinterpret_cast<uv_handle_t*>(&self->debounce_));
+  const uint64_t delay = self->burst_.delay_ms(pending, uv_now(self->loop_));
   uv_timer_start(&self->debounce_, &TlsReloader::on_debounce, delay, 0);
 }
 

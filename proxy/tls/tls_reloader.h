@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bounded_debounce.h"
 #include "config/config.h"
 #include "proxy/tls/tls_context.h"
 
@@ -84,7 +85,7 @@ class TlsReloader {
   std::string fingerprint_;
   std::vector<std::unique_ptr<Watch>> watches_;
   uv_timer_t debounce_{};
-  uint64_t burst_started_ms_ = 0;  ///< loop time of the first event the pending reload waits on
+  BoundedDebounce burst_;  ///< when a burst of certificate-file events reloads
   uv_timer_t expiry_{};
   uv_signal_t sighup_{};
   bool started_ = false;
