@@ -48,8 +48,8 @@ struct WatcherCallbacks {
 struct WatcherOptions {
   /// File events closer than this (ms) are one reload.
   uint32_t debounce_ms = BoundedDebounce::kQuietMs;
-  /// ...looked at no later than this (ms) after the burst's first event, so
-  /// a file written beside the config (a log) cannot hold a change back.
+  /// A burst of events is acted on no later than this (ms) after its first
+  /// one, so a file written beside the config (a log) cannot hold a change back.
   uint32_t max_wait_ms = BoundedDebounce::kMaxMs;
   bool watch_file = true;      ///< uv_fs_event on the file's directory
   bool watch_sighup = true;    ///< uv_signal for SIGHUP
