@@ -1,7 +1,8 @@
 // config/watcher.cc: SIGHUP and file-change driven reloads. File events are
 // debounced (common/bounded_debounce.h) and compared by content, so an
-// editor's burst of events, or a touch without a change, is at most one reload. Handles are closed only via
-// close(); the watcher owns no config state beyond the running copy.
+// editor's burst of events, or a touch without a change, is at most one
+// reload. Handles are closed only via close(); the watcher owns no config
+// state beyond the running copy.
 #include "config/watcher.h"
 
 #include <csignal>
