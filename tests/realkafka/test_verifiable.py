@@ -7,9 +7,13 @@ leader, a SIGKILL of the leader, and reassignments that drop the leader.
 
 Each pair is validated the way Kafka's system tests validate delivery
 (kafkatest utils.validate_delivery): every acknowledged value consumed, no
-value at two offsets (idempotence), each partition's acknowledged offsets
-increasing, and the (partition, offset) acknowledged for each value is where
-the consumer found it. Through epochgate, after every move its
+value at two offsets (idempotence), each partition's records in the log in
+the order they were sent (the idempotent producer's promise: the tool's
+values count up, so offsets must rise with them), and the (partition, offset)
+acknowledged for each value is where the consumer found it. The order of the
+acknowledgements themselves is only reported: straight at Kafka 4.4.0, the
+Java producer has acknowledged a batch before an earlier one (offsets 1845
+then 1841) across a preferred-leader move, with the log in order. Through epochgate, after every move its
 /debug/metadata must name the cluster's leader and epoch within the
 refresher's bound, and the fence and hint counters show what it did with the
 real epochs. Notes give the first acknowledgement after each fault and the
@@ -137,16 +141,26 @@ class Pair:
         duplicates = [v for v, places in at.items() if len(places) > 1]
         misplaced = [a["value"] for a in acked
                      if a["value"] in at and at[a["value"]] != {(a["partition"], a["offset"])}]
-        disorder = 0
+        # Log order: per partition, offsets rise with the values (send order).
+        log_disorder = 0
+        sent = {}
+        for a in acked:
+            sent.setdefault(a["partition"], []).append((int(a["value"]), a["offset"]))
+        for records in sent.values():
+            records.sort()
+            log_disorder += sum(1 for (_, o1), (_, o2) in zip(records, records[1:]) if o2 <= o1)
+        # Acknowledgement order, reported only (see the module's docstring).
+        ack_disorder = 0
         last = {}
         for a in acked:
             if a["offset"] <= last.get(a["partition"], -1):
-                disorder += 1
+                ack_disorder += 1
             last[a["partition"]] = a["offset"]
         return {"acked": len(acked), "send_errors": len(errors), "send_after_close": len(at_close),
                 "consumed": len(at),
                 "missing": len(missing), "duplicates": len(duplicates), "misplaced": len(misplaced),
-                "ack_offsets_out_of_order": disorder,
+                "log_order_violations": log_disorder,
+                "acks_out_of_offset_order": ack_disorder,
                 "first_missing": missing[:5],
                 "error_kinds": sorted({"%s: %s" % (e.get("exception"), e.get("message")) for e in errors})}
 
@@ -195,7 +209,7 @@ def _run(h, name, fault):
         h.note("%s %s: %s" % (name, tag, json.dumps({k: v for k, v in r.items() if v or k == "acked"})))
     for tag, r in results.items():
         assert r["missing"] == 0 and r["duplicates"] == 0 and r["misplaced"] == 0, (tag, r)
-        assert r["ack_offsets_out_of_order"] == 0, (tag, r)
+        assert r["log_order_violations"] == 0, (tag, r)
         assert r["acked"] > 500, (tag, r)
     # Same errors seen by the application both ways: none through epochgate
     # where there were none direct.
