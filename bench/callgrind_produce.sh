@@ -6,7 +6,7 @@
 # usage: bench/callgrind_produce.sh [BUILD_DIR] RECORD_BYTES [--small-frames] [--fetch] [--seconds S]
 #   BUILD_DIR       a build with epochgate-bench (default <repo>/build-bench, as run.sh builds)
 #   RECORD_BYTES    record size of the sweep's produce shape (size_sweep.h), acks=1
-#   --small-frames  the sweep's small-frame shape (linger.ms 0, 1 MiB in flight)
+#   --small-frames  the sweep's small-frame shape (16 KiB batches closed when full, 1 MiB in flight)
 #   --fetch         consume instead (epochgate-bench's consume profile at the sweep's Fetch
 #                   shape for RECORD_BYTES: its preload and consumer); with --small-frames,
 #                   responses of at most 16 KiB (fill batches of 4 KiB,

@@ -77,7 +77,7 @@ struct Options {
   /// The sweep's shape at this record size: its producer (produce*), or its
   /// Fetch row's preload and consumer (consume); 0: the profile's own shapes
   int profile_record_bytes = 0;
-  /// ... its small-frame shape (linger.ms 0, 1 MiB in flight); with consume,
+  /// ... its small-frame shape (16 KiB batches closed when full, 1 MiB in flight); with consume,
   /// 1 KiB records in 4 KiB batches fetched 4 KiB per partition, 16 KiB a response
   bool profile_small_frames = false;
   int sweep_rounds = 2;          ///< the record-size sweep (size_sweep.h); capped by --rounds

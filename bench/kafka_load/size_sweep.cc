@@ -61,7 +61,7 @@ struct Workload {
   std::string acks;   ///< produce only
   bool fetch = false;
   bool runsh_shape = false;  ///< bench/run.sh's produce settings (1 KiB only)
-  bool small_frames = false; ///< linger.ms 0 and 1 MiB in flight (records below 1 MiB)
+  bool small_frames = false; ///< 16 KiB batches, 1 MiB in flight (records below 1 MiB)
 };
 
 }  // namespace
@@ -80,10 +80,14 @@ ProduceSpec sweep_produce_spec(const SweepOptions& o, const std::string& bootstr
   spec.warmup_messages = std::max(2, std::min(200, (4 << 20) / size));
   spec.wire_shape = true;
   if (small_frames) {
-    // Few bytes in flight and no lingering: each request carries what
-    // accumulated during the previous round trip, a few partitions with a
-    // few records each; the per-request cost shows.
-    spec.linger_ms = 0;
+    // Batches of kSmallFrameBatchBytes, closed when full (linger.ms far
+    // longer than filling one takes), 1 MiB in flight: every configuration
+    // gets requests of the same size, whatever its latency, so their CPU
+    // per byte compares; the per-request cost shows. (With linger.ms 0 a
+    // request carried what accumulated during the previous round trip,
+    // so a proxy's latency set its own request size.)
+    spec.linger_ms = 100;
+    spec.batch_bytes = kSmallFrameBatchBytes;
     spec.window_kbytes = 1024;
   }
   return spec;
@@ -193,8 +197,9 @@ std::string run_size_sweep(const SweepOptions& o, const std::vector<SweepTarget>
      << " MiB in flight; consumer: librdkafka's defaults, reading a preloaded topic "
         "(32 MiB) again and again. epochgate is (d), enforcing (fencing on). `run.sh produce` is "
         "bench/run.sh's produce workload (1 KiB, 20,000 messages in flight) for comparison; "
-        "`small frames` is linger.ms 0 with 1 MiB in flight, the shape where the cost per "
-        "request shows. "
+        "`small frames` is batch.size 16,384 closed when full (linger.ms 100) with 1 MiB in "
+        "flight: requests of one 16 KiB batch (one record from 16 KiB up) in every "
+        "configuration, the shape where the cost per request shows. "
         "CPU is the proxy process's time on a CPU (all threads, ns) per GB of record values.\n\n";
   md << "| workload | record | (d) MiB/s | ÷ direct | ÷ HAProxy | (d) CPU s/GB | ÷ splice | "
         "÷ copy | ÷ HAProxy |\n|---|---|---|---|---|---|---|---|---|\n";

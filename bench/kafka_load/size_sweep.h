@@ -38,11 +38,16 @@ struct SweepOptions {
   std::function<void(const std::string&)> log;  ///< progress lines (may be empty)
 };
 
+/// batch.size of the small-frame producer, bytes.
+constexpr int kSmallFrameBatchBytes = 16384;
+
 /// The producer the sweep runs at `size`-byte records: librdkafka's batching
 /// defaults (linger.ms 5, batch.size 1,000,000) with `options.window_kbytes`
 /// in flight, so every size keeps the same client memory; batch.size and
 /// message.max.bytes grow only where one record would not fit (1 MiB). With
-/// `small_frames`: linger.ms 0 and 1 MiB in flight (small requests).
+/// `small_frames`: batches of kSmallFrameBatchBytes closed when full
+/// (linger.ms 100) and 1 MiB in flight, so every configuration makes
+/// requests of that size (one record each from that size up).
 ProduceSpec sweep_produce_spec(const SweepOptions& options, const std::string& bootstrap,
                                const std::string& topic, int size, bool small_frames);
 
