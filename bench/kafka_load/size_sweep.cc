@@ -86,7 +86,7 @@ ProduceSpec sweep_produce_spec(const SweepOptions& o, const std::string& bootstr
     // per byte compares; the per-request cost shows. (With linger.ms 0 a
     // request carried what accumulated during the previous round trip,
     // so a proxy's latency set its own request size.)
-    spec.linger_ms = 100;
+    spec.linger_ms = kSmallFrameLingerMs;
     spec.batch_bytes = kSmallFrameBatchBytes;
     spec.window_kbytes = 1024;
   }
@@ -197,9 +197,10 @@ std::string run_size_sweep(const SweepOptions& o, const std::vector<SweepTarget>
      << " MiB in flight; consumer: librdkafka's defaults, reading a preloaded topic "
         "(32 MiB) again and again. epochgate is (d), enforcing (fencing on). `run.sh produce` is "
         "bench/run.sh's produce workload (1 KiB, 20,000 messages in flight) for comparison; "
-        "`small frames` is batch.size 16,384 closed when full (linger.ms 100) with 1 MiB in "
-        "flight: requests of one 16 KiB batch (one record from 16 KiB up) in every "
-        "configuration, the shape where the cost per request shows. "
+        "`small frames` is batch.size "
+     << kSmallFrameBatchBytes << " closed when full (linger.ms " << kSmallFrameLingerMs
+     << ") with 1 MiB in flight: requests of one batch (one record from that size up) in "
+        "every configuration, the shape where the cost per request shows. "
         "CPU is the proxy process's time on a CPU (all threads, ns) per GB of record values.\n\n";
   md << "| workload | record | (d) MiB/s | ÷ direct | ÷ HAProxy | (d) CPU s/GB | ÷ splice | "
         "÷ copy | ÷ HAProxy |\n|---|---|---|---|---|---|---|---|---|\n";

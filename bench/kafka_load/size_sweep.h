@@ -40,6 +40,9 @@ struct SweepOptions {
 
 /// batch.size of the small-frame producer, bytes.
 constexpr int kSmallFrameBatchBytes = 16384;
+/// linger.ms of the small-frame producer: far longer than a batch takes to
+/// fill, so batch.size closes them.
+constexpr int kSmallFrameLingerMs = 100;
 
 /// The producer the sweep runs at `size`-byte records: librdkafka's batching
 /// defaults (linger.ms 5, batch.size 1,000,000) with `options.window_kbytes`
