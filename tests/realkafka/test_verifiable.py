@@ -13,10 +13,10 @@ values count up, so offsets must rise with them), and the (partition, offset)
 acknowledged for each value is where the consumer found it. The order of the
 acknowledgements themselves is only reported: straight at Kafka 4.4.0, the
 Java producer has acknowledged a batch before an earlier one (offsets 1845
-then 1841) across a preferred-leader move, with the log in order. Through epochgate, after every move its
-/debug/metadata must name the cluster's leader and epoch within the
-refresher's bound, and the fence and hint counters show what it did with the
-real epochs. Notes give the first acknowledgement after each fault and the
+then 1841) across a preferred-leader move, with the log in order. Through
+epochgate, after every move its /debug/metadata must name the cluster's
+leader and epoch within the refresher's bound, and the fence and hint
+counters show what it did with the real epochs. Notes give the first acknowledgement after each fault and the
 longest gap between acknowledgements, direct and through epochgate.
 
     PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_verifiable.py --build-dir build
