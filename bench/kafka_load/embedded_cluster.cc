@@ -4,11 +4,36 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include <dirent.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <set>
 #include <sstream>
+#include <thread>
 
 namespace epochgate::bench {
+
+namespace {
+
+/// Thread ids of this process whose name is `comm` (/proc/self/task/*/comm).
+std::set<pid_t> threads_named(const std::string& comm) {
+  std::set<pid_t> out;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return out;
+  while (dirent* d = readdir(dir)) {
+    if (d->d_name[0] == '.') continue;
+    std::ifstream in(std::string("/proc/self/task/") + d->d_name + "/comm");
+    std::string name;
+    if (std::getline(in, name) && name == comm) out.insert(std::atoi(d->d_name));
+  }
+  closedir(dir);
+  return out;
+}
+
+}  // namespace
 
 std::unique_ptr<EmbeddedCluster> EmbeddedCluster::create(int brokers, const std::string& topic,
                                                          int partitions, std::string* error) {
@@ -24,10 +49,19 @@ std::unique_ptr<EmbeddedCluster> EmbeddedCluster::create(int brokers, const std:
   }
   std::unique_ptr<EmbeddedCluster> c(new EmbeddedCluster());
   c->rk_ = rk;
+  // librdkafka names the mock cluster's one thread "rdk:mock"; clusters are
+  // made one after another, so the new one is the thread that was not there.
+  const std::set<pid_t> before = threads_named("rdk:mock");
   c->mock_ = rd_kafka_mock_cluster_new(rk, brokers);
   if (c->mock_ == nullptr) {
     *error = "rd_kafka_mock_cluster_new failed";
     return nullptr;
+  }
+  // The thread names itself once running: wait for it (at most 1 s).
+  for (int i = 0; i < 1000 && c->thread_id_ < 0; ++i) {
+    for (pid_t tid : threads_named("rdk:mock"))
+      if (before.count(tid) == 0) c->thread_id_ = tid;
+    if (c->thread_id_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::stringstream list(rd_kafka_mock_cluster_bootstraps(c->mock_));
   for (std::string item; std::getline(list, item, ',');) {

@@ -3,6 +3,8 @@
 // of cluster state, never linked into epochgate.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +29,10 @@ class EmbeddedCluster {
   /// "127.0.0.1:port,..." of the brokers' own listeners, in broker-id order.
   std::string bootstrap() const;
   const std::vector<int>& ports() const { return ports_; }
+  /// The mock cluster's event thread (a Linux thread id of this process), -1
+  /// if it was not found: every broker's request handling runs on it, so its
+  /// time on a CPU is the brokers' cost (thread_cpu_seconds_of()).
+  pid_t thread_id() const { return thread_id_; }
 
   /// Makes broker `id` (1-based) advertise 127.0.0.1:`port` in metadata
   /// (how the HAProxy configuration sends clients through HAProxy).
@@ -49,6 +55,7 @@ class EmbeddedCluster {
   rd_kafka_mock_cluster_s* mock_ = nullptr;
   std::string topic_;
   std::vector<int> ports_;
+  pid_t thread_id_ = -1;
 };
 
 }  // namespace epochgate::bench

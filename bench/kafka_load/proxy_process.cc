@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,12 +40,18 @@ bool ProxyProcess::start(const std::vector<std::string>& argv, const std::string
     return false;
   }
   const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) {
     *error = "fork failed";
     return false;
   }
   if (pid_ == 0) {
+    // A bench killed by a signal (Ctrl-C, a CI timeout) runs no destructor:
+    // its proxies must not outlive it, holding ports and CPU. The forking
+    // thread is the bench's main thread, which lives as long as the process.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
     dup2(out[1], STDOUT_FILENO);
     if (log_fd >= 0) dup2(log_fd, STDERR_FILENO);
     const int devnull = open("/dev/null", O_RDONLY);
@@ -168,6 +175,13 @@ double cpu_seconds_of(pid_t pid) {
   }
   closedir(dir);
   return any ? static_cast<double>(ns) / 1e9 : tick_cpu_seconds_of(pid);
+}
+
+double thread_cpu_seconds_of(pid_t tid) {
+  if (tid <= 0) return -1;
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/schedstat");
+  unsigned long long run_ns = 0;
+  return in >> run_ns ? static_cast<double>(run_ns) / 1e9 : -1;
 }
 
 std::string http_get(const std::string& host, int port, const std::string& path) {

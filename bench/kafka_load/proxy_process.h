@@ -54,5 +54,8 @@ long rss_kib_of(pid_t pid);
 /// /proc/PID/task/*/schedstat; utime+stime in clock ticks where that is
 /// missing), or -1.
 double cpu_seconds_of(pid_t pid);
+/// CPU seconds of one thread `tid` of this process (its schedstat's time on
+/// a CPU, ns resolution), or -1.
+double thread_cpu_seconds_of(pid_t tid);
 
 }  // namespace epochgate::bench

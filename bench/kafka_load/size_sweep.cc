@@ -20,10 +20,15 @@ struct Cell {
   double payload_bytes = 0;
   double seconds = 0;
   double cpu_seconds = 0;
+  double broker_cpu_seconds = 0;  ///< the mock cluster's thread; < 0 once unknown
   WireShape shape;
   std::vector<std::string> errors;
   double mib_per_sec() const { return seconds > 0 ? payload_bytes / seconds / 1048576.0 : 0; }
   double cpu_per_gb() const { return payload_bytes > 0 ? cpu_seconds / (payload_bytes / 1e9) : 0; }
+  double broker_cpu_per_gb() const {
+    return payload_bytes > 0 && broker_cpu_seconds >= 0 ? broker_cpu_seconds / (payload_bytes / 1e9)
+                                                        : 0;
+  }
 };
 
 void add_shape(WireShape* to, const WireShape& from) {
@@ -141,6 +146,7 @@ std::string run_size_sweep(const SweepOptions& o, const std::vector<SweepTarget>
           const SweepTarget& t = targets[(i + static_cast<size_t>(round)) % targets.size()];
           Cell& cell = cells[w.key][size][t.config];
           const double cpu0 = t.pid > 0 ? cpu_seconds_of(t.pid) : 0;
+          const double broker0 = thread_cpu_seconds_of(t.cluster->thread_id());
           double bytes = 0, seconds = 0;
           WireShape shape;
           std::string error;
@@ -171,15 +177,21 @@ std::string run_size_sweep(const SweepOptions& o, const std::vector<SweepTarget>
             error = pr.error;
           }
           const double cpu = t.pid > 0 ? cpu_seconds_of(t.pid) - cpu0 : 0;
+          const double broker1 = thread_cpu_seconds_of(t.cluster->thread_id());
           cell.payload_bytes += bytes;
           cell.seconds += seconds;
           cell.cpu_seconds += cpu;
+          if (broker0 < 0 || broker1 < 0 || cell.broker_cpu_seconds < 0)
+            cell.broker_cpu_seconds = -1;
+          else
+            cell.broker_cpu_seconds += broker1 - broker0;
           add_shape(&cell.shape, shape);
           if (!error.empty()) cell.errors.push_back(error);
           log("sweep " + w.key + " " + size_label(size) + " round " + std::to_string(round + 1) +
               " " + config_label(t.config) + ": " +
               f("%.1f MiB/s", seconds > 0 ? bytes / seconds / 1048576 : 0) +
-              f(", cpu %.2f s", cpu) + f(", %.0f B/request", shape.bytes_per_request()) +
+              f(", cpu %.2f s", cpu) + f(", broker cpu %.2f s", broker1 - broker0) +
+              f(", %.0f B/request", shape.bytes_per_request()) +
               (error.empty() ? "" : " " + error));
         }
       }
@@ -237,6 +249,33 @@ std::string run_size_sweep(const SweepOptions& o, const std::vector<SweepTarget>
       md << " |";
     }
     md << "\n";
+  });
+  md << "\nThe brokers' CPU (the mock cluster's one thread, in the bench process) per GB of "
+        "record values in each configuration, then the proxy's and the brokers' together. On one "
+        "machine the brokers read over loopback the very bytes the proxy sent, so how the proxy "
+        "sends them (copied into fresh socket buffers, or spliced: the producer's own pages, "
+        "written earlier) changes what the brokers pay, and with two cores shared it changes "
+        "everyone's throughput; across hosts the brokers read from a network card and pay the "
+        "same whatever the proxy does. Broker s/GB, (proxy + broker) s/GB:\n\n"
+        "| workload | record |";
+  for (const SweepTarget& t : targets) md << " " << config_label(t.config) << " |";
+  md << " (d) proxy + broker ÷ HAProxy's | ÷ splice relay's |\n|---|---|";
+  for (size_t i = 0; i < targets.size(); ++i) md << "---|";
+  md << "---|---|\n";
+  auto system_per_gb = [](const Cell& cell) {
+    return cell.broker_cpu_per_gb() > 0 ? cell.cpu_per_gb() + cell.broker_cpu_per_gb() : 0;
+  };
+  rows([&](const Workload& w, int size, std::map<int, Cell>& c) {
+    md << "| " << w.key << " | " << size_label(size) << " |";
+    for (const SweepTarget& t : targets) {
+      const Cell& cell = c[t.config];
+      md << " " << (cell.broker_cpu_per_gb() > 0 ? f("%.2f", cell.broker_cpu_per_gb()) : "n/a");
+      if (t.pid > 0 && cell.broker_cpu_per_gb() > 0) md << ", " << f("%.2f", system_per_gb(cell));
+      md << " |";
+    }
+    const double eg = system_per_gb(c[kEpochgateEnforce]);
+    md << " " << ratio(eg, system_per_gb(c[kHaproxy])) << " | "
+       << ratio(eg, system_per_gb(c[kSpliceRelay])) << " |\n";
   });
   md << "\nThe frames each workload made (librdkafka's statistics: Produce requests sent and "
         "their bytes, record batches and their records; Fetch requests and the bytes received), "
