@@ -264,10 +264,9 @@ void Session::check_held_client_input() {
   // and the request can be decided and forwarded. Reading goes on while the
   // buffer the request was read into has room (a read never grows it then,
   // Connection::on_transport_alloc), so a client that leaves right behind
-  // its request is seen at once: after a RST (as clients that gave up send)
-  // everything its session holds is freed, instead of when the broker has
-  // answered the dial; after a FIN, which may be a half-close, the request
-  // is answered first (on_client_eof()). Past that room reading stops.
+  // its request (FIN or RST, as health checks and clients that gave up do)
+  // is seen at once and everything its session holds is freed, instead of
+  // when the broker has answered the dial. Past that room reading stops.
   partial_since_ns_ = 0;
   if (in.tail_room() < ctx_.pool.block_size() / 4) client_.stop_reading();
 }
