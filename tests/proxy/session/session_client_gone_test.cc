@@ -1,9 +1,9 @@
-// tests/proxy/session/session_client_gone_test.cc: a client's end of stream
-// right behind its requests is a half-close as far as epochgate can tell
-// (shutdown(SHUT_WR)), and Kafka's brokers answer those requests before they
-// close: so the session answers them, while dialing too, then frees
-// everything; with nothing owed it frees everything at once. Requests read
-// while dialing still go out, in order, once the broker has answered the dial.
+// tests/proxy/session/session_client_gone_test.cc: a client that leaves with its
+// request still owed takes everything its session held with it, at once,
+// whatever the upstream is doing: while the upstream is still dialed (the
+// client's FIN or RST comes right behind its request) and with the request
+// forwarded and unanswered. Requests read while dialing still go out, in
+// order, once the broker has answered the dial.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,15 +13,15 @@
 namespace epochgate::proxy::testing {
 namespace {
 
-TEST(SessionClientGone, LeavingWithNothingAskedFreesTheSessionAtOnce) {
+TEST(SessionClientGone, LeavingWhileTheUpstreamIsDialedFreesTheSessionAtOnce) {
   SessionRig rig;
-  rig.client->peer_sends(request_frame(kHeartbeat, 3, 1).substr(0, 9));  // a frame cut short
+  rig.client->peer_sends(request_frame(kHeartbeat, 3, 1));
   rig.client->peer_closes();
   rig.pump();
-  EXPECT_FALSE(rig.alive()) << "the session waits for the dial of a client that asked nothing";
+  EXPECT_FALSE(rig.alive()) << "the session waits for the dial of a client that has gone";
 }
 
-TEST(SessionClientGone, AnEndOfStreamBehindAForwardedRequestIsAnsweredThenTheSessionCloses) {
+TEST(SessionClientGone, LeavingWithARequestUnansweredUpstreamFreesTheSessionAtOnce) {
   SessionRig rig;
   rig.connect();
   const std::string request = request_frame(kHeartbeat, 3, 7);
@@ -30,29 +30,7 @@ TEST(SessionClientGone, AnEndOfStreamBehindAForwardedRequestIsAnsweredThenTheSes
   ASSERT_EQ(rig.broker->sent(), request);
   rig.client->peer_closes();
   rig.pump();
-  ASSERT_TRUE(rig.alive()) << "a half-closed client's request was dropped (Kafka answers it)";
-  const std::string answer = response_frame(7, std::string(2, '\0'));
-  rig.broker->peer_sends(answer);
-  ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answer";
-  EXPECT_EQ(rig.client_sent(), answer);
-}
-
-TEST(SessionClientGone, AnEndOfStreamWhileDialingIsAnsweredOnceDialed) {
-  SessionRig rig;
-  const std::string first = request_frame(kHeartbeat, 3, 1);
-  const std::string second = request_frame(kHeartbeat, 3, 2);
-  rig.client->peer_sends(first + second + first.substr(0, 6));  // and a frame cut short
-  rig.client->peer_closes();
-  rig.pump();
-  ASSERT_TRUE(rig.alive()) << "requests sent before the end of stream were dropped";
-  rig.connect();
-  ASSERT_TRUE(rig.pump_until([&] { return rig.broker->sent().size() == first.size() + second.size(); }));
-  EXPECT_EQ(rig.broker->sent(), first + second);
-  const std::string answers =
-      response_frame(1, std::string(2, '\0')) + response_frame(2, std::string(2, '\0'));
-  rig.broker->peer_sends(answers);
-  ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answers";
-  EXPECT_EQ(rig.client_sent(), answers);
+  EXPECT_FALSE(rig.alive()) << "the session waits for the broker's answer to a client that has gone";
 }
 
 TEST(SessionClientGone, RequestsReadWhileDialingGoOutInOrderOnceDialed) {
