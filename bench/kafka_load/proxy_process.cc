@@ -134,6 +134,13 @@ long rss_kib_of(pid_t pid) {
 
 namespace {
 
+/// A thread's time on a CPU in ns: the first field of its schedstat (the
+/// scheduler's own sum, what utime+stime are scaled to). False if unreadable.
+bool schedstat_run_ns(const std::string& task_dir, unsigned long long* ns) {
+  std::ifstream in(task_dir + "/schedstat");
+  return static_cast<bool>(in >> *ns);
+}
+
 // utime+stime of the whole process: the kernel reports them in clock ticks
 // (10 ms), too coarse for a proxy that spends 20-70 ms in a 3 s round.
 double tick_cpu_seconds_of(pid_t pid) {
@@ -156,9 +163,8 @@ double tick_cpu_seconds_of(pid_t pid) {
 
 double cpu_seconds_of(pid_t pid) {
   if (pid <= 0) return -1;
-  // The first field of each thread's schedstat is its time on a CPU in ns
-  // (the scheduler's own sum, what utime+stime are scaled to). A thread that
-  // exited is missing from the sum: the proxies measured here keep theirs.
+  // Each thread's schedstat, summed. A thread that exited is missing from
+  // the sum: the proxies measured here keep theirs.
   const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
   DIR* dir = opendir(task_dir.c_str());
   if (dir == nullptr) return tick_cpu_seconds_of(pid);
@@ -166,9 +172,8 @@ double cpu_seconds_of(pid_t pid) {
   bool any = false;
   while (dirent* d = readdir(dir)) {
     if (d->d_name[0] == '.') continue;
-    std::ifstream in(task_dir + "/" + d->d_name + "/schedstat");
     unsigned long long run_ns = 0;
-    if (in >> run_ns) {
+    if (schedstat_run_ns(task_dir + "/" + d->d_name, &run_ns)) {
       ns += run_ns;
       any = true;
     }
@@ -179,9 +184,10 @@ double cpu_seconds_of(pid_t pid) {
 
 double thread_cpu_seconds_of(pid_t tid) {
   if (tid <= 0) return -1;
-  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/schedstat");
   unsigned long long run_ns = 0;
-  return in >> run_ns ? static_cast<double>(run_ns) / 1e9 : -1;
+  return schedstat_run_ns("/proc/self/task/" + std::to_string(tid), &run_ns)
+             ? static_cast<double>(run_ns) / 1e9
+             : -1;
 }
 
 std::string http_get(const std::string& host, int port, const std::string& path) {
