@@ -77,7 +77,7 @@ A transparent Kafka protocol proxy that enforces leader-epoch fencing.
   --admin HOST:PORT          admin HTTP server (/metrics, /healthz, /readyz, /debug/*),
                              default 127.0.0.1:9644
   --no-admin                 no admin HTTP server
-  --workers N                event-loop threads (0: one per core, at most 256)
+  --workers N                event-loop threads (0: one per CPU the process may use, at most 256)
   --log-level LEVEL          trace, debug, info, warn, error, critical, off
   --log-format FORMAT        text or json (one JSON object per line)
   --ready-file PATH          once the listeners and the admin server are bound, write

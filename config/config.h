@@ -236,7 +236,7 @@ struct Config {
   std::string advertise_host;              ///< host in rewritten addresses; empty: listen.host
   std::vector<HostPort> bootstrap_servers;  ///< upstream brokers
   BrokerPortsConfig broker_ports;
-  uint32_t workers = 0;                    ///< event-loop threads; 0 = number of cores
+  uint32_t workers = 0;                    ///< event-loop threads; 0 = the CPUs the process may use (affinity, cgroup quota)
   uint32_t drain_timeout_ms = 30000;
   AdminConfig admin;
   LimitsConfig limits;

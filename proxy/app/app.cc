@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "config/security_warnings.h"
 #include "config/to_json.h"
@@ -23,6 +22,7 @@
 #include "metrics/proxy_metrics.h"
 #include "proxy/app/app_tls.h"
 #include "proxy/app/refresher.h"
+#include "proxy/app/usable_cpus.h"
 #include "proxy/app/version.h"
 #include "proxy/app/worker_placement.h"
 #include "proxy/client/warm_upstreams.h"
@@ -221,7 +221,17 @@ bool App::start(std::string& error) {
   }
   started_ms_ = now_ms();
   budget_.set_limit(c.limits.buffer_budget_bytes);
-  unsigned n = c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
+  unsigned n = c.workers;
+  if (n == 0) {
+    const UsableCpus cpus = usable_cpus();
+    n = cpus.count;
+    if (cpus.limit)
+      spdlog::info("workers: {} (the CPUs this process may use: {} in its affinity mask, a cgroup CPU "
+                   "limit of {:.2f} in {})",
+                   n, cpus.affinity, cpus.limit->cpus, cpus.limit->file);
+    else
+      spdlog::info("workers: {} (the CPUs in this process's affinity mask; no cgroup CPU limit)", n);
+  }
   // The pool's size is read at start; a reload that raises
   // limits.warm_upstreams_per_broker is not re-checked against the limit.
   check_fd_budget(c, n, n * WarmUpstreams::max_descriptors(c.limits.warm_upstreams_per_broker),

@@ -1,0 +1,160 @@
+// tests/proxy/app/usable_cpus_test.cc: the default worker count follows the
+// CPUs a process may use: the cgroup CPU limit as /proc and /sys lay it out
+// under cgroup v2, v1 and a container's own mount, the lowest along the
+// ancestors, rounded up and capped by the affinity mask.
+#include "proxy/app/usable_cpus.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace epochgate::proxy {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A directory laid out like / for the files cgroup_cpu_limit() reads.
+class FakeRoot : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("usable_cpus_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "proc/self");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void put(const std::string& rel, const std::string& text) {
+    const fs::path p = root_ / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  std::string root() const { return root_.string(); }
+  fs::path root_;
+};
+
+constexpr const char* kV2Mount =
+    "30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 "
+    "rw,nsdelegate\n";
+
+TEST_F(FakeRoot, CgroupV2LimitIsQuotaOverPeriod) {
+  put("proc/self/cgroup", "0::/kubepods/pod1/ctr\n");
+  put("proc/self/mountinfo", kV2Mount);
+  put("sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "50000 100000\n");
+  auto limit = cgroup_cpu_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->cpus, 0.5);
+  EXPECT_EQ(limit->file, "/sys/fs/cgroup/kubepods/pod1/ctr/cpu.max");
+}
+
+TEST_F(FakeRoot, CgroupV2LowestLimitAlongTheAncestorsWins) {
+  put("proc/self/cgroup", "0::/kubepods/pod1/ctr\n");
+  put("proc/self/mountinfo", kV2Mount);
+  put("sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "max 100000\n");
+  put("sys/fs/cgroup/kubepods/pod1/cpu.max", "150000 100000\n");
+  put("sys/fs/cgroup/kubepods/cpu.max", "800000 100000\n");
+  auto limit = cgroup_cpu_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->cpus, 1.5);
+  EXPECT_EQ(limit->file, "/sys/fs/cgroup/kubepods/pod1/cpu.max");
+}
+
+TEST_F(FakeRoot, CgroupV2MaxEverywhereIsNoLimit) {
+  put("proc/self/cgroup", "0::/a\n");
+  put("proc/self/mountinfo", kV2Mount);
+  put("sys/fs/cgroup/a/cpu.max", "max 100000\n");
+  EXPECT_FALSE(cgroup_cpu_limit(root()).has_value());
+}
+
+TEST_F(FakeRoot, ContainerSeesItsOwnCgroupMountedAsRoot) {
+  // Inside a container's cgroup namespace the path is "/" and the limit sits
+  // in the mount point itself.
+  put("proc/self/cgroup", "0::/\n");
+  put("proc/self/mountinfo", kV2Mount);
+  put("sys/fs/cgroup/cpu.max", "200000 100000\n");
+  auto limit = cgroup_cpu_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->cpus, 2.0);
+}
+
+TEST_F(FakeRoot, MountOfASubtreeMapsThePathBelowItsRoot) {
+  // Without a cgroup namespace a container may see the host's path while
+  // only its own subtree is mounted (mountinfo's root field names it).
+  put("proc/self/cgroup", "0::/kubepods/pod1/ctr\n");
+  put("proc/self/mountinfo",
+      "30 23 0:26 /kubepods/pod1 /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n");
+  put("sys/fs/cgroup/ctr/cpu.max", "25000 100000\n");
+  auto limit = cgroup_cpu_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->cpus, 0.25);
+  EXPECT_EQ(limit->file, "/sys/fs/cgroup/ctr/cpu.max");
+}
+
+TEST_F(FakeRoot, CgroupV1QuotaAndPeriod) {
+  put("proc/self/cgroup", "4:memory:/x\n3:cpu,cpuacct:/kubepods/pod2\n0::/\n");
+  put("proc/self/mountinfo",
+      "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755\n"
+      "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+      "33 31 0:30 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+      "34 31 0:31 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n");
+  put("sys/fs/cgroup/cpu,cpuacct/kubepods/pod2/cpu.cfs_quota_us", "300000\n");
+  put("sys/fs/cgroup/cpu,cpuacct/kubepods/pod2/cpu.cfs_period_us", "100000\n");
+  put("sys/fs/cgroup/cpu,cpuacct/kubepods/cpu.cfs_quota_us", "-1\n");
+  put("sys/fs/cgroup/cpu,cpuacct/kubepods/cpu.cfs_period_us", "100000\n");
+  auto limit = cgroup_cpu_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->cpus, 3.0);
+  EXPECT_EQ(limit->file, "/sys/fs/cgroup/cpu,cpuacct/kubepods/pod2/cpu.cfs_quota_us");
+}
+
+TEST_F(FakeRoot, CgroupV1UnlimitedIsNoLimit) {
+  put("proc/self/cgroup", "1:cpu:/\n");
+  put("proc/self/mountinfo", "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n");
+  put("sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n");
+  put("sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
+  EXPECT_FALSE(cgroup_cpu_limit(root()).has_value());
+}
+
+TEST_F(FakeRoot, EscapedMountPointIsUnescaped) {
+  put("proc/self/cgroup", "0::/a\n");
+  put("proc/self/mountinfo", "30 23 0:26 / /sys/fs/cg\\040root rw - cgroup2 cgroup2 rw\n");
+  put("sys/fs/cg root/a/cpu.max", "100000 100000\n");
+  auto limit = cgroup_cpu_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->cpus, 1.0);
+}
+
+TEST_F(FakeRoot, NothingReadableIsNoLimitNotAnError) {
+  EXPECT_FALSE(cgroup_cpu_limit(root()).has_value());
+  put("proc/self/cgroup", "garbage\n");
+  put("proc/self/mountinfo", "also garbage\n");
+  EXPECT_FALSE(cgroup_cpu_limit(root()).has_value());
+  put("proc/self/cgroup", "0::/a\n");
+  put("proc/self/mountinfo", kV2Mount);
+  put("sys/fs/cgroup/a/cpu.max", "lots 100000\n");
+  EXPECT_FALSE(cgroup_cpu_limit(root()).has_value());
+}
+
+TEST(CpusToUse, LimitRoundedUpAndCappedByAffinity) {
+  EXPECT_EQ(cpus_to_use(32, std::nullopt), 32u);
+  EXPECT_EQ(cpus_to_use(32, CgroupCpuLimit{0.5, "f"}), 1u);
+  EXPECT_EQ(cpus_to_use(32, CgroupCpuLimit{1.0, "f"}), 1u);
+  EXPECT_EQ(cpus_to_use(32, CgroupCpuLimit{1.5, "f"}), 2u);
+  EXPECT_EQ(cpus_to_use(32, CgroupCpuLimit{2.0000001, "f"}), 2u);
+  EXPECT_EQ(cpus_to_use(2, CgroupCpuLimit{8.0, "f"}), 2u);
+  EXPECT_EQ(cpus_to_use(0, std::nullopt), 1u);
+}
+
+TEST(AffinityCpus, CountsThisProcessMask) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  EXPECT_EQ(affinity_cpus(), static_cast<unsigned>(CPU_COUNT(&set)));
+}
+
+}  // namespace
+}  // namespace epochgate::proxy
