@@ -167,7 +167,9 @@ struct LimitsConfig {
   uint32_t low_watermark_bytes = 1u << 20;     ///< resume below this
   uint32_t idle_timeout_ms = 600000;           ///< close client connections idle this long
   uint32_t partial_frame_timeout_ms = 30000;   ///< a frame started but not finished
-  uint64_t buffer_budget_bytes = 1ull << 30;   ///< all connections' buffered bytes
+  /// All connections' buffered bytes; 0: 1 GiB, or half the cgroup memory
+  /// limit when that is less (proxy/app/process_limits.h).
+  uint64_t buffer_budget_bytes = 0;
   /// Resolve, connect and the broker's answer to epochgate's ApiVersions, per broker.
   uint32_t upstream_connect_timeout_ms = 10000;
   /// A forwarded request unanswered this long past its own deadline (Produce

@@ -273,7 +273,7 @@ void check_limits(const Config& c, const ValidateOptions& options, Checker& ck) 
                       std::to_string(l.high_watermark_bytes) + ")");
   }
   if (ck.usable("limits.buffer_budget_bytes") && ck.usable("limits.high_watermark_bytes") &&
-      l.buffer_budget_bytes < l.high_watermark_bytes) {
+      l.buffer_budget_bytes != 0 && l.buffer_budget_bytes < l.high_watermark_bytes) {
     ck.report("limits.buffer_budget_bytes", "buffer budget (" +
                                                 std::to_string(l.buffer_budget_bytes) +
                                                 ") must be at least the high watermark (" +

@@ -22,7 +22,6 @@
 #include "metrics/proxy_metrics.h"
 #include "proxy/app/app_tls.h"
 #include "proxy/app/refresher.h"
-#include "proxy/app/usable_cpus.h"
 #include "proxy/app/version.h"
 #include "proxy/app/worker_placement.h"
 #include "proxy/client/warm_upstreams.h"
@@ -220,18 +219,8 @@ bool App::start(std::string& error) {
     return false;
   }
   started_ms_ = now_ms();
-  budget_.set_limit(c.limits.buffer_budget_bytes);
-  unsigned n = c.workers;
-  if (n == 0) {
-    const UsableCpus cpus = usable_cpus();
-    n = cpus.count;
-    if (cpus.limit)
-      spdlog::info("workers: {} (the CPUs this process may use: {} in its affinity mask, a cgroup CPU "
-                   "limit of {:.2f} in {})",
-                   n, cpus.affinity, cpus.limit->cpus, cpus.limit->file);
-    else
-      spdlog::info("workers: {} (the CPUs in this process's affinity mask; no cgroup CPU limit)", n);
-  }
+  apply_buffer_budget(c);
+  const unsigned n = workers_to_run(c);
   // The pool's size is read at start; a reload that raises
   // limits.warm_upstreams_per_broker is not re-checked against the limit.
   check_fd_budget(c, n, n * WarmUpstreams::max_descriptors(c.limits.warm_upstreams_per_broker),
@@ -493,7 +482,7 @@ void App::apply_config(config::Config next) {
   for (auto& w : workers_) w->post([w = w.get(), fresh] { w->set_config(fresh); });
   if (refresher_) refresher_->set_config(fresh);
   fencing_->set_config(fresh);
-  budget_.set_limit(fresh->limits.buffer_budget_bytes);
+  apply_buffer_budget(*fresh);
   metrics::LogOptions log;
   log.level = fresh->logging.level;
   log.format = fresh->logging.format;

@@ -82,6 +82,12 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
 
  private:
   bool start(std::string& error);
+  /// `workers`, or with 0 the CPUs this process may use (logged with why).
+  static unsigned workers_to_run(const config::Config& c);
+  /// Sets the buffer budget from `c`: `limits.buffer_budget_bytes`, or with
+  /// 0 the default that fits the cgroup's memory limit; logs the value when
+  /// it is derived and differs from the last one applied.
+  void apply_buffer_budget(const config::Config& c);
   bool write_ready_file(const std::string& line, std::string& error) const;
   ListenerRegistry::Events listener_events();
   /// Runs `fn` on the control loop (thread-safe, FIFO).
@@ -127,6 +133,7 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   uint64_t base_fds_ = 0;  // descriptors open after start-up, listeners excluded
   std::atomic<uint32_t> client_connections_{0};
   BufferBudget budget_;
+  uint64_t budget_applied_ = 0;  // the last limit apply_buffer_budget() set, bytes
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<Refresher> refresher_;
   /// upstream_sasl as set at start: 0 none, 1 epochgate's own login (clients

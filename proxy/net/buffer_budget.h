@@ -26,6 +26,8 @@ class BufferBudget {
     return used() > static_cast<int64_t>(limit_.load(std::memory_order_relaxed));
   }
   void set_limit(uint64_t limit_bytes) { limit_.store(limit_bytes, std::memory_order_relaxed); }
+  /// The limit in bytes.
+  uint64_t limit() const { return limit_.load(std::memory_order_relaxed); }
 
   /// A connection whose reads the budget governs (a client connection)
   /// joins while it is open, and leaves when it closes.

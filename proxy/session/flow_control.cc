@@ -77,7 +77,7 @@ void FlowControl::pause_for_budget() {
                       "client {} node {}: connection buffers hold {} bytes, over "
                       "limits.buffer_budget_bytes {}; client reads pause until they drain",
                       client_.peer(), node_id_, ctx_.budget ? ctx_.budget->used() : 0,
-                      ctx_.config->limits.buffer_budget_bytes);
+                      ctx_.budget ? ctx_.budget->limit() : ctx_.config->limits.buffer_budget_bytes);
 }
 
 void FlowControl::on_no_buffers(bool client_side) {

@@ -1,8 +1,9 @@
-// tests/proxy/app/usable_cpus_test.cc: the default worker count follows the
-// CPUs a process may use: the cgroup CPU limit as /proc and /sys lay it out
-// under cgroup v2, v1 and a container's own mount, the lowest along the
-// ancestors, rounded up and capped by the affinity mask.
-#include "proxy/app/usable_cpus.h"
+// tests/proxy/app/process_limits_test.cc: the defaults follow what a process
+// may use. The worker count: the cgroup CPU limit as /proc and /sys lay it
+// out under cgroup v2, v1 and a container's own mount, the lowest along the
+// ancestors, rounded up and capped by the affinity mask. The buffer budget:
+// half the cgroup memory limit, at most 1 GiB, at least the high watermark.
+#include "proxy/app/process_limits.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -22,7 +23,7 @@ class FakeRoot : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = fs::temp_directory_path() /
-            ("usable_cpus_" + std::to_string(::getpid()) + "_" +
+            ("process_limits_" + std::to_string(::getpid()) + "_" +
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_ / "proc/self");
@@ -47,7 +48,7 @@ TEST_F(FakeRoot, CgroupV2LimitIsQuotaOverPeriod) {
   put("sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "50000 100000\n");
   auto limit = cgroup_cpu_limit(root());
   ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(limit->cpus, 0.5);
+  EXPECT_DOUBLE_EQ(limit->value, 0.5);
   EXPECT_EQ(limit->file, "/sys/fs/cgroup/kubepods/pod1/ctr/cpu.max");
 }
 
@@ -59,7 +60,7 @@ TEST_F(FakeRoot, CgroupV2LowestLimitAlongTheAncestorsWins) {
   put("sys/fs/cgroup/kubepods/cpu.max", "800000 100000\n");
   auto limit = cgroup_cpu_limit(root());
   ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(limit->cpus, 1.5);
+  EXPECT_DOUBLE_EQ(limit->value, 1.5);
   EXPECT_EQ(limit->file, "/sys/fs/cgroup/kubepods/pod1/cpu.max");
 }
 
@@ -78,7 +79,7 @@ TEST_F(FakeRoot, ContainerSeesItsOwnCgroupMountedAsRoot) {
   put("sys/fs/cgroup/cpu.max", "200000 100000\n");
   auto limit = cgroup_cpu_limit(root());
   ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(limit->cpus, 2.0);
+  EXPECT_DOUBLE_EQ(limit->value, 2.0);
 }
 
 TEST_F(FakeRoot, MountOfASubtreeMapsThePathBelowItsRoot) {
@@ -90,7 +91,7 @@ TEST_F(FakeRoot, MountOfASubtreeMapsThePathBelowItsRoot) {
   put("sys/fs/cgroup/ctr/cpu.max", "25000 100000\n");
   auto limit = cgroup_cpu_limit(root());
   ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(limit->cpus, 0.25);
+  EXPECT_DOUBLE_EQ(limit->value, 0.25);
   EXPECT_EQ(limit->file, "/sys/fs/cgroup/ctr/cpu.max");
 }
 
@@ -107,7 +108,7 @@ TEST_F(FakeRoot, CgroupV1QuotaAndPeriod) {
   put("sys/fs/cgroup/cpu,cpuacct/kubepods/cpu.cfs_period_us", "100000\n");
   auto limit = cgroup_cpu_limit(root());
   ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(limit->cpus, 3.0);
+  EXPECT_DOUBLE_EQ(limit->value, 3.0);
   EXPECT_EQ(limit->file, "/sys/fs/cgroup/cpu,cpuacct/kubepods/pod2/cpu.cfs_quota_us");
 }
 
@@ -125,7 +126,7 @@ TEST_F(FakeRoot, EscapedMountPointIsUnescaped) {
   put("sys/fs/cg root/a/cpu.max", "100000 100000\n");
   auto limit = cgroup_cpu_limit(root());
   ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(limit->cpus, 1.0);
+  EXPECT_DOUBLE_EQ(limit->value, 1.0);
 }
 
 TEST_F(FakeRoot, NothingReadableIsNoLimitNotAnError) {
@@ -139,13 +140,50 @@ TEST_F(FakeRoot, NothingReadableIsNoLimitNotAnError) {
   EXPECT_FALSE(cgroup_cpu_limit(root()).has_value());
 }
 
+TEST_F(FakeRoot, CgroupV2MemoryLimitLowestAlongTheAncestors) {
+  put("proc/self/cgroup", "0::/kubepods/pod1/ctr\n");
+  put("proc/self/mountinfo", kV2Mount);
+  put("sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "max\n");
+  put("sys/fs/cgroup/kubepods/pod1/memory.max", "536870912\n");
+  put("sys/fs/cgroup/kubepods/memory.max", "8589934592\n");
+  auto limit = cgroup_memory_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->value, 536870912.0);
+  EXPECT_EQ(limit->file, "/sys/fs/cgroup/kubepods/pod1/memory.max");
+  // The CPU limit is read from its own files: none here.
+  EXPECT_FALSE(cgroup_cpu_limit(root()).has_value());
+}
+
+TEST_F(FakeRoot, CgroupV1MemoryLimitAndItsNoLimitValue) {
+  put("proc/self/cgroup", "4:memory:/pod3\n3:cpu,cpuacct:/pod3\n");
+  put("proc/self/mountinfo",
+      "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+      "33 31 0:30 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n");
+  put("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+  put("sys/fs/cgroup/memory/pod3/memory.limit_in_bytes", "268435456\n");
+  auto limit = cgroup_memory_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->value, 268435456.0);
+  EXPECT_EQ(limit->file, "/sys/fs/cgroup/memory/pod3/memory.limit_in_bytes");
+  put("sys/fs/cgroup/memory/pod3/memory.limit_in_bytes", "9223372036854771712\n");
+  EXPECT_FALSE(cgroup_memory_limit(root()).has_value());
+}
+
+TEST(BufferBudgetFor, HalfTheMemoryLimitAtMostOneGibAtLeastTheHighWatermark) {
+  constexpr uint64_t kMiB = 1 << 20;
+  EXPECT_EQ(buffer_budget_for(std::nullopt, 4 * kMiB), 1024 * kMiB);
+  EXPECT_EQ(buffer_budget_for(CgroupLimit{512.0 * kMiB, "f"}, 4 * kMiB), 256 * kMiB);
+  EXPECT_EQ(buffer_budget_for(CgroupLimit{16384.0 * kMiB, "f"}, 4 * kMiB), 1024 * kMiB);
+  EXPECT_EQ(buffer_budget_for(CgroupLimit{4.0 * kMiB, "f"}, 4 * kMiB), 4 * kMiB);
+}
+
 TEST(CpusToUse, LimitRoundedUpAndCappedByAffinity) {
   EXPECT_EQ(cpus_to_use(32, std::nullopt), 32u);
-  EXPECT_EQ(cpus_to_use(32, CgroupCpuLimit{0.5, "f"}), 1u);
-  EXPECT_EQ(cpus_to_use(32, CgroupCpuLimit{1.0, "f"}), 1u);
-  EXPECT_EQ(cpus_to_use(32, CgroupCpuLimit{1.5, "f"}), 2u);
-  EXPECT_EQ(cpus_to_use(32, CgroupCpuLimit{2.0000001, "f"}), 2u);
-  EXPECT_EQ(cpus_to_use(2, CgroupCpuLimit{8.0, "f"}), 2u);
+  EXPECT_EQ(cpus_to_use(32, CgroupLimit{0.5, "f"}), 1u);
+  EXPECT_EQ(cpus_to_use(32, CgroupLimit{1.0, "f"}), 1u);
+  EXPECT_EQ(cpus_to_use(32, CgroupLimit{1.5, "f"}), 2u);
+  EXPECT_EQ(cpus_to_use(32, CgroupLimit{2.0000001, "f"}), 2u);
+  EXPECT_EQ(cpus_to_use(2, CgroupLimit{8.0, "f"}), 2u);
   EXPECT_EQ(cpus_to_use(0, std::nullopt), 1u);
 }
 

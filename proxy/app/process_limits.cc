@@ -1,5 +1,5 @@
-// proxy/app/usable_cpus.cc
-#include "proxy/app/usable_cpus.h"
+// proxy/app/process_limits.cc
+#include "proxy/app/process_limits.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -55,8 +55,8 @@ std::string unescape_octal(const std::string& s) {
   return out;
 }
 
-// One cgroup hierarchy that may carry a CPU limit: the process's path in it
-// (from /proc/self/cgroup) and where it is mounted.
+// One cgroup hierarchy that may carry a limit of one controller: the
+// process's path in it (from /proc/self/cgroup) and where it is mounted.
 struct Hierarchy {
   bool v2 = false;
   std::string path;        // the process's cgroup, as /proc/self/cgroup names it
@@ -99,8 +99,8 @@ bool has(const std::vector<std::string>& v, const std::string& x) {
   return false;
 }
 
-std::vector<Hierarchy> cpu_hierarchies(const std::string& cgroup_text,
-                                       const std::vector<MountEntry>& mounts) {
+std::vector<Hierarchy> hierarchies_of(const std::string& controller, const std::string& cgroup_text,
+                                      const std::vector<MountEntry>& mounts) {
   std::vector<Hierarchy> out;
   std::istringstream in(cgroup_text);
   for (std::string line; std::getline(in, line);) {
@@ -113,10 +113,10 @@ std::vector<Hierarchy> cpu_hierarchies(const std::string& cgroup_text,
     const std::string controllers = line.substr(a + 1, b - a - 1);
     const std::string path = line.substr(b + 1);
     const bool v2 = id == "0" && controllers.empty();
-    if (!v2 && !has(split(controllers, ','), "cpu")) continue;
+    if (!v2 && !has(split(controllers, ','), controller)) continue;
     for (const MountEntry& m : mounts) {
       const bool match = v2 ? m.fstype == "cgroup2"
-                            : m.fstype == "cgroup" && has(m.super_options, "cpu");
+                            : m.fstype == "cgroup" && has(m.super_options, controller);
       if (!match) continue;
       out.push_back(Hierarchy{v2, path, m.root, m.point});
       break;
@@ -133,8 +133,8 @@ std::optional<long long> parse_integer(const std::string& s) {
   }
 }
 
-// The limit one directory of a hierarchy sets, in CPUs; nullopt for none.
-std::optional<double> limit_in(const std::string& dir, bool v2, std::string* file) {
+// The CPU limit one directory of a hierarchy sets, in CPUs; nullopt for none.
+std::optional<double> cpu_limit_in(const std::string& dir, bool v2, std::string* file) {
   if (v2) {
     *file = dir + "/cpu.max";
     auto text = read_text(*file);
@@ -158,6 +158,57 @@ std::optional<double> limit_in(const std::string& dir, bool v2, std::string* fil
   return static_cast<double>(*q) / static_cast<double>(*p);
 }
 
+// The memory limit one directory sets, in bytes; nullopt for none.
+std::optional<double> memory_limit_in(const std::string& dir, bool v2, std::string* file) {
+  *file = dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes");
+  auto text = read_text(*file);
+  if (!text) return std::nullopt;
+  std::istringstream s(*text);
+  std::string value;
+  s >> value;
+  if (value == "max") return std::nullopt;
+  auto bytes = parse_integer(value);
+  // v1 reports "no limit" as INT64_MAX rounded down to a page.
+  if (!bytes || *bytes <= 0 || *bytes >= (1ll << 62)) return std::nullopt;
+  return static_cast<double>(*bytes);
+}
+
+using LimitIn = std::optional<double> (*)(const std::string& dir, bool v2, std::string* file);
+
+// The lowest limit `read` finds on `controller`'s hierarchies, from the
+// process's cgroup up to each mount's root.
+std::optional<CgroupLimit> lowest_limit(const std::string& root, const std::string& controller,
+                                        LimitIn read) {
+  auto cgroup_text = read_text(root + "/proc/self/cgroup");
+  auto mountinfo = read_text(root + "/proc/self/mountinfo");
+  if (!cgroup_text || !mountinfo) return std::nullopt;
+  std::optional<CgroupLimit> best;
+  for (const Hierarchy& h : hierarchies_of(controller, *cgroup_text, parse_mountinfo(*mountinfo))) {
+    // The process's directory under the mount point: its path less the
+    // mount's root (a container sees its own cgroup mounted as "/"; a
+    // path outside the mounted root is read at the mount point alone).
+    std::string rel;
+    if (h.mount_root == "/") {
+      rel = h.path;
+    } else if (h.path.rfind(h.mount_root, 0) == 0 &&
+               (h.path.size() == h.mount_root.size() || h.path[h.mount_root.size()] == '/')) {
+      rel = h.path.substr(h.mount_root.size());
+    }
+    if (rel == "/") rel.clear();
+    const std::string top = root + h.mount_point;
+    std::string dir = top + rel;
+    while (true) {
+      std::string file;
+      if (auto v = read(dir, h.v2, &file); v && (!best || *v < best->value))
+        best = CgroupLimit{*v, file.substr(root.size())};
+      if (dir.size() <= top.size()) break;
+      dir.resize(dir.rfind('/'));
+      if (dir.size() < top.size()) dir = top;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 unsigned affinity_cpus() {
@@ -179,55 +230,32 @@ unsigned affinity_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-std::optional<CgroupCpuLimit> cgroup_cpu_limit(const std::string& root) {
-  auto cgroup_text = read_text(root + "/proc/self/cgroup");
-  auto mountinfo = read_text(root + "/proc/self/mountinfo");
-  if (!cgroup_text || !mountinfo) return std::nullopt;
-  std::optional<CgroupCpuLimit> best;
-  for (const Hierarchy& h : cpu_hierarchies(*cgroup_text, parse_mountinfo(*mountinfo))) {
-    // The process's directory under the mount point: its path less the
-    // mount's root (a container sees its own cgroup mounted as "/"; a
-    // path outside the mounted root is read at the mount point alone).
-    std::string rel;
-    if (h.mount_root == "/") {
-      rel = h.path;
-    } else if (h.path.rfind(h.mount_root, 0) == 0 &&
-               (h.path.size() == h.mount_root.size() || h.path[h.mount_root.size()] == '/')) {
-      rel = h.path.substr(h.mount_root.size());
-    }
-    if (rel == "/") rel.clear();
-    const std::string top = root + h.mount_point;
-    std::string dir = top + rel;
-    while (true) {
-      std::string file;
-      if (auto cpus = limit_in(dir, h.v2, &file); cpus && (!best || *cpus < best->cpus))
-        best = CgroupCpuLimit{*cpus, file.substr(root.size())};
-      if (dir.size() <= top.size()) break;
-      dir.resize(dir.rfind('/'));
-      if (dir.size() < top.size()) dir = top;
-    }
-  }
-  return best;
+std::optional<CgroupLimit> cgroup_cpu_limit(const std::string& root) {
+  return lowest_limit(root, "cpu", cpu_limit_in);
 }
 
-unsigned cpus_to_use(unsigned affinity, const std::optional<CgroupCpuLimit>& limit) {
+std::optional<CgroupLimit> cgroup_memory_limit(const std::string& root) {
+  return lowest_limit(root, "memory", memory_limit_in);
+}
+
+unsigned cpus_to_use(unsigned affinity, const std::optional<CgroupLimit>& cpu_limit) {
   unsigned n = std::max(1u, affinity);
-  if (limit && limit->cpus > 0) {
+  if (cpu_limit && cpu_limit->value > 0) {
     // Rounded up: a 1.5-CPU limit still lets two loops run at once. The
     // small epsilon keeps 2.0000001 (a quota that is not a whole period's
     // multiple by a rounding) at 2.
-    const double up = std::ceil(limit->cpus - 1e-6);
+    const double up = std::ceil(cpu_limit->value - 1e-6);
     if (up < static_cast<double>(n)) n = std::max(1u, static_cast<unsigned>(up));
   }
   return n;
 }
 
-UsableCpus usable_cpus() {
-  UsableCpus u;
-  u.affinity = affinity_cpus();
-  u.limit = cgroup_cpu_limit();
-  u.count = cpus_to_use(u.affinity, u.limit);
-  return u;
+uint64_t buffer_budget_for(const std::optional<CgroupLimit>& memory_limit,
+                           uint64_t high_watermark_bytes) {
+  uint64_t budget = kDefaultBufferBudgetBytes;
+  if (memory_limit && memory_limit->value > 0)
+    budget = std::min(budget, static_cast<uint64_t>(memory_limit->value / 2));
+  return std::max(budget, high_watermark_bytes);
 }
 
 }  // namespace epochgate::proxy
