@@ -85,8 +85,8 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   /// `workers`, or with 0 the CPUs this process may use (logged with why).
   static unsigned workers_to_run(const config::Config& c);
   /// Sets the buffer budget from `c`: `limits.buffer_budget_bytes`, or with
-  /// 0 the default that fits the cgroup's memory limit; logs the value when
-  /// it is derived and differs from the last one applied.
+  /// 0 the default that fits the cgroup's memory limit; logs a derived
+  /// value unless the last one applied was derived from the same limit.
   void apply_buffer_budget(const config::Config& c);
   bool write_ready_file(const std::string& line, std::string& error) const;
   ListenerRegistry::Events listener_events();
@@ -134,6 +134,8 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   std::atomic<uint32_t> client_connections_{0};
   BufferBudget budget_;
   uint64_t budget_applied_ = 0;  // the last limit apply_buffer_budget() set, bytes
+  bool budget_derived_ = false;  // ... from the cgroup's memory limit (the key was 0)
+  uint64_t budget_memory_limit_ = 0;  // the cgroup memory limit it was derived from (0: none)
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<Refresher> refresher_;
   /// upstream_sasl as set at start: 0 none, 1 epochgate's own login (clients

@@ -55,13 +55,12 @@ std::string unescape_octal(const std::string& s) {
   return out;
 }
 
-// One cgroup hierarchy that may carry a limit of one controller: the
-// process's path in it (from /proc/self/cgroup) and where it is mounted.
+// One cgroup hierarchy that may carry a limit of one controller: where it
+// is mounted, and the process's cgroup below that mount point.
 struct Hierarchy {
   bool v2 = false;
-  std::string path;        // the process's cgroup, as /proc/self/cgroup names it
-  std::string mount_root;  // mountinfo field 4: the hierarchy's directory mounted
   std::string mount_point;  // mountinfo field 5
+  std::string rel;          // the process's cgroup under mount_point ("" for the point itself)
 };
 
 struct MountEntry {
@@ -93,6 +92,28 @@ std::vector<MountEntry> parse_mountinfo(const std::string& text) {
   return out;
 }
 
+// The process's cgroup `path` (as /proc/self/cgroup names it) relative to a
+// mount of the hierarchy's directory `mount_root` (mountinfo field 4): a
+// container sees its own cgroup mounted as "/", or the host's path under a
+// mount of its own subtree. nullopt when the cgroup is not inside what the
+// mount shows (another cgroup's subtree, or a path climbing out with "..":
+// a cgroup namespace entered from elsewhere), where no file there is ours.
+std::optional<std::string> path_under(const std::string& mount_root, const std::string& path) {
+  std::string rel;
+  if (mount_root == "/") {
+    rel = path;
+  } else if (path.rfind(mount_root, 0) == 0 &&
+             (path.size() == mount_root.size() || path[mount_root.size()] == '/')) {
+    rel = path.substr(mount_root.size());
+  } else {
+    return std::nullopt;
+  }
+  for (const std::string& part : split(rel, '/'))
+    if (part == "..") return std::nullopt;
+  if (rel == "/") rel.clear();
+  return rel;
+}
+
 bool has(const std::vector<std::string>& v, const std::string& x) {
   for (const auto& s : v)
     if (s == x) return true;
@@ -114,12 +135,16 @@ std::vector<Hierarchy> hierarchies_of(const std::string& controller, const std::
     const std::string path = line.substr(b + 1);
     const bool v2 = id == "0" && controllers.empty();
     if (!v2 && !has(split(controllers, ','), controller)) continue;
+    // The first mount of this hierarchy that shows the process's cgroup
+    // (a container may have several, of other cgroups' subtrees too).
     for (const MountEntry& m : mounts) {
       const bool match = v2 ? m.fstype == "cgroup2"
                             : m.fstype == "cgroup" && has(m.super_options, controller);
       if (!match) continue;
-      out.push_back(Hierarchy{v2, path, m.root, m.point});
-      break;
+      if (auto rel = path_under(m.root, path)) {
+        out.push_back(Hierarchy{v2, m.point, *rel});
+        break;
+      }
     }
   }
   return out;
@@ -184,19 +209,8 @@ std::optional<CgroupLimit> lowest_limit(const std::string& root, const std::stri
   if (!cgroup_text || !mountinfo) return std::nullopt;
   std::optional<CgroupLimit> best;
   for (const Hierarchy& h : hierarchies_of(controller, *cgroup_text, parse_mountinfo(*mountinfo))) {
-    // The process's directory under the mount point: its path less the
-    // mount's root (a container sees its own cgroup mounted as "/"; a
-    // path outside the mounted root is read at the mount point alone).
-    std::string rel;
-    if (h.mount_root == "/") {
-      rel = h.path;
-    } else if (h.path.rfind(h.mount_root, 0) == 0 &&
-               (h.path.size() == h.mount_root.size() || h.path[h.mount_root.size()] == '/')) {
-      rel = h.path.substr(h.mount_root.size());
-    }
-    if (rel == "/") rel.clear();
     const std::string top = root + h.mount_point;
-    std::string dir = top + rel;
+    std::string dir = top + h.rel;
     while (true) {
       std::string file;
       if (auto v = read(dir, h.v2, &file); v && (!best || *v < best->value))
@@ -230,6 +244,11 @@ unsigned affinity_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+bool cgroups_readable(const std::string& root) {
+  return read_text(root + "/proc/self/cgroup").has_value() &&
+         read_text(root + "/proc/self/mountinfo").has_value();
+}
+
 std::optional<CgroupLimit> cgroup_cpu_limit(const std::string& root) {
   return lowest_limit(root, "cpu", cpu_limit_in);
 }
@@ -241,10 +260,8 @@ std::optional<CgroupLimit> cgroup_memory_limit(const std::string& root) {
 unsigned cpus_to_use(unsigned affinity, const std::optional<CgroupLimit>& cpu_limit) {
   unsigned n = std::max(1u, affinity);
   if (cpu_limit && cpu_limit->value > 0) {
-    // Rounded up: a 1.5-CPU limit still lets two loops run at once. The
-    // small epsilon keeps 2.0000001 (a quota that is not a whole period's
-    // multiple by a rounding) at 2.
-    const double up = std::ceil(cpu_limit->value - 1e-6);
+    // Rounded up: a 1.5-CPU limit still lets two loops run at once.
+    const double up = std::ceil(cpu_limit->value);
     if (up < static_cast<double>(n)) n = std::max(1u, static_cast<unsigned>(up));
   }
   return n;

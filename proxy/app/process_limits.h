@@ -43,6 +43,10 @@ unsigned affinity_cpus();
 /// the default then follows the affinity mask alone).
 std::optional<CgroupLimit> cgroup_cpu_limit(const std::string& root = "");
 
+/// Whether `<root>/proc/self/cgroup` and `mountinfo` can be read at all (so
+/// that "no limit" is not claimed where none could be looked for).
+bool cgroups_readable(const std::string& root = "");
+
 /// The lowest memory limit on this process's cgroups in bytes, read as
 /// cgroup_cpu_limit() reads; v1's "no limit" (a page-rounded INT64_MAX) and
 /// v2's "max" are none.

@@ -136,7 +136,7 @@ def test_cgroup_cpu_limit_sets_the_default(h):
     text = start_log(h, enter(path))
     h.note([l for l in text.splitlines() if "workers:" in l][0])
     assert workers_in(text) == 1, text
-    assert ("a cgroup CPU limit of 0.50 in %s" % os.path.join(path, name)) in text, text
+    assert ("a cgroup CPU limit of 0.5 in %s" % os.path.join(path, name)) in text, text
 
 
 MiB = 1 << 20
@@ -157,8 +157,10 @@ def test_buffer_budget_without_a_memory_limit_is_one_gib(h):
 
 def test_buffer_budget_follows_the_memory_limit_and_a_reload(h):
     """256 MiB limit: a 128 MiB budget. The limit lowered to 64 MiB while
-    running (a pod resized in place) and SIGHUP: 32 MiB. A budget set in the
-    config wins over both."""
+    running (a pod resized in place) and SIGHUP: 32 MiB. Below twice the
+    high watermark the budget stays at the watermark, said so, with a
+    warning once it is not below the limit. A budget set in the config wins
+    over all of them."""
     path, kind = make_cgroup(h, "memory")
     if path is None:
         h.note("cgroup part not run: %s" % kind)
@@ -177,15 +179,38 @@ def test_buffer_budget_follows_the_memory_limit_and_a_reload(h):
         p.send_signal(signal.SIGHUP)
         assert wait_for(log, "%d bytes (32 MiB" % (32 * MiB)), read(log)
 
+    def below_the_watermark(p, log):
+        # 6 MiB: half is under the 4 MiB high watermark a connection needs,
+        # so the budget is 4 MiB, and it is said so; 3 MiB: not below the
+        # limit at all, a warning.
+        for limit_mib, warned in ((6, False), (3, True)):
+            with open(limit_file, "w") as f:
+                f.write(str(limit_mib * MiB))
+            before = read(log).count("limits.high_watermark_bytes: half")
+            p.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 15
+            while read(log).count("limits.high_watermark_bytes: half") == before:
+                assert time.monotonic() < deadline, read(log)
+                time.sleep(0.05)
+            assert ("is not below the cgroup memory limit" in read(log)) == warned, read(log)
+
     text = start_log(h, enter(path), ["--config", cfg], while_running=lower_and_reload)
     lines = budget_lines(text)
     for line in lines:
         h.note(line)
     assert len(lines) == 2, text
-    assert ("limits.buffer_budget_bytes: %d bytes (128 MiB: the lesser of 1024 MiB and half the "
-            "cgroup memory limit of 256 MiB in %s)" % (128 * MiB, limit_file)) in lines[0], text
-    assert "%d bytes (32 MiB: the lesser of 1024 MiB and half the cgroup memory limit of 64 MiB" \
-        % (32 * MiB) in lines[1], text
+    assert ("limits.buffer_budget_bytes: %d bytes (128 MiB: half the cgroup memory limit of "
+            "256 MiB in %s)" % (128 * MiB, limit_file)) in lines[0], text
+    assert ("%d bytes (32 MiB: half the cgroup memory limit of 64 MiB in %s)"
+            % (32 * MiB, limit_file)) in lines[1], text
+
+    with open(limit_file, "w") as f:
+        f.write(str(256 * MiB))
+    text = start_log(h, enter(path), ["--config", cfg], while_running=below_the_watermark)
+    clamped = [l for l in budget_lines(text) if "high_watermark" in l]
+    for line in clamped:
+        h.note(line)
+    assert len(clamped) == 2 and "%d bytes" % (4 * MiB) in clamped[0], text
 
     with open(cfg, "w") as f:
         f.write("limits:\n  buffer_budget_bytes: 200MiB\n")

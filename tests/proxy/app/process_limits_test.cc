@@ -95,6 +95,38 @@ TEST_F(FakeRoot, MountOfASubtreeMapsThePathBelowItsRoot) {
   EXPECT_EQ(limit->file, "/sys/fs/cgroup/ctr/cpu.max");
 }
 
+TEST_F(FakeRoot, APathClimbingOutOfTheMountIsNotReadThere) {
+  // A cgroup namespace entered from elsewhere: the process's cgroup is not
+  // below the mounted root, so no file under the mount is its own (the
+  // mount point's limit is another cgroup's).
+  put("proc/self/cgroup", "4:memory:/../other\n");
+  put("proc/self/mountinfo", "55 51 0:32 / /sys/fs/cgroup/memory rw - cgroup brk rw,memory\n");
+  put("sys/fs/cgroup/memory/memory.limit_in_bytes", "67108864\n");
+  put("sys/fs/cgroup/other/memory.limit_in_bytes", "1048576\n");
+  EXPECT_FALSE(cgroup_memory_limit(root()).has_value());
+  // The host's mount seen from inside such a namespace has the root "/..":
+  // the same path is below it, and the mount point is the true root.
+  put("proc/self/mountinfo", "56 51 0:32 /.. /sys/fs/cgroup/memory rw - cgroup brk rw,memory\n");
+  put("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+  put("sys/fs/cgroup/memory/other/memory.limit_in_bytes", "536870912\n");
+  auto limit = cgroup_memory_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->value, 536870912.0);
+}
+
+TEST_F(FakeRoot, TheMountThatShowsTheCgroupIsUsedNotTheFirstOne) {
+  put("proc/self/cgroup", "0::/kubepods/pod1/ctr\n");
+  put("proc/self/mountinfo",
+      "30 23 0:26 /kubepods/other /host/other ro - cgroup2 cgroup2 rw\n"
+      "31 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+  put("host/other/memory.max", "4000000000\n");
+  put("sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "268435456\n");
+  auto limit = cgroup_memory_limit(root());
+  ASSERT_TRUE(limit.has_value());
+  EXPECT_DOUBLE_EQ(limit->value, 268435456.0);
+  EXPECT_EQ(limit->file, "/sys/fs/cgroup/kubepods/pod1/ctr/memory.max");
+}
+
 TEST_F(FakeRoot, CgroupV1QuotaAndPeriod) {
   put("proc/self/cgroup", "4:memory:/x\n3:cpu,cpuacct:/kubepods/pod2\n0::/\n");
   put("proc/self/mountinfo",
@@ -130,6 +162,7 @@ TEST_F(FakeRoot, EscapedMountPointIsUnescaped) {
 }
 
 TEST_F(FakeRoot, NothingReadableIsNoLimitNotAnError) {
+  EXPECT_FALSE(cgroups_readable(root()));
   EXPECT_FALSE(cgroup_cpu_limit(root()).has_value());
   put("proc/self/cgroup", "garbage\n");
   put("proc/self/mountinfo", "also garbage\n");
@@ -182,7 +215,8 @@ TEST(CpusToUse, LimitRoundedUpAndCappedByAffinity) {
   EXPECT_EQ(cpus_to_use(32, CgroupLimit{0.5, "f"}), 1u);
   EXPECT_EQ(cpus_to_use(32, CgroupLimit{1.0, "f"}), 1u);
   EXPECT_EQ(cpus_to_use(32, CgroupLimit{1.5, "f"}), 2u);
-  EXPECT_EQ(cpus_to_use(32, CgroupLimit{2.0000001, "f"}), 2u);
+  EXPECT_EQ(cpus_to_use(32, CgroupLimit{2.0, "f"}), 2u);
+  EXPECT_EQ(cpus_to_use(32, CgroupLimit{1.00001, "f"}), 2u);  // 100001 us of 100000: more than one
   EXPECT_EQ(cpus_to_use(2, CgroupLimit{8.0, "f"}), 2u);
   EXPECT_EQ(cpus_to_use(0, std::nullopt), 1u);
 }
