@@ -45,6 +45,7 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+from epochgate_testlib import prom_text  # noqa: E402
 from epochgate_testlib import scenario_lib as sl  # noqa: E402
 from epochgate_testlib import scenario_wire as sw  # noqa: E402
 from epochgate_testlib.scenario_lib import harness, kw  # noqa: E402
@@ -195,11 +196,20 @@ def generate_traffic(h, cluster, gate, config_path):
     # kcat's Fetch v11 goes to the leader's listener, where epochgate injects
     # no epoch (any replica serves it, KIP-392); an epoch-less Fetch v9 gets
     # the view's epoch written in at the leader's listener too (the "Epochs
-    # injected" panel).
-    corr = gc.next_corr()
-    frame = sw.fetch_request(corr, TOPIC, [(0, -1, 0)], version=9)
-    r = sw.parse_fetch_response(gc.exchange(frame, node=new), 9)
-    assert r["partitions"][(TOPIC, 0)]["error"] == 0, r
+    # injected" panel). Only while the view's entry is fresh and trusted:
+    # right after the move a fenced answer can leave it suspect until the
+    # next refresh (1 s here), and then the fetch goes on as sent. So send
+    # until one is injected.
+    deadline = time.monotonic() + 15
+    while True:
+        corr = gc.next_corr()
+        frame = sw.fetch_request(corr, TOPIC, [(0, -1, 0)], version=9)
+        r = sw.parse_fetch_response(gc.exchange(frame, node=new), 9)
+        assert r["partitions"][(TOPIC, 0)]["error"] == 0, r
+        if prom_text.metric(gate.metrics(), "epochgate_epochs_injected_total") > 0:
+            break
+        assert time.monotonic() < deadline, "no epoch-less Fetch v9 got the view's epoch in 15 s"
+        time.sleep(0.5)
     # Pipelined requests past max_in_flight_per_connection: reading pauses.
     conn = sl.connect(gate.bootstrap_address)
     h.on_close(conn.close)
