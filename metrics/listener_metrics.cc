@@ -19,6 +19,8 @@ struct ListenerMetrics::Impl {
         accept_errors(register_family<FamilyId::accept_errors_total>(r)),
         fd_limit(register_family<FamilyId::fd_limit>(r)),
         fds_needed(register_family<FamilyId::fds_needed>(r)),
+        workers(register_family<FamilyId::workers>(r)),
+        buffer_budget(register_family<FamilyId::buffer_budget_bytes>(r)),
         evicted(register_family<FamilyId::admin_connections_evicted_total>(r)),
         listening(listeners.Add({{"state", "listening"}})),
         bind_failed(listeners.Add({{"state", "bind_failed"}})),
@@ -26,7 +28,9 @@ struct ListenerMetrics::Impl {
         bind_failures_total(bind_failures.Add({})),
         closed_total(closed.Add({})),
         fd_limit_value(fd_limit.Add({})),
-        fds_needed_value(fds_needed.Add({})) {
+        fds_needed_value(fds_needed.Add({})),
+        workers_value(workers.Add({})),
+        buffer_budget_value(buffer_budget.Add({})) {
     for (const char* r : {"max_node_id", "max_listeners", "port_rule"}) refused.Add({{"reason", r}});
     for (const char* r : {"emfile", "enfile", "enobufs", "enomem", "fd_reserve", "other"})
       accept_errors.Add({{"reason", r}});
@@ -40,6 +44,8 @@ struct ListenerMetrics::Impl {
   prometheus::Family<prometheus::Counter>& accept_errors;
   prometheus::Family<prometheus::Gauge>& fd_limit;
   prometheus::Family<prometheus::Gauge>& fds_needed;
+  prometheus::Family<prometheus::Gauge>& workers;
+  prometheus::Family<prometheus::Gauge>& buffer_budget;
   prometheus::Family<prometheus::Counter>& evicted;
   prometheus::Gauge& listening;
   prometheus::Gauge& bind_failed;
@@ -48,6 +54,8 @@ struct ListenerMetrics::Impl {
   prometheus::Counter& closed_total;
   prometheus::Gauge& fd_limit_value;
   prometheus::Gauge& fds_needed_value;
+  prometheus::Gauge& workers_value;
+  prometheus::Gauge& buffer_budget_value;
 };
 
 ListenerMetrics::ListenerMetrics(std::shared_ptr<prometheus::Registry> registry)
@@ -82,6 +90,12 @@ void ListenerMetrics::accept_error(std::string_view reason) {
 void ListenerMetrics::set_fd_limit(uint64_t limit, uint64_t needed) {
   impl_->fd_limit_value.Set(static_cast<double>(limit));
   impl_->fds_needed_value.Set(static_cast<double>(needed));
+}
+
+void ListenerMetrics::set_workers(unsigned n) { impl_->workers_value.Set(static_cast<double>(n)); }
+
+void ListenerMetrics::set_buffer_budget(uint64_t bytes) {
+  impl_->buffer_budget_value.Set(static_cast<double>(bytes));
 }
 
 void ListenerMetrics::admin_evicted(std::string_view reason) {

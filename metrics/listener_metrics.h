@@ -38,6 +38,10 @@ class ListenerMetrics {
   /// epochgate_fd_limit (soft RLIMIT_NOFILE in force) and
   /// epochgate_fds_needed (what the configured limits can use).
   void set_fd_limit(uint64_t limit, uint64_t needed);
+  /// epochgate_workers: event-loop threads running.
+  void set_workers(unsigned n);
+  /// epochgate_buffer_budget_bytes: the buffer budget in force, bytes.
+  void set_buffer_budget(uint64_t bytes);
   /// epochgate_admin_connections_evicted_total{reason="idle"|"busy"}: admin
   /// connections closed to make room for a new one (probes stay answerable).
   void admin_evicted(std::string_view reason);

@@ -221,6 +221,7 @@ bool App::start(std::string& error) {
   started_ms_ = now_ms();
   apply_buffer_budget(c);
   const unsigned n = workers_to_run(c);
+  listener_metrics_->set_workers(n);
   // The pool's size is read at start; a reload that raises
   // limits.warm_upstreams_per_broker is not re-checked against the limit.
   check_fd_budget(c, n, n * WarmUpstreams::max_descriptors(c.limits.warm_upstreams_per_broker),

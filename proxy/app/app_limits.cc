@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "metrics/listener_metrics.h"
 #include "proxy/app/app.h"
 #include "proxy/app/process_limits.h"
 
@@ -39,6 +40,7 @@ void App::apply_buffer_budget(const config::Config& c) {
   const uint64_t set = c.limits.buffer_budget_bytes;
   if (set != 0) {
     budget_.set_limit(set);
+    listener_metrics_->set_buffer_budget(set);
     budget_applied_ = set;
     budget_derived_ = false;
     return;
@@ -49,6 +51,7 @@ void App::apply_buffer_budget(const config::Config& c) {
   const uint64_t limit_bytes = limit ? static_cast<uint64_t>(limit->value) : 0;
   if (budget_derived_ && bytes == budget_applied_ && limit_bytes == budget_memory_limit_) return;
   budget_.set_limit(bytes);
+  listener_metrics_->set_buffer_budget(bytes);
   budget_applied_ = bytes;
   budget_derived_ = true;
   budget_memory_limit_ = limit_bytes;

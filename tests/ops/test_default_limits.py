@@ -3,8 +3,9 @@ worker count (`workers: 0`): the CPU affinity mask (taskset, a cpuset) and a
 cgroup CPU quota (a pod's CPU limit), rounded up. The buffer budget
 (`limits.buffer_budget_bytes: 0`): 1 GiB, or half a cgroup memory limit
 (a pod's memory limit) when less, read again at a reload. An explicit
-setting still wins. Read from epochgate's log, as an operator would; the
-cgroup cases make a real cgroup (root only)."""
+setting still wins. Read from epochgate's log and its /metrics
+(`epochgate_workers`, `epochgate_buffer_budget_bytes`), as an operator
+would; the cgroup cases make a real cgroup (root only)."""
 
 import os
 import re
@@ -12,8 +13,10 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.request
 
 from epochgate_testlib import harness  # noqa: E402
+from epochgate_testlib.prom_text import metric  # noqa: E402
 
 
 def read(path):
@@ -36,7 +39,7 @@ def start_log(h, prefix, args=(), while_running=None, timeout=15):
     it with SIGTERM (it must exit 0) and returns its output."""
     log = os.path.join(h.workdir, "gate-%d.log" % time.monotonic_ns())
     argv = list(prefix) + [h.epochgate_path, "--bootstrap", "127.0.0.1:9",
-                           "--listen", "127.0.0.1:0", "--no-admin", "--ready-file", "-"] + list(args)
+                           "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--ready-file", "-"] + list(args)
     with open(log, "wb") as out:
         p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
         try:
@@ -50,6 +53,16 @@ def start_log(h, prefix, args=(), while_running=None, timeout=15):
     return read(log)
 
 
+def gauge(log, name):
+    """`name`'s value on the /metrics of the epochgate whose output is `log`
+    (its admin address from the ready line)."""
+    ready = [l for l in read(log).splitlines() if l.startswith("epochgate ready ")]
+    assert ready, read(log)
+    fields = dict(item.split("=", 1) for item in ready[0].split()[2:] if "=" in item)
+    with urllib.request.urlopen("http://%s/metrics" % fields["admin"], timeout=5) as r:
+        return metric(r.read().decode(), name)
+
+
 def workers_in(text):
     m = re.search(r"\((\d+) workers\)", text)
     assert m, text
@@ -59,7 +72,11 @@ def workers_in(text):
 def test_affinity_mask_sets_the_default(h):
     taskset = shutil.which("taskset")
     assert taskset, "taskset (util-linux) is part of the base system"
-    text = start_log(h, [taskset, "-c", "0"])
+    seen = {}
+    text = start_log(h, [taskset, "-c", "0"],
+                     while_running=lambda p, log: seen.update(
+                         workers=gauge(log, "epochgate_workers")))
+    assert seen["workers"] == 1, seen
     h.note([l for l in text.splitlines() if "workers:" in l][0])
     assert workers_in(text) == 1, text
     assert re.search(r"workers: 1 \(the CPUs in this process's affinity mask", text) or \
@@ -67,8 +84,12 @@ def test_affinity_mask_sets_the_default(h):
 
 
 def test_explicit_workers_win_over_the_mask(h):
-    text = start_log(h, [shutil.which("taskset"), "-c", "0"], ["--workers", "3"])
+    seen = {}
+    text = start_log(h, [shutil.which("taskset"), "-c", "0"], ["--workers", "3"],
+                     while_running=lambda p, log: seen.update(
+                         workers=gauge(log, "epochgate_workers")))
     assert workers_in(text) == 3, text
+    assert seen["workers"] == 3, seen
     assert "workers: 3 (" not in text, "an explicit setting is not explained as a default"
 
 
@@ -179,9 +200,11 @@ def test_buffer_budget_follows_the_memory_limit_and_a_reload(h):
         f.write("limits:\n  buffer_budget_bytes: 0\n")
 
     def lower_and_reload(p, log):
+        assert gauge(log, "epochgate_buffer_budget_bytes") == 256 * MiB
         set_limit(128)
         p.send_signal(signal.SIGHUP)
         assert wait_for(log, "%d bytes (64 MiB" % (64 * MiB)), read(log)
+        assert gauge(log, "epochgate_buffer_budget_bytes") == 64 * MiB
 
     text = start_log(h, enter(path), ["--config", cfg], while_running=lower_and_reload)
     lines = budget_lines(text)
@@ -215,8 +238,12 @@ def test_buffer_budget_follows_the_memory_limit_and_a_reload(h):
 
     with open(cfg, "w") as f:
         f.write("limits:\n  buffer_budget_bytes: 200MiB\n")
-    text = start_log(h, enter(path), ["--config", cfg])
+    seen = {}
+    text = start_log(h, enter(path), ["--config", cfg],
+                     while_running=lambda p, log: seen.update(
+                         budget=gauge(log, "epochgate_buffer_budget_bytes")))
     assert not budget_lines(text), "a budget set in the config is used as set:\n" + text
+    assert seen["budget"] == 200 * MiB, seen
 
 
 if __name__ == "__main__":
