@@ -18,7 +18,8 @@ Connection::~Connection() {
 }
 
 void Connection::start_reading() {
-  if (reading_ || closing_) return;
+  // After the peer's end of stream a read would only report it again.
+  if (reading_ || closing_ || eof_) return;
   if (paced_ && !pace_in_poll_) {
     reading_ = true;  // the pacer starts the reads at its check phase
     return;
@@ -180,6 +181,7 @@ void Connection::on_transport_read(ssize_t nread) {
     return;
   }
   if (nread < 0) {
+    if (nread == UV_EOF) c->eof_ = true;
     c->stop_reading();
     c->owner_->on_read_error(*c, static_cast<int>(nread));
   }

@@ -78,9 +78,13 @@ class Connection : private TransportUser {
   /// Starts or stops delivering bytes (Transport::start_reading /
   /// stop_reading); idempotent. Starting also starts a transport's handshake.
   /// reading() stays true while the pacer holds the reads for one loop turn.
+  /// Once a read reported the peer's end of stream (UV_EOF), starting is a
+  /// no-op: the peer sends nothing more, and a read would report it again.
   void start_reading();
   void stop_reading();
   bool reading() const { return reading_; }
+  /// A read reported the peer's end of stream (it may still read: a half-close).
+  bool read_eof() const { return eof_; }
   /// From now on, after a turn's worth of bytes (ReadPacer) this connection
   /// yields the loop to the others for a turn (null: never yields).
   void set_pacer(ReadPacer* pacer) { pacer_ = pacer; }
@@ -273,6 +277,7 @@ class Connection : private TransportUser {
   ReadPacer* pacer_ = nullptr;
   size_t turn_bytes_ = 0;      // copied bytes (and weighted spliced ones) since the last yield
   bool closing_ = false;
+  bool eof_ = false;  // a read reported UV_EOF
   bool was_above_high_ = false;
   bool notify_written_ = false;
   ssize_t turn_ = 0;  // take_read_turn()'s result, reported by the read callback after it

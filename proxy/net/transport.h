@@ -101,6 +101,9 @@ class Transport {
   /// socket: it then gives no room) and writes it only with no write in
   /// flight, so the transport's own reads and writes never interleave.
   virtual int splice_fd() const { return -1; }
+  /// Bytes written after the peer's end of stream (UV_EOF) still reach it
+  /// when it only shut down its writing side (a TCP half-close).
+  virtual bool writes_after_peer_eof() const { return true; }
   /// Called by the user from on_transport_alloc() when it read splice_fd()
   /// itself: the UV_ENOBUFS that follows if it gives no room does not stop
   /// reading, so the socket is offered again while bytes wait (libuv polls

@@ -28,7 +28,9 @@ bool FlowControl::update_client(bool draining, size_t in_flight, bool mid_reques
   } else if (!over_budget) {
     budget_paused_ = false;
   }
-  if (should_read && !client_.reading()) {
+  // After the client's end of stream nothing more can be read: the session
+  // offers what its input holds itself (Session::on_client_eof()).
+  if (should_read && !client_.reading() && !client_.read_eof()) {
     client_.start_reading();
     client_paused_ = false;
     // Whole frames may still wait in the buffer from before the pause.

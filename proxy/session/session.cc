@@ -126,6 +126,17 @@ void Session::on_write_deadline_timer(uv_timer_t* t) {
   auto* s = static_cast<Session*>(t->data);
   if (s->state_ == State::kOpen && s->intake_ == Intake::kClosingAfterWrite)
     s->close(s->close_after_write_reason_);
+  else if (s->client_eof_) {
+    // What it sent was not all answered in time.
+    spdlog::info(
+        "client {}: closing {} ms (drain_timeout_ms) after its end of stream with answers owed "
+        "(state {}, {} in flight, held {}, streaming {}, whole request waiting {}, {} bytes to "
+        "write)",
+        s->client_.peer(), s->ctx_.config->drain_timeout_ms, state_name(s->state_), s->in_flight_.size(),
+        s->requests_.holds_request(), s->request_stream_.active(), s->complete_frame_waiting(),
+        s->client_.queued_bytes());
+    s->close(CloseReason::kClientClosed);
+  }
 }
 
 void Session::close(CloseReason reason) {
@@ -173,15 +184,54 @@ void Session::maybe_free() {
 void Session::begin_drain() {
   if (draining_ || state_ == State::kClosing) return;
   draining_ = true;
-  if (drained()) {
-    close(CloseReason::kDrain);
-    return;
-  }
+  if (finish_if_done()) return;
   update_backpressure();
 }
 
+bool Session::finish_if_done() {
+  if ((!draining_ && !client_eof_) || !owes_nothing()) return false;
+  if (!draining_) {
+    if (complete_frame_waiting()) return false;
+    if (client_.queued_bytes() > 0) {
+      client_.notify_when_written();  // on_drained() checks again
+      return false;
+    }
+  }
+  close(draining_ ? CloseReason::kDrain : CloseReason::kClientClosed);
+  return true;
+}
+
+bool Session::complete_frame_waiting() const {
+  const ByteBuffer& in = const_cast<Connection&>(client_).input();
+  return codec::scan_frame(in.begin(), in.size(), ctx_.config->limits.max_frame_bytes).kind ==
+         codec::FrameScan::Kind::kFrame;
+}
+
+void Session::on_client_eof() {
+  if (state_ == State::kClosing) return;
+  client_eof_ = true;
+  // Over TLS the end of stream ends the session (no half-close in TLS 1.2).
+  // Part of a streamed request may have reached the broker: only closing is
+  // honest. Nothing asked and nothing owed: nothing to answer. A drain
+  // timeout of 0 answers nothing after a SIGTERM, nor after this.
+  const uint64_t bound_ms = ctx_.config->drain_timeout_ms;
+  if (!client_.transport().writes_after_peer_eof() || request_stream_.active() ||
+      intake_ == Intake::kClosingAfterWrite || bound_ms == 0 ||
+      (owes_nothing() && !complete_frame_waiting())) {
+    close(CloseReason::kClientClosed);
+    return;
+  }
+  // Bounded: a broker that never answers (or a dial that never completes)
+  // cannot keep the session open.
+  uv_timer_stop(&write_deadline_timer_);
+  uv_timer_start(&write_deadline_timer_, &Session::on_write_deadline_timer, bound_ms, 0);
+  // While dialing, the dial's completion offers the waiting request.
+  if (state_ == State::kOpen) process_client_input();
+}
+
 bool Session::close_if_client_gone() {
-  if (state_ == State::kClosing || client_.reading() || !client_.peer_closed()) return false;
+  if (state_ == State::kClosing || client_eof_ || client_.reading() || !client_.peer_closed())
+    return false;
   close(CloseReason::kClientClosed);
   return true;
 }
@@ -226,9 +276,10 @@ void Session::check_held_client_input() {
   // and the request can be decided and forwarded. Reading goes on while the
   // buffer the request was read into has room (a read never grows it then,
   // Connection::on_transport_alloc), so a client that leaves right behind
-  // its request (FIN or RST, as health checks and clients that gave up do)
-  // is seen at once and everything its session holds is freed, instead of
-  // when the broker has answered the dial. Past that room reading stops.
+  // its request is seen at once: after a RST (as clients that gave up send)
+  // everything its session holds is freed, instead of when the broker has
+  // answered the dial; after a FIN, which may be a half-close, the request
+  // is answered first (on_client_eof()). Past that room reading stops.
   partial_since_ns_ = 0;
   if (in.tail_room() < ctx_.pool.block_size() / 4) client_.stop_reading();
 }
@@ -362,10 +413,7 @@ void Session::process_client_input() {
   upstream_->flush();
   responses_.flush_ready();
   client_.flush();
-  if (drained()) {
-    close(CloseReason::kDrain);  // a held request epochgate answered itself was written
-    return;
-  }
+  if (finish_if_done()) return;  // a held request epochgate answered itself was written
   update_backpressure();
 }
 
@@ -447,10 +495,13 @@ void Session::process_upstream_input() {
   uint64_t after = client_.bytes_accepted();
   if (ctx_.metrics && after > delivered) ctx_.metrics->bytes(Direction::kUpstreamToClient, after - delivered);
   client_.flush();
-  if (drained()) {
-    close(CloseReason::kDrain);
+  // Requests read before the client's end of stream that waited for room in
+  // flight: nothing restarts reading for them.
+  if (client_eof_ && complete_frame_waiting() && !processing_client_) {
+    process_client_input();
     return;
   }
+  if (finish_if_done()) return;
   update_backpressure();
 }
 
@@ -470,6 +521,7 @@ void Session::on_drained(Connection& c) {
     if (&c == upstream_.get() && upstream_->queued_bytes() == 0) close(close_after_write_reason_);
     return;
   }
+  if (&c == &client_ && client_eof_ && state_ == State::kOpen && finish_if_done()) return;
   update_backpressure();
 }
 
@@ -480,8 +532,12 @@ void Session::on_read_error(Connection& c, int status) {
     return;
   }
   if (&c == &client_) {
-    if (status != UV_EOF) spdlog::debug("client {}: read error: {}", c.peer(), uv_strerror(status));
-    close(status == UV_EOF ? CloseReason::kClientClosed : CloseReason::kClientError);
+    if (status == UV_EOF) {
+      on_client_eof();
+      return;
+    }
+    spdlog::debug("client {}: read error: {}", c.peer(), uv_strerror(status));
+    close(CloseReason::kClientError);
     return;
   }
   if (&c != upstream_.get()) return;

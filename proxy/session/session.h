@@ -111,6 +111,8 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   // that login) and a SASL exchange of the client's (sasl_). A drain
   // (draining_) is not a state either: it can begin in any state before
   // kClosing and combines with each (a request held before it still goes).
+  // Nor is the client's end of stream (client_eof_, a half-close): the
+  // requests it sent before are answered, then the session closes.
   enum class State { kCreated, kAwaitingAddress, kDialing, kOpen, kClosing };
   // What the request path does with the client's requests inside kOpen;
   // kFlowing in every other state.
@@ -198,8 +200,20 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   bool owes_nothing() const {
     return in_flight_.empty() && !requests_.holds_request() && !request_stream_.active();
   }
-  /// A drain may close the connection.
-  bool drained() const { return draining_ && owes_nothing(); }
+  /// After a drain began, closes the session once it owes nothing; after the
+  /// client's end of stream, once it owes nothing, no whole request waits in
+  /// its input and its answers are written (on_drained() checks again).
+  /// True if it closed.
+  bool finish_if_done();
+  /// The client sent its end of stream (UV_EOF) and may still read, as after
+  /// shutdown(SHUT_WR): Kafka's brokers answer the requests read before it,
+  /// then close, and so does epochgate, like a drain of this one session:
+  /// at most `drain_timeout_ms` later (0: at once). A streamed request cut
+  /// short, or a TLS client (Transport::writes_after_peer_eof()), closes at
+  /// once.
+  void on_client_eof();
+  /// The client's input holds a whole request frame not yet handled.
+  bool complete_frame_waiting() const;
   /// kOpen and taking requests or holding one (not closing after a write).
   bool open_for_requests() const {
     return state_ == State::kOpen && intake_ != Intake::kClosingAfterWrite;
@@ -237,6 +251,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   // client, three timers, dialer; +1 once the upstream is handed over
   int open_handles_ = 5;
   bool draining_ = false;
+  bool client_eof_ = false;  // the client's end of stream was read; see on_client_eof()
   bool processing_client_ = false;  // re-entry guard of process_client_input()
   uint64_t waiting_for_node_since_ns_ = 0;
   uint64_t last_activity_ns_ = 0;

@@ -11,8 +11,10 @@ namespace epochgate::proxy {
 
 void Session::responses_flushed() {
   if (!open_for_requests()) return;
-  if (drained()) {
-    close(CloseReason::kDrain);
+  if (finish_if_done()) return;
+  // Requests read before the client's end of stream wait for no read to restart.
+  if (client_eof_ && intake_ == Intake::kFlowing && complete_frame_waiting()) {
+    hold_request();
     return;
   }
   // Frames buffered while paused are offered from the hold timer, not from

@@ -86,6 +86,9 @@ class TlsTransport final : public Transport, private TransportUser {
   /// TLS encrypts what try_write()/write() get before they return, keeping
   /// no reference to it, so users may write straight from their buffers.
   bool writes_in_place() const override { return true; }
+  /// False: TLS 1.2 has no half-close (a close_notify is answered by one,
+  /// and what follows is not read), and a bare FIN ends the session too.
+  bool writes_after_peer_eof() const override { return false; }
   int shutdown() override;
   void close() override;
   std::string peer() const override { return inner_->peer(); }

@@ -36,6 +36,7 @@ the SASL and TLS stories of sasl_cases.py (one cluster start for both).
     PYTHONPATH=tests/lib /usr/bin/python3 tests/realkafka/test_wire_hints.py --build-dir build
 """
 
+import socket
 import struct
 import time
 
@@ -188,6 +189,53 @@ def _check_mode(h, mode):
     assert direct_leaks, "control: the direct answers never named an upstream address?"
     assert not _leaks(g.frames, c), "upstream addresses %s reached the client through epochgate" % _leaks(g.frames, c)
     return before, after
+
+
+def _half_closed_exchange(h, address, count, cut_short):
+    """Sends `count` whole requests (ApiVersions and Metadata v12 in turn)
+    and, with `cut_short`, the first bytes of one more, then shuts down the
+    writing side (shutdown(SHUT_WR)). Returns the correlation ids answered,
+    in order, once the peer closed."""
+    conn = sl.connect(address)
+    h.on_close(conn.close)
+    frames = b"".join(kw.api_versions_request(0x4800 + i, 0) if i % 2 == 0
+                      else sw.metadata_request_v12(0x4800 + i, []) for i in range(count))
+    if cut_short:
+        frames += struct.pack(">i", 100) + b"\x00\x12\x00\x00"
+    conn.send(frames)
+    conn.sock.shutdown(socket.SHUT_WR)
+    answered = []
+    while True:
+        try:
+            frame = conn.recv_frame(timeout=15)
+        except kw.WireError:
+            return answered  # closed by the peer
+        except socket.timeout:
+            raise AssertionError("%s answered %s and then neither answered nor closed "
+                                 "within 15 s" % (address, answered))
+        answered.append(struct.unpack(">i", frame[4:8])[0])
+
+
+def test_a_half_closed_client_is_answered_then_closed_as_by_kafka(h):
+    """A client that shuts down its writing side right behind its requests
+    (a script piping a request, some health checks): Kafka 4.4.0 answers
+    every whole request, in order, then closes; a frame the end cut short
+    gets no answer. Through epochgate the same, also with more requests than
+    limits.max_in_flight_per_connection (4 here) lets in flight at once, so
+    some wait in its input after the end of stream."""
+    c = rk.cluster(h)
+    gate = sl.start_gate(h, None, upstream=c.bootstrap,
+                         config="limits:\n  max_in_flight_per_connection: 4\n")
+    before = sl.scrape(gate)
+    for count, cut_short in ((1, False), (2, True), (12, True)):
+        want = [0x4800 + i for i in range(count)]
+        direct = _half_closed_exchange(h, c.broker_address(1), count, cut_short)
+        assert direct == want, "the control: Kafka answered %s of %s" % (direct, want)
+        through = _half_closed_exchange(h, gate.bootstrap_address, count, cut_short)
+        assert through == want, "through epochgate %s answered of %s (Kafka: all)" % (
+            through, want)
+    assert sl.delta(sl.scrape(gate), before, "epochgate_connections_closed_total",
+                    reason="client_closed") >= 3
 
 
 def test_observe_mode_rewrites_real_broker_hints(h):

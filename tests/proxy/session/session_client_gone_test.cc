@@ -1,9 +1,10 @@
-// tests/proxy/session/session_client_gone_test.cc: a client that leaves with its
-// request still owed takes everything its session held with it, at once,
-// whatever the upstream is doing: while the upstream is still dialed (the
-// client's FIN or RST comes right behind its request) and with the request
-// forwarded and unanswered. Requests read while dialing still go out, in
-// order, once the broker has answered the dial.
+// tests/proxy/session/session_client_gone_test.cc: a client's end of stream
+// right behind its requests is a half-close as far as epochgate can tell
+// (shutdown(SHUT_WR)), and Kafka's brokers answer those requests before they
+// close: so the session answers them, while dialing too, then frees
+// everything; with nothing owed it frees everything at once. Requests read
+// while dialing still go out, in order, once the broker has answered the dial.
+// A broker that never answers holds it for drain_timeout_ms at most.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,15 +14,15 @@
 namespace epochgate::proxy::testing {
 namespace {
 
-TEST(SessionClientGone, LeavingWhileTheUpstreamIsDialedFreesTheSessionAtOnce) {
+TEST(SessionClientGone, LeavingWithNothingAskedFreesTheSessionAtOnce) {
   SessionRig rig;
-  rig.client->peer_sends(request_frame(kHeartbeat, 3, 1));
+  rig.client->peer_sends(request_frame(kHeartbeat, 3, 1).substr(0, 9));  // a frame cut short
   rig.client->peer_closes();
   rig.pump();
-  EXPECT_FALSE(rig.alive()) << "the session waits for the dial of a client that has gone";
+  EXPECT_FALSE(rig.alive()) << "the session waits for the dial of a client that asked nothing";
 }
 
-TEST(SessionClientGone, LeavingWithARequestUnansweredUpstreamFreesTheSessionAtOnce) {
+TEST(SessionClientGone, AnEndOfStreamBehindAForwardedRequestIsAnsweredThenTheSessionCloses) {
   SessionRig rig;
   rig.connect();
   const std::string request = request_frame(kHeartbeat, 3, 7);
@@ -30,7 +31,69 @@ TEST(SessionClientGone, LeavingWithARequestUnansweredUpstreamFreesTheSessionAtOn
   ASSERT_EQ(rig.broker->sent(), request);
   rig.client->peer_closes();
   rig.pump();
-  EXPECT_FALSE(rig.alive()) << "the session waits for the broker's answer to a client that has gone";
+  ASSERT_TRUE(rig.alive()) << "a half-closed client's request was dropped (Kafka answers it)";
+  const std::string answer = response_frame(7, std::string(2, '\0'));
+  rig.broker->peer_sends(answer);
+  ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answer";
+  EXPECT_EQ(rig.client_sent(), answer);
+}
+
+TEST(SessionClientGone, AnEndOfStreamWhileDialingIsAnsweredOnceDialed) {
+  SessionRig rig;
+  const std::string first = request_frame(kHeartbeat, 3, 1);
+  const std::string second = request_frame(kHeartbeat, 3, 2);
+  rig.client->peer_sends(first + second + first.substr(0, 6));  // and a frame cut short
+  rig.client->peer_closes();
+  rig.pump();
+  ASSERT_TRUE(rig.alive()) << "requests sent before the end of stream were dropped";
+  rig.connect();
+  ASSERT_TRUE(rig.pump_until([&] { return rig.broker->sent().size() == first.size() + second.size(); }));
+  EXPECT_EQ(rig.broker->sent(), first + second);
+  const std::string answers =
+      response_frame(1, std::string(2, '\0')) + response_frame(2, std::string(2, '\0'));
+  rig.broker->peer_sends(answers);
+  ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answers";
+  EXPECT_EQ(rig.client_sent(), answers);
+}
+
+TEST(SessionClientGone, AnswersOwedAfterTheEndOfStreamAreBoundedByTheDrainTimeout) {
+  config::Config cfg;
+  cfg.drain_timeout_ms = 150;
+  SessionRig rig(cfg);
+  rig.connect();
+  rig.client->peer_sends(request_frame(kHeartbeat, 3, 7));
+  rig.pump();
+  rig.client->peer_closes();
+  rig.pump();
+  ASSERT_TRUE(rig.alive()) << "a half-closed client's request was dropped (Kafka answers it)";
+  // The broker never answers: the session closes on the bound, not never.
+  EXPECT_TRUE(rig.pump_until([&] { return !rig.alive(); }, 2000))
+      << "still open 2 s after the end of stream with a 150 ms drain timeout";
+}
+
+TEST(SessionClientGone, AnEndOfStreamWhileDialingIsBoundedByTheDrainTimeout) {
+  config::Config cfg;
+  cfg.drain_timeout_ms = 150;
+  SessionRig rig(cfg);
+  rig.client->peer_sends(request_frame(kHeartbeat, 3, 1));
+  rig.client->peer_closes();
+  rig.pump();
+  ASSERT_TRUE(rig.alive());
+  // The dial never completes.
+  EXPECT_TRUE(rig.pump_until([&] { return !rig.alive(); }, 2000))
+      << "a dial that never completes kept a half-closed session open";
+}
+
+TEST(SessionClientGone, ADrainTimeoutOfZeroClosesAtTheEndOfStream) {
+  config::Config cfg;
+  cfg.drain_timeout_ms = 0;
+  SessionRig rig(cfg);
+  rig.connect();
+  rig.client->peer_sends(request_frame(kHeartbeat, 3, 7));
+  rig.pump();
+  rig.client->peer_closes();
+  rig.pump();
+  EXPECT_FALSE(rig.alive()) << "drain_timeout_ms 0 answers nothing after the end of stream";
 }
 
 TEST(SessionClientGone, RequestsReadWhileDialingGoOutInOrderOnceDialed) {
