@@ -126,17 +126,41 @@ void Session::on_write_deadline_timer(uv_timer_t* t) {
   auto* s = static_cast<Session*>(t->data);
   if (s->state_ == State::kOpen && s->intake_ == Intake::kClosingAfterWrite)
     s->close(s->close_after_write_reason_);
-  else if (s->client_eof_) {
-    // What it sent was not all answered in time.
-    spdlog::info(
-        "client {}: closing {} ms (drain_timeout_ms) after its end of stream with answers owed "
-        "(state {}, {} in flight, held {}, streaming {}, whole request waiting {}, {} bytes to "
-        "write)",
-        s->client_.peer(), s->ctx_.config->drain_timeout_ms, state_name(s->state_), s->in_flight_.size(),
-        s->requests_.holds_request(), s->request_stream_.active(), s->complete_frame_waiting(),
-        s->client_.queued_bytes());
-    s->close(CloseReason::kClientClosed);
+  else if (s->client_eof_)
+    s->on_eof_timer();
+}
+
+void Session::on_eof_timer() {
+  if (now_ns() < eof_deadline_ns_) {
+    // A whole request no event offered (reads never restart after the end
+    // of stream, and a pause can end without a read): offer it now.
+    if (finish_if_done()) return;
+    if (open_for_requests() && intake_ == Intake::kFlowing && !processing_client_ &&
+        !flow_.budget_paused() && complete_frame_waiting()) {
+      process_client_input();
+      if (state_ != State::kOpen) return;
+    }
+    arm_eof_timer();
+    return;
   }
+  // What it sent was not all answered in time.
+  spdlog::info(
+      "client {}: closing {} ms (drain_timeout_ms) after its end of stream with answers owed "
+      "(state {}, {} in flight, held {}, streaming {}, whole request waiting {}, {} bytes to "
+      "write)",
+      client_.peer(), ctx_.config->drain_timeout_ms, state_name(state_), in_flight_.size(),
+      requests_.holds_request(), request_stream_.active(), complete_frame_waiting(),
+      client_.queued_bytes());
+  close(CloseReason::kClientClosed);
+}
+
+void Session::arm_eof_timer() {
+  const uint64_t now = now_ns();
+  const uint64_t left_ms = now >= eof_deadline_ns_ ? 0 : (eof_deadline_ns_ - now) / 1000000 + 1;
+  // While a whole request waits, look again soon; otherwise only the bound.
+  const uint64_t next_ms =
+      complete_frame_waiting() ? std::min<uint64_t>(kEofOfferIntervalMs, left_ms) : left_ms;
+  uv_timer_start(&write_deadline_timer_, &Session::on_write_deadline_timer, next_ms, 0);
 }
 
 void Session::close(CloseReason reason) {
@@ -223,10 +247,13 @@ void Session::on_client_eof() {
   }
   // Bounded: a broker that never answers (or a dial that never completes)
   // cannot keep the session open.
-  uv_timer_stop(&write_deadline_timer_);
-  uv_timer_start(&write_deadline_timer_, &Session::on_write_deadline_timer, bound_ms, 0);
+  eof_deadline_ns_ = now_ns() + bound_ms * 1000000;
   // While dialing, the dial's completion offers the waiting request.
-  if (state_ == State::kOpen) process_client_input();
+  if (state_ == State::kOpen) {
+    process_client_input();
+    if (state_ != State::kOpen) return;
+  }
+  arm_eof_timer();
 }
 
 bool Session::close_if_client_gone() {

@@ -212,6 +212,15 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// short, or a TLS client (Transport::writes_after_peer_eof()), closes at
   /// once.
   void on_client_eof();
+  /// After the end of stream: the bound passed (closes, with a log line
+  /// naming what was owed), or a whole request waits that no event offered.
+  void on_eof_timer();
+  /// Starts write_deadline_timer_ for on_eof_timer(): in kEofOfferIntervalMs
+  /// while a whole request waits in the input, else at the bound.
+  void arm_eof_timer();
+  /// How soon a whole request read before the end of stream is offered again
+  /// when no event did, in ms.
+  static constexpr uint64_t kEofOfferIntervalMs = 50;
   /// The client's input holds a whole request frame not yet handled.
   bool complete_frame_waiting() const;
   /// kOpen and taking requests or holding one (not closing after a write).
@@ -252,6 +261,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   int open_handles_ = 5;
   bool draining_ = false;
   bool client_eof_ = false;  // the client's end of stream was read; see on_client_eof()
+  uint64_t eof_deadline_ns_ = 0;  // client_eof_: answers owed past this close the session
   bool processing_client_ = false;  // re-entry guard of process_client_input()
   uint64_t waiting_for_node_since_ns_ = 0;
   uint64_t last_activity_ns_ = 0;

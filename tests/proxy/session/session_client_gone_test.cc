@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "proxy/net/buffer_budget.h"
 #include "tests/proxy/session_rig.h"
 
 namespace epochgate::proxy::testing {
@@ -94,6 +95,33 @@ TEST(SessionClientGone, ADrainTimeoutOfZeroClosesAtTheEndOfStream) {
   rig.client->peer_closes();
   rig.pump();
   EXPECT_FALSE(rig.alive()) << "drain_timeout_ms 0 answers nothing after the end of stream";
+}
+
+// Reads never restart after the end of stream, so a budget pause that ends
+// offers the waiting request through the session's own re-offer, not a read.
+TEST(SessionClientGone, ARequestWaitingOutABudgetPauseAfterTheEndOfStreamIsAnswered) {
+  BufferBudget budget(1u << 20);
+  for (int i = 0; i < 99; ++i) budget.join();  // a share is 1/100 of the budget
+  budget.add(2u << 20);  // the other connections hold more than the budget
+  {
+    SessionRig rig(config::Config{}, nullptr, &budget);
+    const std::string request = request_frame(kHeartbeat, 3, 7);
+    rig.client->peer_sends(request);
+    rig.client->peer_closes();
+    rig.pump();
+    rig.connect();
+    rig.pump();
+    ASSERT_EQ(rig.broker->sent(), "") << "forwarded while over the budget";
+    ASSERT_TRUE(rig.alive());
+    budget.add(-(2 << 20));
+    rig.session().recheck_budget();  // what the worker's budget timer does
+    ASSERT_TRUE(rig.pump_until([&] { return rig.broker->sent() == request; }))
+        << "the request read before the end of stream stayed unsent after the pause";
+    const std::string answer = response_frame(7, std::string(2, '\0'));
+    rig.broker->peer_sends(answer);
+    ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answer";
+    EXPECT_EQ(rig.client_sent(), answer);
+  }
 }
 
 TEST(SessionClientGone, RequestsReadWhileDialingGoOutInOrderOnceDialed) {
