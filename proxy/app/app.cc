@@ -499,7 +499,11 @@ std::string App::debug_config_json() const {
   if (!json.empty() && json.back() == '}') {
     json.pop_back();
     json += ",\"security_warnings\":" +
-            config::security_warnings_json(config::security_warnings(*config_)) + "}";
+            config::security_warnings_json(config::security_warnings(*config_));
+    // The defaults derived from the process's CPU and memory limits (0 in
+    // the keys above), as in force.
+    json += fmt::format(",\"in_force\":{{\"workers\":{},\"buffer_budget_bytes\":{}}}}}",
+                        workers_.size(), budget_.limit());
   }
   return json;
 }

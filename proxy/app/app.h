@@ -109,6 +109,10 @@ class App : public EndpointMapper, public UpstreamDirectory, public policy::Endp
   /// over broker_ports.max_node_id, the listener limit...), or "": clients
   /// could not reach that partition's leader through epochgate.
   std::string unserved_leader_reason() const;
+  /// GET /debug/config: the effective configuration (config::to_json), the
+  /// TLS files loaded, `security_warnings`, and `in_force`: the worker count
+  /// and the buffer budget in bytes actually used (what `workers: 0` and
+  /// `limits.buffer_budget_bytes: 0` came to).
   std::string debug_config_json() const;
 
   uv_loop_t loop_;

@@ -7,6 +7,7 @@ setting still wins. Read from epochgate's log and its /metrics
 (`epochgate_workers`, `epochgate_buffer_budget_bytes`), as an operator
 would; the cgroup cases make a real cgroup (root only)."""
 
+import json
 import os
 import re
 import shutil
@@ -53,14 +54,25 @@ def start_log(h, prefix, args=(), while_running=None, timeout=15):
     return read(log)
 
 
-def gauge(log, name):
-    """`name`'s value on the /metrics of the epochgate whose output is `log`
-    (its admin address from the ready line)."""
+def admin_get(log, path):
+    """GET `path` from the admin port of the epochgate whose output is `log`
+    (its address from the ready line)."""
     ready = [l for l in read(log).splitlines() if l.startswith("epochgate ready ")]
     assert ready, read(log)
     fields = dict(item.split("=", 1) for item in ready[0].split()[2:] if "=" in item)
-    with urllib.request.urlopen("http://%s/metrics" % fields["admin"], timeout=5) as r:
-        return metric(r.read().decode(), name)
+    with urllib.request.urlopen("http://%s%s" % (fields["admin"], path), timeout=5) as r:
+        return r.read().decode()
+
+
+def gauge(log, name):
+    """`name`'s value on /metrics; checked against /debug/config's `in_force`,
+    which says the same values."""
+    value = metric(admin_get(log, "/metrics"), name)
+    in_force = json.loads(admin_get(log, "/debug/config"))["in_force"]
+    key = {"epochgate_workers": "workers",
+           "epochgate_buffer_budget_bytes": "buffer_budget_bytes"}[name]
+    assert in_force[key] == value, (in_force, name, value)
+    return value
 
 
 def workers_in(text):
