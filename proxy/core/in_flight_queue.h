@@ -60,7 +60,11 @@ class InFlightQueue {
   /// Records a forwarded request that expects no response (Produce acks=0).
   void forwarded_without_response(int32_t correlation_id) {
     upstreams_[0].push_no_response(correlation_id);
+    sent_without_response_ = true;
   }
+  /// A request expecting no response was ever forwarded: the broker may
+  /// still be working on it when everything owed is answered.
+  bool sent_without_response() const { return sent_without_response_; }
 
   /// Opens the answer order of one more upstream connection; returns its
   /// index for add_upstream_part() and upstream().
@@ -103,6 +107,7 @@ class InFlightQueue {
   std::deque<InFlightRequest> client_;
   std::vector<UpstreamOrder> upstreams_;
   std::shared_ptr<RerouteSink> reroute_sink_;
+  bool sent_without_response_ = false;
 };
 
 }  // namespace epochgate::proxy

@@ -74,6 +74,7 @@ class Connection : private TransportUser {
   void set_owner(ConnectionOwner& owner) { owner_ = &owner; }
 
   Transport& transport() { return *transport_; }
+  const Transport& transport() const { return *transport_; }
 
   /// Starts or stops delivering bytes (Transport::start_reading /
   /// stop_reading); idempotent. Starting also starts a transport's handshake.
@@ -160,6 +161,8 @@ class Connection : private TransportUser {
   /// True when the peer has closed its side (FIN received), even while reads
   /// are paused and unread bytes wait in the socket (Transport::peer_closed).
   bool peer_closed() const { return !closing_ && transport_->peer_closed(); }
+  /// The peer reset the connection (Transport::peer_reset).
+  bool peer_reset() const { return !closing_ && transport_->peer_reset(); }
 
   /// Closes the transport (idempotent). on_closed() follows from the loop.
   void close();

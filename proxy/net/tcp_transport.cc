@@ -113,6 +113,15 @@ bool TcpTransport::peer_closed() const {
          info.tcpi_state == TCP_LAST_ACK;
 }
 
+bool TcpTransport::peer_reset() const {
+  uv_os_fd_t fd;
+  if (closing_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) return false;
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  return info.tcpi_state == TCP_CLOSE;
+}
+
 std::string TcpTransport::peer() const {
   // Kept from when the socket was connected: a peer that reset the
   // connection has no address any more, and the line about it needs one.

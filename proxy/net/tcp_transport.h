@@ -44,6 +44,7 @@ class TcpTransport final : public Transport {
   void took_turn() override { turn_taken_ = true; }
   std::string peer() const override;
   bool peer_closed() const override;
+  bool peer_reset() const override;
 
  private:
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }

@@ -116,6 +116,9 @@ class Transport {
   /// True when the peer has closed its side while reads are paused and
   /// unread bytes wait (Linux TCP_INFO for TCP); false when unknown.
   virtual bool peer_closed() const = 0;
+  /// True when the peer reset the connection (TCP_CLOSE): unlike its FIN
+  /// (which may be a half-close), nothing written reaches it any more.
+  virtual bool peer_reset() const { return false; }
 };
 
 }  // namespace epochgate::proxy

@@ -126,7 +126,7 @@ void Session::on_write_deadline_timer(uv_timer_t* t) {
   auto* s = static_cast<Session*>(t->data);
   if (s->state_ == State::kOpen && s->intake_ == Intake::kClosingAfterWrite)
     s->close(s->close_after_write_reason_);
-  else if (s->client_eof_)
+  else if (s->eof_deadline_ns_ != 0)
     s->on_eof_timer();
 }
 
@@ -134,12 +134,9 @@ void Session::on_eof_timer() {
   if (now_ns() < eof_deadline_ns_) {
     // A whole request no event offered (reads never restart after the end
     // of stream, and a pause can end without a read): offer it now.
-    if (finish_if_done()) return;
-    if (open_for_requests() && intake_ == Intake::kFlowing && !processing_client_ &&
-        !flow_.budget_paused() && complete_frame_waiting()) {
-      process_client_input();
-      if (state_ != State::kOpen) return;
-    }
+    if (client_eof_ && finish_if_done()) return;
+    offer_after_eof();
+    if (state_ == State::kClosing) return;
     arm_eof_timer();
     return;
   }
@@ -147,19 +144,21 @@ void Session::on_eof_timer() {
   spdlog::info(
       "client {}: closing {} ms (drain_timeout_ms) after its end of stream with answers owed "
       "(state {}, {} in flight, held {}, streaming {}, whole request waiting {}, {} bytes to "
-      "write)",
+      "write{})",
       client_.peer(), ctx_.config->drain_timeout_ms, state_name(state_), in_flight_.size(),
       requests_.holds_request(), request_stream_.active(), complete_frame_waiting(),
-      client_.queued_bytes());
+      client_.queued_bytes(), upstream_shut_ ? "; waiting for the broker's end of stream" : "");
   close(CloseReason::kClientClosed);
 }
 
 void Session::arm_eof_timer() {
   const uint64_t now = now_ns();
   const uint64_t left_ms = now >= eof_deadline_ns_ ? 0 : (eof_deadline_ns_ - now) / 1000000 + 1;
-  // While a whole request waits, look again soon; otherwise only the bound.
+  // While a whole request waits on an open session, look again soon;
+  // otherwise (dialing: the dial's completion offers it, and then arms this
+  // again) only the bound.
   const uint64_t next_ms =
-      complete_frame_waiting() ? std::min<uint64_t>(kEofOfferIntervalMs, left_ms) : left_ms;
+      eof_offer_pending() ? std::min<uint64_t>(kEofOfferIntervalMs, left_ms) : left_ms;
   uv_timer_start(&write_deadline_timer_, &Session::on_write_deadline_timer, next_ms, 0);
 }
 
@@ -215,14 +214,57 @@ void Session::begin_drain() {
 bool Session::finish_if_done() {
   if ((!draining_ && !client_eof_) || !owes_nothing()) return false;
   if (!draining_) {
-    if (complete_frame_waiting()) return false;
+    if (input_waiting()) return false;
     if (client_.queued_bytes() > 0) {
       client_.notify_when_written();  // on_drained() checks again
       return false;
     }
   }
+  // What was accepted for the broker goes first: an acks=0 Produce is owed
+  // no answer, but its bytes are.
+  if (!upstream_written()) return false;
+  if (!draining_ && state_ == State::kOpen && upstream_ && in_flight_.sent_without_response()) {
+    // Requests that get no answer (Produce acks=0) may still be in the
+    // broker's hands: the client's end of stream goes on to the broker, and
+    // the broker's own ends the session. Closing first could reset a
+    // connection still sending (a broker that answers acks=0 anyway), and a
+    // reset drops what the broker has not processed. Bounded by the
+    // end-of-stream timer.
+    if (upstream_shut_) return false;
+    upstream_shut_ = true;
+    if (upstream_->transport().shutdown() == 0) return false;
+  }
   close(draining_ ? CloseReason::kDrain : CloseReason::kClientClosed);
   return true;
+}
+
+bool Session::eof_offer_pending() const {
+  return client_eof_ && open_for_requests() && input_waiting();
+}
+
+bool Session::input_waiting() const {
+  // A streamed request's rest is not a frame head: it waits when its bytes
+  // do (or only its end does).
+  if (request_stream_.active())
+    return !const_cast<Connection&>(client_).input().empty() || request_stream_.complete();
+  return complete_frame_waiting();
+}
+
+bool Session::stream_cut_short() const {
+  return request_stream_.active() &&
+         const_cast<Connection&>(client_).input().size() < request_stream_.left();
+}
+
+void Session::offer_after_eof() {
+  if (eof_offer_pending() && intake_ == Intake::kFlowing && !processing_client_ &&
+      !flow_.budget_paused())
+    process_client_input();
+}
+
+bool Session::upstream_written() {
+  if (!upstream_ || upstream_->queued_bytes() == 0) return true;
+  upstream_->notify_when_written();  // on_drained() checks again
+  return false;
 }
 
 bool Session::complete_frame_waiting() const {
@@ -238,29 +280,51 @@ void Session::on_client_eof() {
   // Part of a streamed request may have reached the broker: only closing is
   // honest. Nothing asked and nothing owed: nothing to answer. A drain
   // timeout of 0 answers nothing after a SIGTERM, nor after this.
-  const uint64_t bound_ms = ctx_.config->drain_timeout_ms;
-  if (!client_.transport().writes_after_peer_eof() || request_stream_.active() ||
-      intake_ == Intake::kClosingAfterWrite || bound_ms == 0 ||
-      (owes_nothing() && !complete_frame_waiting())) {
+  if (!answers_after_eof() || stream_cut_short() ||
+      (owes_nothing() && !input_waiting() && !in_flight_.sent_without_response() &&
+       upstream_written())) {
     close(CloseReason::kClientClosed);
     return;
   }
   // Bounded: a broker that never answers (or a dial that never completes)
-  // cannot keep the session open.
-  eof_deadline_ns_ = now_ns() + bound_ms * 1000000;
+  // cannot keep the session open. A FIN seen earlier, while reads were
+  // paused (close_if_client_gone()), started the bound then.
+  if (eof_deadline_ns_ == 0)
+    eof_deadline_ns_ = now_ns() + uint64_t{ctx_.config->drain_timeout_ms} * 1000000;
   // While dialing, the dial's completion offers the waiting request.
   if (state_ == State::kOpen) {
     process_client_input();
-    if (state_ != State::kOpen) return;
+    if (state_ != State::kOpen || finish_if_done()) return;
   }
   arm_eof_timer();
 }
 
 bool Session::close_if_client_gone() {
-  if (state_ == State::kClosing || client_eof_ || client_.reading() || !client_.peer_closed())
+  if (state_ == State::kClosing || client_.reading()) return false;
+  // A reset: nothing written reaches the client, half-closed before or not.
+  if (client_.peer_reset()) {
+    close(CloseReason::kClientClosed);
+    return true;
+  }
+  if (client_eof_ || !client_.peer_closed()) return false;
+  // A FIN behind reads paused (in flight at the limit, a full queue to the
+  // broker, the budget): a half-close as far as epochgate can tell, and
+  // what waits unread before it is still answered once reads resume, as
+  // after a FIN that was read; the drain bound starts now.
+  if (answers_after_eof()) {
+    if (eof_deadline_ns_ == 0) {
+      eof_deadline_ns_ = now_ns() + uint64_t{ctx_.config->drain_timeout_ms} * 1000000;
+      arm_eof_timer();
+    }
     return false;
+  }
   close(CloseReason::kClientClosed);
   return true;
+}
+
+bool Session::answers_after_eof() const {
+  return client_.transport().writes_after_peer_eof() && ctx_.config->drain_timeout_ms > 0 &&
+         intake_ != Intake::kClosingAfterWrite;
 }
 
 void Session::frame_error(CloseReason reason, const std::string& detail) {
@@ -524,9 +588,9 @@ void Session::process_upstream_input() {
   client_.flush();
   // Requests read before the client's end of stream that waited for room in
   // flight: nothing restarts reading for them.
-  if (client_eof_ && complete_frame_waiting() && !processing_client_) {
-    process_client_input();
-    return;
+  if (client_eof_) {
+    offer_after_eof();
+    if (state_ != State::kOpen) return;
   }
   if (finish_if_done()) return;
   update_backpressure();
@@ -548,7 +612,12 @@ void Session::on_drained(Connection& c) {
     if (&c == upstream_.get() && upstream_->queued_bytes() == 0) close(close_after_write_reason_);
     return;
   }
-  if (&c == &client_ && client_eof_ && state_ == State::kOpen && finish_if_done()) return;
+  if ((client_eof_ || draining_) && state_ == State::kOpen && finish_if_done()) return;
+  if (client_eof_) {
+    // A streamed request's rest, or requests behind it, waited for this room.
+    offer_after_eof();
+    if (state_ != State::kOpen) return;
+  }
   update_backpressure();
 }
 
@@ -568,6 +637,11 @@ void Session::on_read_error(Connection& c, int status) {
     return;
   }
   if (&c != upstream_.get()) return;
+  if (upstream_shut_) {
+    // The broker's answer to the client's end of stream, passed on.
+    close(CloseReason::kClientClosed);
+    return;
+  }
   EPOCHGATE_PROXY_LOG(info, "upstream_closed",
                       "upstream {} (node {}) closed the connection{}{}; closing client {}",
                       upstream_name_, node_id_, status == UV_EOF ? "" : ": ",

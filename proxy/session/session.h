@@ -202,21 +202,40 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   }
   /// After a drain began, closes the session once it owes nothing; after the
   /// client's end of stream, once it owes nothing, no whole request waits in
-  /// its input and its answers are written (on_drained() checks again).
+  /// its input and its answers are written (on_drained() checks again);
+  /// either way only once what was accepted for the broker is written.
   /// True if it closed.
   bool finish_if_done();
+  /// True when nothing waits to be written to the broker; else asks
+  /// on_drained() to check again.
+  bool upstream_written();
+  /// A FIN is answered as a half-close: plaintext (writes_after_peer_eof()),
+  /// drain_timeout_ms above 0, not already closing after a write.
+  bool answers_after_eof() const;
+  /// After the end of stream, a whole request waits on an open session
+  /// (which no read will offer again).
+  bool eof_offer_pending() const;
+  /// The client's input holds what processing would take: a whole request,
+  /// or the rest (or only the end) of a streamed one.
+  bool input_waiting() const;
+  /// A streamed request whose rest never arrives: the client's input holds
+  /// less of it than is left, and after the end of stream nothing more comes.
+  bool stream_cut_short() const;
+  /// After the end of stream: offers what the input holds (no read will),
+  /// unless it waits for the budget or for order.
+  void offer_after_eof();
   /// The client sent its end of stream (UV_EOF) and may still read, as after
   /// shutdown(SHUT_WR): Kafka's brokers answer the requests read before it,
   /// then close, and so does epochgate, like a drain of this one session:
   /// at most `drain_timeout_ms` later (0: at once). A streamed request cut
-  /// short, or a TLS client (Transport::writes_after_peer_eof()), closes at
-  /// once.
+  /// short (stream_cut_short()), or a TLS client
+  /// (Transport::writes_after_peer_eof()), closes at once.
   void on_client_eof();
   /// After the end of stream: the bound passed (closes, with a log line
   /// naming what was owed), or a whole request waits that no event offered.
   void on_eof_timer();
   /// Starts write_deadline_timer_ for on_eof_timer(): in kEofOfferIntervalMs
-  /// while a whole request waits in the input, else at the bound.
+  /// while eof_offer_pending(), else at the bound.
   void arm_eof_timer();
   /// How soon a whole request read before the end of stream is offered again
   /// when no event did, in ms.
@@ -261,7 +280,12 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   int open_handles_ = 5;
   bool draining_ = false;
   bool client_eof_ = false;  // the client's end of stream was read; see on_client_eof()
-  uint64_t eof_deadline_ns_ = 0;  // client_eof_: answers owed past this close the session
+  // A FIN was seen (read, or in TCP_INFO while reads were paused): answers
+  // still owed past this close the session. 0: none seen.
+  uint64_t eof_deadline_ns_ = 0;
+  // After the client's end of stream, everything answered: the broker was
+  // sent epochgate's end of stream, and its own ends the session.
+  bool upstream_shut_ = false;
   bool processing_client_ = false;  // re-entry guard of process_client_input()
   uint64_t waiting_for_node_since_ns_ = 0;
   uint64_t last_activity_ns_ = 0;

@@ -13,7 +13,7 @@ void Session::responses_flushed() {
   if (!open_for_requests()) return;
   if (finish_if_done()) return;
   // Requests read before the client's end of stream wait for no read to restart.
-  if (client_eof_ && intake_ == Intake::kFlowing && complete_frame_waiting()) {
+  if (client_eof_ && intake_ == Intake::kFlowing && input_waiting()) {
     hold_request();
     return;
   }

@@ -100,6 +100,8 @@ void Session::on_dialed(std::unique_ptr<Connection> conn, size_t index,
   if (state_ == State::kOpen && !flow_.budget_paused() && !client_.input().empty())
     process_client_input();
   if (state_ == State::kOpen && !upstream_->input().empty()) process_upstream_input();
+  // After the client's end of stream: what waits is now looked at again soon.
+  if (state_ == State::kOpen && eof_deadline_ns_ != 0) arm_eof_timer();
 }
 
 void Session::hold_request() {

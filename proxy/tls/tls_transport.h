@@ -95,6 +95,7 @@ class TlsTransport final : public Transport, private TransportUser {
   /// peer() for log lines: never empty.
   std::string peer_text() const;
   bool peer_closed() const override { return inner_->peer_closed(); }
+  bool peer_reset() const override { return inner_->peer_reset(); }
 
  private:
   // TransportUser of the inner transport (ciphertext).

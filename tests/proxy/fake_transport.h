@@ -30,6 +30,8 @@ class FakeTransport final : public Transport {
   void peer_sends(const void* p, size_t n) { inbound_.append(static_cast<const char*>(p), n); }
   /// The peer closes: after its bytes, the user reads UV_EOF.
   void peer_closes() { peer_closed_ = true; }
+  /// The peer resets the connection (after its FIN or instead of it).
+  void peer_resets() { peer_closed_ = true; peer_reset_ = true; }
   /// Bytes the user got onto the "wire" so far (completed writes only).
   const std::string& sent() const { return sent_; }
   /// Also receives every byte sent; owned by the test, so it can still be
@@ -138,6 +140,7 @@ class FakeTransport final : public Transport {
   void close() override { closing_ = true; }
   std::string peer() const override { return "fake:1"; }
   bool peer_closed() const override { return peer_closed_; }
+  bool peer_reset() const override { return peer_reset_; }
 
  private:
   TransportUser* user_ = nullptr;
@@ -152,6 +155,7 @@ class FakeTransport final : public Transport {
   bool reading_ = false;
   bool closing_ = false;
   bool peer_closed_ = false;
+  bool peer_reset_ = false;
   bool eof_sent_ = false;
   bool shut_down_ = false;
   int reads_ = 0;

@@ -4,7 +4,9 @@
 // close: so the session answers them, while dialing too, then frees
 // everything; with nothing owed it frees everything at once. Requests read
 // while dialing still go out, in order, once the broker has answered the dial.
-// A broker that never answers holds it for drain_timeout_ms at most.
+// After an acks=0 Produce the client's end of stream is passed on to the
+// broker, and the broker's own ends the session. A broker that never answers
+// holds it for drain_timeout_ms at most.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,6 +16,21 @@
 
 namespace epochgate::proxy::testing {
 namespace {
+
+// Once everything is answered the session passes the client's end of stream
+// on to the broker (shutdown(SHUT_WR)) and ends with the broker's: true when
+// it did so and then freed itself.
+::testing::AssertionResult ends_with_the_brokers_end_of_stream(SessionRig& rig) {
+  if (!rig.pump_until([&] { return !rig.alive() || rig.broker->shut_down(); }))
+    return ::testing::AssertionFailure() << "the end of stream was not passed on to the broker";
+  if (!rig.alive()) return ::testing::AssertionFailure() << "closed before the broker's FIN";
+  rig.pump();
+  if (!rig.alive()) return ::testing::AssertionFailure() << "closed before the broker's FIN";
+  rig.broker->peer_closes();
+  if (!rig.pump_until([&] { return !rig.alive(); }))
+    return ::testing::AssertionFailure() << "still open after the broker's FIN";
+  return ::testing::AssertionSuccess();
+}
 
 TEST(SessionClientGone, LeavingWithNothingAskedFreesTheSessionAtOnce) {
   SessionRig rig;
@@ -35,7 +52,7 @@ TEST(SessionClientGone, AnEndOfStreamBehindAForwardedRequestIsAnsweredThenTheSes
   ASSERT_TRUE(rig.alive()) << "a half-closed client's request was dropped (Kafka answers it)";
   const std::string answer = response_frame(7, std::string(2, '\0'));
   rig.broker->peer_sends(answer);
-  ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answer";
+  ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answers";
   EXPECT_EQ(rig.client_sent(), answer);
 }
 
@@ -119,9 +136,70 @@ TEST(SessionClientGone, ARequestWaitingOutABudgetPauseAfterTheEndOfStreamIsAnswe
         << "the request read before the end of stream stayed unsent after the pause";
     const std::string answer = response_frame(7, std::string(2, '\0'));
     rig.broker->peer_sends(answer);
-    ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answer";
+    ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answers";
     EXPECT_EQ(rig.client_sent(), answer);
   }
+}
+
+// Reads paused at the in-flight limit never read the FIN; the worker's sweep
+// sees it in the socket's state. It is a half-close too: the requests before
+// it are answered, in order, then the session closes.
+TEST(SessionClientGone, AFinSeenWhileReadsArePausedIsAnsweredAsAHalfClose) {
+  config::Config cfg;
+  cfg.limits.max_in_flight_per_connection = 1;
+  SessionRig rig(cfg);
+  rig.connect();
+  const std::string first = request_frame(kHeartbeat, 3, 1);
+  const std::string second = request_frame(kHeartbeat, 3, 2);
+  rig.client->peer_sends(first + second);
+  rig.pump();
+  ASSERT_EQ(rig.broker->sent(), first);
+  rig.client->peer_closes();
+  rig.pump();
+  ASSERT_FALSE(rig.session().close_if_client_gone()) << "a FIN behind paused reads dropped "
+                                                        "the requests before it";
+  const std::string a1 = response_frame(1, std::string(2, '\0'));
+  const std::string a2 = response_frame(2, std::string(2, '\0'));
+  rig.broker->peer_sends(a1);
+  ASSERT_TRUE(rig.pump_until([&] { return rig.broker->sent() == first + second; }));
+  rig.broker->peer_sends(a2);
+  ASSERT_TRUE(rig.pump_until([&] { return !rig.alive(); })) << "still open after the answers";
+  EXPECT_EQ(rig.client_sent(), a1 + a2);
+}
+
+// An acks=0 Produce is owed no answer, but its bytes are owed to the broker,
+// which may still be working on it: the session writes them, passes the end
+// of stream on and ends with the broker's.
+TEST(SessionClientGone, AnAcksZeroProduceBeforeTheEndOfStreamReachesTheBroker) {
+  SessionRig rig;
+  rig.connect();
+  std::string broker_got;  // kept past the session's end (the fake goes with it)
+  rig.broker->sent_log = &broker_got;
+  rig.broker->set_try_write_limit(0);
+  rig.broker->set_auto_complete(false);
+  const std::string produce = produce_v7(1, 0);
+  rig.client->peer_sends(produce);
+  rig.client->peer_closes();
+  rig.pump();
+  ASSERT_TRUE(rig.alive()) << "closed with the Produce still queued to the broker";
+  rig.broker->complete_write(0);
+  ASSERT_TRUE(ends_with_the_brokers_end_of_stream(rig));
+  EXPECT_EQ(broker_got, produce);
+}
+
+// A reset after the half-close: nothing written reaches the client, so the
+// sweep frees the session at once rather than at the drain bound.
+TEST(SessionClientGone, AResetAfterTheEndOfStreamFreesTheSession) {
+  SessionRig rig;
+  rig.connect();
+  rig.client->peer_sends(request_frame(kHeartbeat, 3, 7));
+  rig.client->peer_closes();
+  rig.pump();
+  ASSERT_TRUE(rig.alive());
+  rig.client->peer_resets();
+  EXPECT_TRUE(rig.session().close_if_client_gone());
+  rig.pump();
+  EXPECT_FALSE(rig.alive());
 }
 
 TEST(SessionClientGone, RequestsReadWhileDialingGoOutInOrderOnceDialed) {
