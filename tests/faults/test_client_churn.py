@@ -146,7 +146,7 @@ def _leaves_nothing(h, tls, at_once_count, upstream_count):
     # baseline has the code paths, TLS state and allocator arenas any
     # running epochgate has.
     _churn(at_once + upstream, count=5 * len(at_once + upstream), threads=1, seconds=60)
-    held = client_churn.wait_released(gate)
+    held = client_churn.wait_released(gate, timeout=ANSWER_AFTER_EOF_S + 15)
     assert all(v == 0 for v in held.values()), "held after the warm-up: %s" % held
     time.sleep(1.5)
     baseline, fds_before = client_churn.rss_bytes(pid), _fds(pid)
