@@ -103,24 +103,21 @@ int TcpTransport::splice_fd() const {
   return fd;
 }
 
-bool TcpTransport::peer_closed() const {
+int TcpTransport::tcp_state() const {
   uv_os_fd_t fd;
-  if (closing_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) return false;
+  if (closing_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) return -1;
   tcp_info info{};
   socklen_t len = sizeof info;
-  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
-  return info.tcpi_state == TCP_CLOSE_WAIT || info.tcpi_state == TCP_CLOSE ||
-         info.tcpi_state == TCP_LAST_ACK;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return -1;
+  return info.tcpi_state;
 }
 
-bool TcpTransport::peer_reset() const {
-  uv_os_fd_t fd;
-  if (closing_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) != 0) return false;
-  tcp_info info{};
-  socklen_t len = sizeof info;
-  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
-  return info.tcpi_state == TCP_CLOSE;
+bool TcpTransport::peer_closed() const {
+  const int state = tcp_state();
+  return state == TCP_CLOSE_WAIT || state == TCP_CLOSE || state == TCP_LAST_ACK;
 }
+
+bool TcpTransport::peer_reset() const { return tcp_state() == TCP_CLOSE; }
 
 std::string TcpTransport::peer() const {
   // Kept from when the socket was connected: a peer that reset the

@@ -47,6 +47,9 @@ class TcpTransport final : public Transport {
   bool peer_reset() const override;
 
  private:
+  /// The socket's TCP state (TCP_INFO's tcpi_state: TCP_CLOSE_WAIT, ...), or
+  /// -1 when closing or unknown.
+  int tcp_state() const;
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
   static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void on_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);

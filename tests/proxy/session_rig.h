@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "proxy/core/dialer.h"
 #include "proxy/core/worker_context.h"
+#include "proxy/net/buffer_budget.h"
 #include "proxy/session/session.h"
 #include "tests/proxy/fake_transport.h"
 #include "tests/proxy/lib/fake_dialer.h"
@@ -88,6 +89,14 @@ inline std::string produce_v7(int32_t corr, int16_t acks) {
   body += std::string("\x00\x00\x03\xe8", 4);  // timeout_ms 1000
   body += std::string("\x00\x00\x00\x00", 4);  // topics: []
   return request_frame(0, 7, corr, body);
+}
+
+/// Makes `budget` (1 MiB) held past its limit by 99 other connections
+/// (2 MiB): a new session's share is 1/100 of it, so it pauses at once.
+/// Undo with budget.add(-(2 << 20)).
+inline void others_hold_more_than(BufferBudget& budget) {
+  for (int i = 0; i < 99; ++i) budget.join();
+  budget.add(2u << 20);
 }
 
 /// The session under test, its client and its broker.

@@ -70,8 +70,7 @@ TEST(SessionBackpressure, BrokerReadsPauseWhileTheClientIsSlow) {
 // worker's re-check forwards the request when the budget frees.
 TEST(SessionBackpressure, SessionStartedDuringABudgetPauseResumesWhenItFrees) {
   BufferBudget budget(1u << 20);
-  for (int i = 0; i < 99; ++i) budget.join();  // a share is 1/100 of the budget
-  budget.add(2u << 20);  // the other connections hold more than the budget
+  others_hold_more_than(budget);
   {
     SessionRig rig(config::Config{}, nullptr, &budget);
     const std::string request = request_frame(kHeartbeat, 3, 7);

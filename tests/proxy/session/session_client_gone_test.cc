@@ -74,15 +74,24 @@ TEST(SessionClientGone, AnEndOfStreamWhileDialingIsAnsweredOnceDialed) {
   EXPECT_EQ(rig.client_sent(), answers);
 }
 
-TEST(SessionClientGone, AnswersOwedAfterTheEndOfStreamAreBoundedByTheDrainTimeout) {
+// A config with `drain_timeout_ms`, and a session opened on it whose client
+// sent one request (forwarded) and then its end of stream.
+config::Config with_drain_timeout(uint32_t ms) {
   config::Config cfg;
-  cfg.drain_timeout_ms = 150;
-  SessionRig rig(cfg);
+  cfg.drain_timeout_ms = ms;
+  return cfg;
+}
+void request_then_end_of_stream(SessionRig& rig) {
   rig.connect();
   rig.client->peer_sends(request_frame(kHeartbeat, 3, 7));
   rig.pump();
   rig.client->peer_closes();
   rig.pump();
+}
+
+TEST(SessionClientGone, AnswersOwedAfterTheEndOfStreamAreBoundedByTheDrainTimeout) {
+  SessionRig rig(with_drain_timeout(150));
+  request_then_end_of_stream(rig);
   ASSERT_TRUE(rig.alive()) << "a half-closed client's request was dropped (Kafka answers it)";
   // The broker never answers: the session closes on the bound, not never.
   EXPECT_TRUE(rig.pump_until([&] { return !rig.alive(); }, 2000))
@@ -90,9 +99,7 @@ TEST(SessionClientGone, AnswersOwedAfterTheEndOfStreamAreBoundedByTheDrainTimeou
 }
 
 TEST(SessionClientGone, AnEndOfStreamWhileDialingIsBoundedByTheDrainTimeout) {
-  config::Config cfg;
-  cfg.drain_timeout_ms = 150;
-  SessionRig rig(cfg);
+  SessionRig rig(with_drain_timeout(150));
   rig.client->peer_sends(request_frame(kHeartbeat, 3, 1));
   rig.client->peer_closes();
   rig.pump();
@@ -103,14 +110,8 @@ TEST(SessionClientGone, AnEndOfStreamWhileDialingIsBoundedByTheDrainTimeout) {
 }
 
 TEST(SessionClientGone, ADrainTimeoutOfZeroClosesAtTheEndOfStream) {
-  config::Config cfg;
-  cfg.drain_timeout_ms = 0;
-  SessionRig rig(cfg);
-  rig.connect();
-  rig.client->peer_sends(request_frame(kHeartbeat, 3, 7));
-  rig.pump();
-  rig.client->peer_closes();
-  rig.pump();
+  SessionRig rig(with_drain_timeout(0));
+  request_then_end_of_stream(rig);
   EXPECT_FALSE(rig.alive()) << "drain_timeout_ms 0 answers nothing after the end of stream";
 }
 
@@ -118,8 +119,7 @@ TEST(SessionClientGone, ADrainTimeoutOfZeroClosesAtTheEndOfStream) {
 // offers the waiting request through the session's own re-offer, not a read.
 TEST(SessionClientGone, ARequestWaitingOutABudgetPauseAfterTheEndOfStreamIsAnswered) {
   BufferBudget budget(1u << 20);
-  for (int i = 0; i < 99; ++i) budget.join();  // a share is 1/100 of the budget
-  budget.add(2u << 20);  // the other connections hold more than the budget
+  others_hold_more_than(budget);
   {
     SessionRig rig(config::Config{}, nullptr, &budget);
     const std::string request = request_frame(kHeartbeat, 3, 7);
