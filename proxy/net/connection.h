@@ -98,6 +98,7 @@ class Connection : private TransportUser {
   /// Unread input bytes. The owner calls input().consume(n) for each frame and
   /// release_idle_input() when done, so empty buffers go back to the pool.
   ByteBuffer& input() { return in_; }
+  const ByteBuffer& input() const { return in_; }
   void release_idle_input();
   /// A frame of `total` bytes (prefix included) is in progress at the head of
   /// the input. A frame larger than the buffer gets one buffer of exactly its

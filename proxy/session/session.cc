@@ -246,13 +246,13 @@ bool Session::input_waiting() const {
   // A streamed request's rest is not a frame head: it waits when its bytes
   // do (or only its end does).
   if (request_stream_.active())
-    return !const_cast<Connection&>(client_).input().empty() || request_stream_.complete();
+    return !client_.input().empty() || request_stream_.complete();
   return complete_frame_waiting();
 }
 
 bool Session::stream_cut_short() const {
   return request_stream_.active() &&
-         const_cast<Connection&>(client_).input().size() < request_stream_.left();
+         client_.input().size() < request_stream_.left();
 }
 
 void Session::offer_after_eof() {
@@ -268,7 +268,7 @@ bool Session::upstream_written() {
 }
 
 bool Session::complete_frame_waiting() const {
-  const ByteBuffer& in = const_cast<Connection&>(client_).input();
+  const ByteBuffer& in = client_.input();
   return codec::scan_frame(in.begin(), in.size(), ctx_.config->limits.max_frame_bytes).kind ==
          codec::FrameScan::Kind::kFrame;
 }
@@ -300,13 +300,13 @@ void Session::on_client_eof() {
 }
 
 bool Session::close_if_client_gone() {
-  if (state_ == State::kClosing || client_.reading()) return false;
+  if (state_ == State::kClosing || client_.reading() || !client_.peer_closed()) return false;
   // A reset: nothing written reaches the client, half-closed before or not.
   if (client_.peer_reset()) {
     close(CloseReason::kClientClosed);
     return true;
   }
-  if (client_eof_ || !client_.peer_closed()) return false;
+  if (client_eof_) return false;
   // A FIN behind reads paused (in flight at the limit, a full queue to the
   // broker, the budget): a half-close as far as epochgate can tell, and
   // what waits unread before it is still answered once reads resume, as

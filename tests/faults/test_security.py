@@ -221,7 +221,7 @@ def _ready_fields(proc):
     deadline = time.monotonic() + 20
     while not line.startswith("epochgate ready "):
         line = proc.read_line(timeout=max(0.1, deadline - time.monotonic()))
-    return dict(item.split("=", 1) for item in line.split()[2:] if "=" in item)
+    return harness.ready_fields(line)
 
 
 def _admin_default_on_this_machine(h):

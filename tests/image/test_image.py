@@ -88,7 +88,7 @@ class ContainerGate:
             line = self.proc.read_line(timeout=max(0.1, deadline - time.monotonic()))
             if line.startswith("epochgate ready "):
                 break
-        fields = dict(item.split("=", 1) for item in line.split()[2:] if "=" in item)
+        fields = harness.ready_fields(line)
         self.bootstrap = fields["bootstrap"]
         self.admin = fields["admin"]
         self.bootstrap_address = harness.parse_hostport(self.bootstrap)

@@ -59,7 +59,7 @@ def admin_get(log, path):
     (its address from the ready line)."""
     ready = [l for l in read(log).splitlines() if l.startswith("epochgate ready ")]
     assert ready, read(log)
-    fields = dict(item.split("=", 1) for item in ready[0].split()[2:] if "=" in item)
+    fields = harness.ready_fields(ready[0])
     with urllib.request.urlopen("http://%s%s" % (fields["admin"], path), timeout=5) as r:
         return r.read().decode()
 

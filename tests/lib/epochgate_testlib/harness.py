@@ -147,6 +147,12 @@ class Process:
             return ""
 
 
+def ready_fields(line):
+    """{name: value} of epochgate's `epochgate ready bootstrap=... admin=...`
+    line (--ready-file)."""
+    return dict(item.split("=", 1) for item in line.split()[2:] if "=" in item)
+
+
 def parse_hostport(text):
     host, _, port = text.strip().rpartition(":")
     return host, int(port)
@@ -284,7 +290,7 @@ class Epochgate:
         with open(ready_file) as f:
             line = f.read().strip()
         assert line.startswith("epochgate ready "), line
-        fields = dict(item.split("=", 1) for item in line.split()[2:] if "=" in item)
+        fields = ready_fields(line)
         self.bootstrap = fields["bootstrap"]
         self.admin = fields["admin"]
         self.bootstrap_address = parse_hostport(self.bootstrap)
