@@ -34,13 +34,10 @@ def _rig(h, limits=None):
 def _open(gate):
     """A plain socket to epochgate's bootstrap listener with its session
     open (one Metadata answered)."""
-    s = socket.create_connection(harness.parse_hostport(gate.bootstrap), timeout=10)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    s.sendall(kw.metadata_request(1, [TOPIC], version=1))
-    conn = kw.Connection.__new__(kw.Connection)
-    conn.sock, conn.pending, conn.timeout = s, b"", 10
+    conn = kw.Connection(*harness.parse_hostport(gate.bootstrap))
+    conn.send(kw.metadata_request(1, [TOPIC], version=1))
     conn.recv_frame()
-    return s
+    return conn.sock
 
 
 def _read_to_eof(s, timeout):
@@ -65,12 +62,8 @@ def _read_to_eof(s, timeout):
         if not chunk:
             break
         data += chunk
-    ids = []
-    while len(data) >= 8:
-        size = struct.unpack(">i", data[:4])[0]
-        ids.append(struct.unpack(">i", data[4:8])[0])
-        data = data[4 + size:]
-    return ids, how
+    frames, _ = kw.split_frames(data)
+    return [struct.unpack(">i", f[4:8])[0] for f in frames], how
 
 
 def _log_end_offset(cluster):

@@ -91,9 +91,9 @@ inline std::string produce_v7(int32_t corr, int16_t acks) {
   return request_frame(0, 7, corr, body);
 }
 
-/// Makes `budget` (1 MiB) held past its limit by 99 other connections
-/// (2 MiB): a new session's share is 1/100 of it, so it pauses at once.
-/// Undo with budget.add(-(2 << 20)).
+/// Makes `budget` (a limit under 2 MiB) held past its limit by 99 other
+/// connections holding 2 MiB: a new session's share is 1/100 of the limit,
+/// so it pauses at once. Undo with budget.add(-(2 << 20)).
 inline void others_hold_more_than(BufferBudget& budget) {
   for (int i = 0; i < 99; ++i) budget.join();
   budget.add(2u << 20);
