@@ -166,7 +166,7 @@ struct LimitsConfig {
   uint32_t high_watermark_bytes = 4u << 20;    ///< queued bytes that pause the other side
   uint32_t low_watermark_bytes = 1u << 20;     ///< resume below this
   uint32_t idle_timeout_ms = 600000;           ///< close client connections idle this long
-  uint32_t partial_frame_timeout_ms = 30000;   ///< a frame started but not finished
+  uint32_t partial_frame_timeout_ms = 30000;   ///< a frame started but not finished (client's time)
   /// All connections' buffered bytes; 0: 1 GiB, or half the cgroup memory
   /// limit when that is less (proxy/app/process_limits.h).
   uint64_t buffer_budget_bytes = 0;

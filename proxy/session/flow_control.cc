@@ -2,14 +2,16 @@
 #include "proxy/session/flow_control.h"
 
 #include "metrics/proxy_metrics.h"
+#include "proxy/net/clock.h"
 #include "proxy/net/log_limited.h"
 
 namespace epochgate::proxy {
 
 using metrics::Direction;
 
-FlowControl::FlowControl(WorkerContext& ctx, Connection& client, int32_t node_id)
-    : ctx_(ctx), client_(client), node_id_(node_id) {}
+FlowControl::FlowControl(WorkerContext& ctx, Connection& client, PartialFrameClock& partial,
+                         int32_t node_id)
+    : ctx_(ctx), client_(client), partial_(partial), node_id_(node_id) {}
 
 bool FlowControl::update_client(bool draining, size_t in_flight, bool mid_request,
                                 bool splicing) {
@@ -20,6 +22,12 @@ bool FlowControl::update_client(bool draining, size_t in_flight, bool mid_reques
   const bool pace = splicing && may_read && upstream_->queued_bytes() > 0;
   if (pace) upstream_->notify_when_written();  // on_drained() then resumes the read
   const bool should_read = may_read && !over_budget && !pace;
+  // The broker's wait, not the client's: its output is full or the records
+  // wait for it. Over the budget the clock runs (PartialFrameClock).
+  const bool held_for_upstream =
+      !should_read && !over_budget && (pace || upstream_->above_high_watermark());
+  if (held_for_upstream != partial_.held())
+    held_for_upstream ? partial_.hold(now_ns()) : partial_.release(now_ns());
   // Paused by the budget alone, whether reading now or not (a session
   // opened during a pause holds its first request unread): registered, so
   // the worker's re-check resumes it when the budget frees.

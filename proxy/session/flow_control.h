@@ -9,6 +9,7 @@
 
 #include "proxy/core/worker_context.h"
 #include "proxy/net/connection.h"
+#include "proxy/session/partial_frame_clock.h"
 
 namespace epochgate::proxy {
 
@@ -17,7 +18,10 @@ namespace epochgate::proxy {
 /// bytes, and on_no_buffers() when a read found no room (UV_ENOBUFS).
 class FlowControl {
  public:
-  FlowControl(WorkerContext& ctx, Connection& client, int32_t node_id);
+  /// `partial`: the client's frame clock, held while the client's reads
+  /// wait for the broker (the upstream's output, not the budget).
+  FlowControl(WorkerContext& ctx, Connection& client, PartialFrameClock& partial,
+              int32_t node_id);
 
   /// The upstream connection once it is open (before that only the client
   /// side exists and update_*() are not called).
@@ -34,7 +38,8 @@ class FlowControl {
   /// output holds bytes (what the broker's socket did not take): a read
   /// then would copy record bytes a splice moves once the queue is written;
   /// they wait in the kernel's socket buffer instead (not a backpressure
-  /// pause). Returns true when reading resumed with whole frames possibly
+  /// pause). Either way the client's partial-frame clock stops while its
+  /// reads wait for the broker alone. Returns true when reading resumed with whole frames possibly
   /// waiting in the input (the caller processes them).
   bool update_client(bool draining, size_t in_flight, bool mid_request = false,
                      bool splicing = false);
@@ -57,6 +62,7 @@ class FlowControl {
  private:
   WorkerContext& ctx_;
   Connection& client_;
+  PartialFrameClock& partial_;
   Connection* upstream_ = nullptr;
   int32_t node_id_;
   bool client_paused_ = false;

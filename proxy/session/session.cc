@@ -42,7 +42,7 @@ Session::Session(WorkerContext& ctx, SessionList& list, int32_t node_id,
                   ? ctx.make_dialer(static_cast<DialerOwner&>(*this))
                   : std::make_unique<UpstreamDialer>(ctx.loop, ctx.pool,
                                                      static_cast<DialerOwner&>(*this), ctx.tls)),
-      flow_(ctx, client_, node_id),
+      flow_(ctx, client_, partial_, node_id),
       requests_(ctx, node_id, client_, in_flight_, sasl_, bridging_, *this),
       request_stream_(ctx, client_, requests_, *this),
       responses_(ctx, node_id, client_, in_flight_, sasl_, bridging_, upstream_name_, *this) {
@@ -360,7 +360,7 @@ void Session::check_held_client_input() {
   if (s.kind == codec::FrameScan::Kind::kNeedMore) {
     if (pre_auth_header_missing(payload_size(s))) return;
     client_.reserve_input(s.size, kFrameGrowStep);
-    if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
+    partial_.frame_started(now_ns());
     return;
   }
   // A whole request: nothing more is needed until the upstream has answered
@@ -371,7 +371,7 @@ void Session::check_held_client_input() {
   // everything its session holds is freed, instead of when the broker has
   // answered the dial; after a FIN, which may be a half-close, the request
   // is answered first (on_client_eof()). Past that room reading stops.
-  partial_since_ns_ = 0;
+  partial_.frame_done();
   if (in.tail_room() < ctx_.pool.block_size() / 4) client_.stop_reading();
 }
 
@@ -431,7 +431,7 @@ void Session::process_client_input() {
         return;
       }
       if (step == RequestStream::Step::kMore) break;
-      partial_since_ns_ = 0;
+      partial_.frame_done();
       stream_ended = true;
       continue;
     }
@@ -459,7 +459,7 @@ void Session::process_client_input() {
     if (s.kind == codec::FrameScan::Kind::kNeedMore && pre_auth_header_missing(payload_size(s)))
       break;
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
-      if (partial_since_ns_ == 0) partial_since_ns_ = now_ns();
+      partial_.frame_started(now_ns());
       // Streamed, the frame never needs a buffer of its own size.
       if (request_stream_.try_begin(in, s.size)) {
         client_.clear_pending_frame();
@@ -475,7 +475,7 @@ void Session::process_client_input() {
       client_.reserve_input(s.size, kFrameGrowStep);
       break;
     }
-    partial_since_ns_ = 0;
+    partial_.frame_done();
     RequestPath::Step step = requests_.handle(in.mutable_begin() + 4, s.size);
     if (step == RequestPath::Step::kClosed) {
       processing_client_ = false;
@@ -491,7 +491,7 @@ void Session::process_client_input() {
     client_.reserve_input(in.size() + std::min(request_stream_.left(), Connection::kMaxReadBytes),
                           kFrameGrowStep);
   if (in.empty() && !request_stream_.active()) {
-    partial_since_ns_ = 0;
+    partial_.frame_done();
     client_.release_idle_input();
     // The next request's first read takes a head, not records: a cap, no buffer held idle.
     if (stream_ended && state_ == State::kOpen)

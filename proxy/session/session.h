@@ -25,6 +25,7 @@
 #include "proxy/core/worker_context.h"
 #include "proxy/net/connection.h"
 #include "proxy/session/flow_control.h"
+#include "proxy/session/partial_frame_clock.h"
 #include "proxy/session/request_path.h"
 #include "proxy/session/request_stream.h"
 #include "proxy/session/response_path.h"
@@ -60,9 +61,11 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   /// limits.upstream_overdue_ms past its own deadline. The
   /// connection stays open: a client with deadlines of its own decides.
   void check_overdue(uint64_t now_ns);
-  /// A frame started longer than `limit_ns` ago and is still incomplete.
+  /// A frame has been incomplete for more than `limit_ns` of the client's
+  /// own time: while its reads are held for the broker, the clock stops
+  /// (proxy/session/partial_frame_clock.h).
   bool partial_frame_stalled(uint64_t now_ns, uint64_t limit_ns) const {
-    return partial_since_ns_ != 0 && now_ns - partial_since_ns_ > limit_ns;
+    return partial_.stalled(now_ns, limit_ns);
   }
   int32_t node_id() const { return node_id_; }
   /// Re-evaluates reading after the buffer budget may have freed up.
@@ -261,6 +264,7 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   SaslFraming sasl_;
   BrokerBridging bridging_;
   std::string upstream_name_;
+  PartialFrameClock partial_;  // the client's frame in progress, if any
   FlowControl flow_;
   RequestPath requests_;
   RequestStream request_stream_;  // a large Produce forwarded while it arrives
@@ -289,7 +293,6 @@ class Session : public ConnectionOwner, private DialerOwner, private SessionHost
   bool processing_client_ = false;  // re-entry guard of process_client_input()
   uint64_t waiting_for_node_since_ns_ = 0;
   uint64_t last_activity_ns_ = 0;
-  uint64_t partial_since_ns_ = 0;  // 0: no partial frame pending
 };
 
 /// Intrusive list of one worker's sessions, for draining and timeouts.

@@ -16,8 +16,10 @@ the metric an operator would watch, and a log line that names the limit:
 """
 
 import re
+import signal
 import socket
 import struct
+import threading
 import time
 
 from faults_common import (api_versions_ok, bootstrap_address, closed_by_peer, connect,  # noqa: E402
@@ -98,6 +100,47 @@ def test_slow_sender_partial_frame_timeout(h):
     assert api_versions_ok(ok, corr=8)
     assert _log_mentions(gate, "partial frame")
     h.note("partial frame closed after %.2fs (timeout 1 s, sweep every 1 s)" % held)
+
+
+def test_partial_frame_held_for_a_stopped_broker_is_not_timed_out(h):
+    # A client streaming 1 MiB Produce requests while its broker is stopped
+    # (SIGSTOP: the broker's socket buffers fill, then epochgate stops reading
+    # the client mid-request) is sending, not stalling: the broker's wait
+    # must not close it as a partial-frame timeout.
+    cluster, gate, bystander = _setup(h, {"partial_frame_timeout_ms": 1000})
+    client = _victim(h, gate)
+    count, value = 24, b"v" * 1000
+    frames = b"".join(kw.produce_request(100 + i, TOPIC, 0, kw.record_batch([value] * 1000), acks=1)
+                      for i in range(count))
+    broker = cluster.proc.proc
+    broker.send_signal(signal.SIGSTOP)
+    h.on_close(lambda: broker.send_signal(signal.SIGCONT))
+    sent = [0]
+
+    def send_all():
+        client.sock.settimeout(30)
+        view = memoryview(frames)
+        while sent[0] < len(frames):
+            n = client.sock.send(view[sent[0]:sent[0] + 65536])
+            sent[0] += n
+
+    sender = threading.Thread(target=send_all, daemon=True)
+    sender.start()
+    time.sleep(3.5)  # the timeout (1 s) and the sweep (1 s) passed, with room
+    stuck_at = sent[0]
+    timeouts = metric_of(gate, "epochgate_frame_errors_total", reason="partial_frame_timeout")
+    broker.send_signal(signal.SIGCONT)
+    assert stuck_at < len(frames), "the client sent everything: epochgate never stopped reading it"
+    assert timeouts == 0, ("the client was closed as a partial-frame timeout while epochgate "
+                           "held its reads for a stopped broker")
+    sender.join(30)
+    assert sent[0] == len(frames)
+    got = [kw.frame_correlation_id(client.recv_frame(timeout=15), is_request=False)
+           for _ in range(count)]
+    assert got == [100 + i for i in range(count)], got
+    assert api_versions_ok(bystander, corr=9)
+    h.note("broker stopped 3.5 s: client held at %d of %d bytes, not timed out; all %d "
+           "Produce requests answered in order after SIGCONT" % (stuck_at, len(frames), count))
 
 
 def test_idle_timeout_closes_idle_keeps_active(h):

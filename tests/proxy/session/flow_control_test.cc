@@ -5,6 +5,7 @@
 // client's output, never on the budget (its answers are what frees memory).
 // Over the budget, only connections holding their fair share stop.
 #include "proxy/session/flow_control.h"
+#include "proxy/session/partial_frame_clock.h"
 
 #include <uv.h>
 
@@ -77,7 +78,7 @@ class FlowControlTest : public ::testing::Test {
     c.limits.max_in_flight_per_connection = 4;
     ctx.config = std::make_shared<const config::Config>(c);
     ctx.budget_recheck = [this] { ++rechecks; };
-    flow = std::make_unique<FlowControl>(ctx, *client.conn, /*node_id=*/1);
+    flow = std::make_unique<FlowControl>(ctx, *client.conn, partial, /*node_id=*/1);
     flow->attach_upstream(*upstream.conn);
     client.conn->start_reading();
     upstream.conn->start_reading();
@@ -87,6 +88,7 @@ class FlowControlTest : public ::testing::Test {
   IgnoreEvents events;
   Side client{ctx.pool, events};
   Side upstream{ctx.pool, events};
+  PartialFrameClock partial;
   std::unique_ptr<FlowControl> flow;
   int rechecks = 0;
 };
@@ -204,11 +206,50 @@ TEST_F(FlowControlTest, BudgetPausesTheClientAndAsksForARecheckUntilItFrees) {
   client.conn->set_budget(nullptr, false);
 }
 
+TEST_F(FlowControlTest, PartialFrameClockStopsWhileTheClientWaitsForTheBroker) {
+  upstream.stuck_output(200);
+  flow->update_client(false, 0);
+  ASSERT_FALSE(client.conn->reading());
+  EXPECT_TRUE(partial.held()) << "the broker's full output holds the client";
+  upstream.peer_takes_all();
+  flow->update_client(false, 0);
+  EXPECT_FALSE(partial.held());
+  upstream.stuck_output(50);  // a spliced request's records wait for the queue
+  flow->update_client(false, 1, /*mid_request=*/true, /*splicing=*/true);
+  EXPECT_TRUE(partial.held());
+  upstream.peer_takes_all();
+  flow->update_client(false, 1, true, true);
+  EXPECT_FALSE(partial.held());
+}
+
+TEST_F(FlowControlTest, PartialFrameClockRunsWhileTheClientWaitsForTheBudgetOrItsOwnCap) {
+  flow->update_client(false, 4);
+  ASSERT_FALSE(client.conn->reading());
+  EXPECT_FALSE(partial.held()) << "the in-flight cap is the client's own";
+  flow->update_client(false, 0);
+  BufferBudget budget;
+  ctx.budget = &budget;
+  client.conn->set_budget(&budget, /*enforce=*/true);
+  client.wire->peer_sends("abc");
+  client.wire->pump();
+  limit_to_what_is_held(budget, *client.conn);
+  upstream.stuck_output(200);
+  auto charge = std::make_unique<BudgetCharge>(&budget, 100000);
+  flow->update_client(false, 0);
+  ASSERT_FALSE(client.conn->reading());
+  EXPECT_FALSE(partial.held())
+      << "over the budget the clock runs, or partial frames could hold it for good";
+  charge.reset();
+  upstream.peer_takes_all();
+  client.conn->set_budget(nullptr, false);
+}
+
 TEST_F(FlowControlTest, OverTheBudgetOnlyConnectionsHoldingTheirShareStop) {
   BufferBudget budget;
   ctx.budget = &budget;
   Side quiet{ctx.pool, events};
-  FlowControl quiet_flow(ctx, *quiet.conn, 2);
+  PartialFrameClock quiet_partial;
+  FlowControl quiet_flow(ctx, *quiet.conn, quiet_partial, 2);
   quiet_flow.attach_upstream(*upstream.conn);
   quiet.conn->start_reading();
   client.conn->set_budget(&budget, true);

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "proxy/net/clock.h"
 #include "tests/proxy/session_rig.h"
 
 namespace epochgate::proxy::testing {
@@ -39,6 +40,35 @@ TEST(SessionBackpressure, ClientReadsPauseWhileTheBrokerSideIsFull) {
   EXPECT_TRUE(rig.client->reading()) << "reading did not resume once the output drained";
   rig.broker->complete_write(0);  // the request read after the resume
   EXPECT_EQ(rig.broker->sent(), big + later);
+}
+
+// limits.partial_frame_timeout_ms is for clients that stop sending; a frame
+// left incomplete because epochgate stopped reading for the broker is not one.
+TEST(SessionBackpressure, APartialFrameHeldForTheBrokerIsNotStalled) {
+  SessionRig rig(small_watermarks());
+  rig.connect();
+  rig.broker->set_try_write_limit(0);
+  rig.broker->set_auto_complete(false);
+  std::string big;
+  for (int32_t c = 1; c <= 3; ++c) big += request_frame(kHeartbeat, 3, c, std::string(3000, 'x'));
+  const std::string next = request_frame(kHeartbeat, 3, 4, std::string(100, 'y'));
+  rig.client->peer_sends(big + next.substr(0, 50));
+  rig.pump();
+  ASSERT_FALSE(rig.client->reading());
+  constexpr uint64_t kLimit = 1000000000;  // 1 s
+  EXPECT_FALSE(rig.session().partial_frame_stalled(now_ns() + 10 * kLimit, kLimit))
+      << "the broker's wait was counted against the client";
+  rig.broker->complete_write(0);
+  rig.pump();
+  ASSERT_TRUE(rig.client->reading());
+  EXPECT_FALSE(rig.session().partial_frame_stalled(now_ns() + kLimit / 2, kLimit));
+  EXPECT_TRUE(rig.session().partial_frame_stalled(now_ns() + 2 * kLimit, kLimit))
+      << "once read again, the client's own time counts";
+  rig.client->peer_sends(next.substr(50));
+  rig.pump();
+  rig.broker->complete_write(0);
+  EXPECT_FALSE(rig.session().partial_frame_stalled(now_ns() + 2 * kLimit, kLimit));
+  EXPECT_EQ(rig.broker->sent(), big + next);
 }
 
 TEST(SessionBackpressure, BrokerReadsPauseWhileTheClientIsSlow) {
