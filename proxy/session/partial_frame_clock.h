@@ -28,6 +28,8 @@ class PartialFrameClock {
     started_ns_ = now_ns;
     held_ns_ = 0;
   }
+  /// A frame is being timed (frame_started() and no frame_done() since).
+  bool timing() const { return started_ns_ != 0; }
   /// The frame completed, or nothing of one is pending.
   void frame_done() { started_ns_ = 0; }
   /// Reads of the client stopped for the broker's sake (no-op while held).

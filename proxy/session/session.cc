@@ -360,7 +360,7 @@ void Session::check_held_client_input() {
   if (s.kind == codec::FrameScan::Kind::kNeedMore) {
     if (pre_auth_header_missing(payload_size(s))) return;
     client_.reserve_input(s.size, kFrameGrowStep);
-    partial_.frame_started(now_ns());
+    if (!partial_.timing()) partial_.frame_started(now_ns());
     return;
   }
   // A whole request: nothing more is needed until the upstream has answered
@@ -459,7 +459,7 @@ void Session::process_client_input() {
     if (s.kind == codec::FrameScan::Kind::kNeedMore && pre_auth_header_missing(payload_size(s)))
       break;
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
-      partial_.frame_started(now_ns());
+      if (!partial_.timing()) partial_.frame_started(now_ns());
       // Streamed, the frame never needs a buffer of its own size.
       if (request_stream_.try_begin(in, s.size)) {
         client_.clear_pending_frame();
