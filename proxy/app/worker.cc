@@ -225,8 +225,9 @@ void Worker::on_sweep(uv_timer_t* t) {
       s.close(CloseReason::kIdleTimeout);
     } else if (partial_ns && s.partial_frame_stalled(now, partial_ns)) {
       EPOCHGATE_PROXY_LOG(warn, "partial_frame_timeout",
-                          "closing client connection on node {} listener: partial frame held "
-                          "over {} ms (limits.partial_frame_timeout_ms)",
+                          "closing client connection on node {} listener: partial frame "
+                          "incomplete for over {} ms of the client's own time "
+                          "(limits.partial_frame_timeout_ms)",
                           s.node_id(), lim.partial_frame_timeout_ms);
       if (w->ctx_.metrics) w->ctx_.metrics->frame_error(CloseReason::kPartialFrameTimeout);
       s.close(CloseReason::kPartialFrameTimeout);

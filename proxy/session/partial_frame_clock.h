@@ -47,7 +47,8 @@ class PartialFrameClock {
   /// own time (never while held).
   bool stalled(uint64_t now_ns, uint64_t limit_ns) const {
     if (started_ns_ == 0 || held_since_ns_ != 0) return false;
-    return now_ns - started_ns_ - held_ns_ > limit_ns;
+    const uint64_t run = now_ns - started_ns_;
+    return run > held_ns_ && run - held_ns_ > limit_ns;
   }
 
  private:

@@ -358,9 +358,10 @@ void Session::check_held_client_input() {
   }
   if (pre_auth_refused(payload_size(s))) return;
   if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+    // Timed from its first bytes, a bare size prefix too.
+    if (!partial_.timing()) partial_.frame_started(now_ns());
     if (pre_auth_header_missing(payload_size(s))) return;
     client_.reserve_input(s.size, kFrameGrowStep);
-    if (!partial_.timing()) partial_.frame_started(now_ns());
     return;
   }
   // A whole request: nothing more is needed until the upstream has answered
@@ -456,10 +457,11 @@ void Session::process_client_input() {
       processing_client_ = false;
       return;
     }
-    if (s.kind == codec::FrameScan::Kind::kNeedMore && pre_auth_header_missing(payload_size(s)))
-      break;
     if (s.kind == codec::FrameScan::Kind::kNeedMore) {
+      // Timed from its first bytes: a large frame's bare size prefix (no
+      // API key yet) too, or a client could hold its connection with 4 bytes.
       if (!partial_.timing()) partial_.frame_started(now_ns());
+      if (pre_auth_header_missing(payload_size(s))) break;
       // Streamed, the frame never needs a buffer of its own size.
       if (request_stream_.try_begin(in, s.size)) {
         client_.clear_pending_frame();

@@ -99,7 +99,17 @@ def test_slow_sender_partial_frame_timeout(h):
     assert api_versions_ok(bystander, corr=3)
     assert api_versions_ok(ok, corr=8)
     assert _log_mentions(gate, "partial frame")
-    h.note("partial frame closed after %.2fs (timeout 1 s, sweep every 1 s)" % held)
+    # A bare size prefix announcing a large frame (no API key yet, so no
+    # buffer of its size) is timed from those 4 bytes too.
+    prefix_only = _victim(h, gate)
+    prefix_only.send(struct.pack(">i", 1048576))
+    started = time.monotonic()
+    assert closed_by_peer(prefix_only, 6), "a bare 1 MiB size prefix was never timed out"
+    prefix_held = time.monotonic() - started
+    assert prefix_held >= 0.9, prefix_held
+    wait_metric(gate, "epochgate_frame_errors_total", 2, reason="partial_frame_timeout")
+    h.note("partial frame closed after %.2fs, a bare 1 MiB size prefix after %.2fs "
+           "(timeout 1 s, sweep every 1 s)" % (held, prefix_held))
 
 
 def test_partial_frame_held_for_a_stopped_broker_is_not_timed_out(h):
@@ -109,9 +119,11 @@ def test_partial_frame_held_for_a_stopped_broker_is_not_timed_out(h):
     # must not close it as a partial-frame timeout.
     cluster, gate, bystander = _setup(h, {"partial_frame_timeout_ms": 1000})
     client = _victim(h, gate)
-    count, value = 24, b"v" * 1000
-    frames = b"".join(kw.produce_request(100 + i, TOPIC, 0, kw.record_batch([value] * 1000), acks=1)
-                      for i in range(count))
+    # 48 MiB: far more than the loopback socket buffers on both sides take
+    # (about 9 MiB here), so epochgate must stop reading the client.
+    count = 48
+    batch = kw.record_batch([b"v" * 1000] * 1000)
+    frames = b"".join(kw.produce_request(100 + i, TOPIC, 0, batch, acks=1) for i in range(count))
     broker = cluster.proc.proc
     broker.send_signal(signal.SIGSTOP)
     h.on_close(lambda: broker.send_signal(signal.SIGCONT))

@@ -222,10 +222,11 @@ TEST_F(FlowControlTest, PartialFrameClockStopsWhileTheClientWaitsForTheBroker) {
   EXPECT_FALSE(partial.held());
 }
 
-TEST_F(FlowControlTest, PartialFrameClockRunsWhileTheClientWaitsForTheBudgetOrItsOwnCap) {
+TEST_F(FlowControlTest, PartialFrameClockIsNotHeldByTheBudgetOrTheInFlightCap) {
   flow->update_client(false, 4);
   ASSERT_FALSE(client.conn->reading());
-  EXPECT_FALSE(partial.held()) << "the in-flight cap is the client's own";
+  EXPECT_FALSE(partial.held()) << "not a hold for the broker's output (a session does not "
+                                  "time a frame waiting behind the cap: it is not scanned)";
   flow->update_client(false, 0);
   BufferBudget budget;
   ctx.budget = &budget;

@@ -50,5 +50,16 @@ TEST(PartialFrameClock, ANewFrameForgetsThePreviousOnesHolds) {
   EXPECT_TRUE(c.stalled(211 * kMs, 10 * kMs));
 }
 
+TEST(PartialFrameClock, AFrameStartedAndDoneWhileHeldCountsOnlyItsOwnHeldTime) {
+  PartialFrameClock c;
+  c.hold(1 * kMs);
+  c.frame_started(10 * kMs);
+  c.frame_done();
+  c.frame_started(20 * kMs);  // the next frame, still held
+  c.release(70 * kMs);        // 50 ms of its time held
+  EXPECT_FALSE(c.stalled(79 * kMs, 10 * kMs));
+  EXPECT_TRUE(c.stalled(81 * kMs, 10 * kMs));
+}
+
 }  // namespace
 }  // namespace epochgate::proxy
