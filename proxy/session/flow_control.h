@@ -39,8 +39,9 @@ class FlowControl {
   /// then would copy record bytes a splice moves once the queue is written;
   /// they wait in the kernel's socket buffer instead (not a backpressure
   /// pause). Either way the client's partial-frame clock stops while its
-  /// reads wait for the broker alone. Returns true when reading resumed with whole frames possibly
-  /// waiting in the input (the caller processes them).
+  /// reads wait for the broker alone. Returns true when reading resumed
+  /// with whole frames possibly waiting in the input (the caller processes
+  /// them).
   bool update_client(bool draining, size_t in_flight, bool mid_request = false,
                      bool splicing = false);
   /// The upstream reads while the client's output is at or under its high

@@ -6,7 +6,7 @@ the metric an operator would watch, and a log line that names the limit:
 |-------------------------------|--------------------------------------------------------------|
 | limits.max_frame_bytes        | frame_errors_total{reason=frame_too_large}, connections_closed_total{reason=frame_too_large} |
 | negative size prefix          | frame_errors_total{reason=negative_frame_size}               |
-| limits.partial_frame_timeout_ms | frame_errors_total{reason=partial_frame_timeout}, connections_closed_total{reason=partial_frame_timeout} |
+| limits.partial_frame_timeout_ms | frame_errors_total{reason=partial_frame_timeout}, connections_closed_total{reason=partial_frame_timeout}; a bare size prefix is timed; none while a stopped broker holds the client |
 | limits.idle_timeout_ms        | connections_closed_total{reason=idle_timeout}                |
 | limits.max_connections        | connections_closed_total{reason=max_connections}             |
 | limits.max_in_flight_per_connection | backpressure_pauses_total{direction=client_to_upstream}; nothing refused |

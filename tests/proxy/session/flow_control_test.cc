@@ -5,7 +5,6 @@
 // client's output, never on the budget (its answers are what frees memory).
 // Over the budget, only connections holding their fair share stop.
 #include "proxy/session/flow_control.h"
-#include "proxy/session/partial_frame_clock.h"
 
 #include <uv.h>
 
@@ -19,6 +18,7 @@
 #include "proxy/core/worker_context.h"
 #include "proxy/net/buffer_budget.h"
 #include "proxy/net/connection.h"
+#include "proxy/session/partial_frame_clock.h"
 #include "tests/proxy/fake_transport.h"
 
 namespace epochgate::proxy::testing {
